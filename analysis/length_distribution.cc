@@ -1,0 +1,82 @@
+#include "analysis/length_distribution.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmcap::analysis {
+
+LengthDistribution LengthDistribution::fixed(std::int32_t tokens) {
+  LengthDistribution d;
+  d.kind = Kind::kFixed;
+  d.mean = tokens;
+  return d;
+}
+
+double LengthDistribution::nominal_mean() const {
+  switch (kind) {
+    case Kind::kFixed:
+    case Kind::kNormal:
+    case Kind::kLognormal: return mean;
+    case Kind::kUniform: return (low + high) / 2.0;
+    case Kind::kEmpirical: {
+      if (values.empty()) return 0;
+      double s = 0;
+      for (auto v : values) s += v;
+      return s / static_cast<double>(values.size());
+    }
+  }
+  return mean;
+}
+
+std::string_view to_string(LengthDistribution::Kind k) {
+  switch (k) {
+    case LengthDistribution::Kind::kFixed: return "fixed";
+    case LengthDistribution::Kind::kUniform: return "uniform";
+    case LengthDistribution::Kind::kNormal: return "normal";
+    case LengthDistribution::Kind::kLognormal: return "lognormal";
+    case LengthDistribution::Kind::kEmpirical: return "empirical";
+  }
+  return "fixed";
+}
+
+LengthSampler::LengthSampler(LengthDistribution spec, std::uint64_t seed)
+    : spec_(std::move(spec)), rng_(seed) {}
+
+std::int32_t LengthSampler::next() {
+  double v = spec_.mean;
+  switch (spec_.kind) {
+    case LengthDistribution::Kind::kFixed: break;
+    case LengthDistribution::Kind::kUniform: {
+      std::uniform_int_distribution<std::int32_t> d(std::min(spec_.low, spec_.high),
+                                                    std::max(spec_.low, spec_.high));
+      v = d(rng_);
+      break;
+    }
+    case LengthDistribution::Kind::kNormal: {
+      std::normal_distribution<double> d(spec_.mean, std::max(0.0, spec_.stddev));
+      v = d(rng_);
+      break;
+    }
+    case LengthDistribution::Kind::kLognormal: {
+      // Parameters of the underlying normal from the lengths' mean m and stddev s.
+      const double m = std::max(1.0, spec_.mean);
+      const double s = std::max(0.0, spec_.stddev);
+      const double sigma2 = std::log(1.0 + (s * s) / (m * m));
+      const double mu = std::log(m) - sigma2 / 2.0;
+      std::lognormal_distribution<double> d(mu, std::sqrt(sigma2));
+      v = d(rng_);
+      break;
+    }
+    case LengthDistribution::Kind::kEmpirical: {
+      if (spec_.values.empty()) break;
+      std::uniform_int_distribution<std::size_t> d(0, spec_.values.size() - 1);
+      v = spec_.values[d(rng_)];
+      break;
+    }
+  }
+  const double clamped = std::clamp(std::round(v), static_cast<double>(spec_.min_tokens),
+                                    static_cast<double>(spec_.max_tokens));
+  return static_cast<std::int32_t>(clamped);
+}
+
+}  // namespace llmcap::analysis

@@ -1,0 +1,315 @@
+#include "net/http_server.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace llmcap::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+std::string status_line(int status) {
+  std::string s = "HTTP/1.1 " + std::to_string(status) + " ";
+  s.append(reason_phrase(status));
+  s.append("\r\n");
+  return s;
+}
+
+// Serialises a whole response; adds Content-Length, Server and Connection.
+std::string serialize(const HttpResponse& r, bool keep_alive, const std::string& server,
+                      bool head_only) {
+  std::string out = status_line(r.status);
+  bool has_type = false;
+  for (const auto& [k, v] : r.headers) {
+    if (to_lower_ascii(k) == "content-type") has_type = true;
+    out.append(k).append(": ").append(v).append("\r\n");
+  }
+  if (!has_type && !r.body.empty()) out.append("Content-Type: text/plain; charset=utf-8\r\n");
+  out.append("Content-Length: ").append(std::to_string(r.body.size())).append("\r\n");
+  out.append("Server: ").append(server).append("\r\n");
+  if (!keep_alive) out.append("Connection: close\r\n");
+  out.append("\r\n");
+  if (!head_only) out.append(r.body);
+  return out;
+}
+
+}  // namespace
+
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(asio::io_context& io_, HttpServerOptions opts, Handler h)
+      : io(io_), options(std::move(opts)), handler(std::move(h)), acceptor(asio::make_strand(io_)) {}
+
+  asio::io_context& io;
+  HttpServerOptions options;
+  Handler handler;
+  tcp::acceptor acceptor;
+  std::uint16_t bound_port = 0;
+  std::atomic<bool> stopped{false};
+  std::atomic<std::size_t> open_connections{0};
+
+  std::mutex mu;  // guards sessions
+  std::unordered_map<std::uint64_t, std::weak_ptr<beast::tcp_stream>> sessions;  // GUARDED_BY(mu)
+  std::uint64_t next_session_id = 0;                                              // GUARDED_BY(mu)
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> session(tcp::socket socket);
+};
+
+// The per-connection stream a handler writes to.
+class StreamWriter final : public ResponseStream {
+ public:
+  StreamWriter(beast::tcp_stream& stream, const HttpServerOptions& options)
+      : stream_(stream), options_(options) {}
+
+  asio::awaitable<bool> start(int status, HeaderList headers) override {
+    started_ = true;
+    std::string head = status_line(status);
+    for (const auto& [k, v] : headers) head.append(k).append(": ").append(v).append("\r\n");
+    head.append("Transfer-Encoding: chunked\r\nServer: ")
+        .append(options_.server_header)
+        .append("\r\n\r\n");
+    co_return co_await send(head);
+  }
+
+  asio::awaitable<bool> write(std::string_view data) override {
+    if (data.empty()) co_return !broken_;
+    char size_hex[32];
+    const int n = std::snprintf(size_hex, sizeof size_hex, "%zx\r\n", data.size());
+    std::string chunk(size_hex, static_cast<std::size_t>(n));
+    chunk.append(data).append("\r\n");
+    co_return co_await send(chunk);
+  }
+
+  asio::awaitable<void> finish() override {
+    if (!finished_) {
+      finished_ = true;
+      co_await send("0\r\n\r\n");
+    }
+  }
+
+  void reset() override {
+    broken_ = true;
+    beast::error_code ec;
+    stream_.socket().set_option(asio::socket_base::linger(true, 0), ec);
+    stream_.socket().close(ec);
+  }
+
+  asio::awaitable<bool> write_raw(std::string_view bytes) override { co_return co_await send(bytes); }
+
+  bool started() const { return started_; }
+  bool finished() const { return finished_; }
+  bool broken() const { return broken_; }
+
+ private:
+  asio::awaitable<bool> send(std::string_view bytes) {
+    if (broken_) co_return false;
+    stream_.expires_after(options_.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream_, asio::buffer(bytes.data(), bytes.size()),
+                                              use_nothrow);
+    (void)n;
+    if (ec) broken_ = true;
+    co_return !broken_;
+  }
+
+  beast::tcp_stream& stream_;
+  const HttpServerOptions& options_;
+  bool started_ = false;
+  bool finished_ = false;
+  bool broken_ = false;
+};
+
+asio::awaitable<void> HttpServer::Impl::accept_loop() {
+  auto self = shared_from_this();
+  while (!stopped) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io), use_nothrow);
+    if (ec) {
+      if (stopped || ec == asio::error::operation_aborted) break;
+      continue;  // e.g. EMFILE: keep serving the connections we have
+    }
+    asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
+  auto self = shared_from_this();
+  auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(mu);
+    id = next_session_id++;
+    sessions.emplace(id, stream);
+  }
+  ++open_connections;
+  struct Cleanup {
+    Impl* impl;
+    std::uint64_t id;
+    ~Cleanup() {
+      --impl->open_connections;
+      std::lock_guard lock(impl->mu);
+      impl->sessions.erase(id);
+    }
+  } cleanup{this, id};
+
+  std::string remote;
+  {
+    beast::error_code ec;
+    auto ep = stream->socket().remote_endpoint(ec);
+    if (!ec) remote = ep.address().to_string();
+  }
+
+  if (open_connections > options.max_connections) {
+    HttpResponse busy = HttpResponse::json(503, R"({"title":"too many connections"})");
+    const std::string bytes = serialize(busy, false, options.server_header, false);
+    stream->expires_after(options.write_timeout);
+    co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
+    beast::error_code ec;
+    stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+    co_return;
+  }
+
+  beast::flat_buffer buffer;
+  bool first = true;
+  while (!stopped) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(options.max_body_bytes);
+    parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+    // Before the first byte of a request we wait up to the idle timeout; a started request
+    // must arrive whole within read_timeout (slowloris protection). Beast reads the header in
+    // one operation, so the tighter deadline applies once any byte is buffered.
+    stream->expires_after(first || buffer.size() > 0 ? options.read_timeout : options.idle_timeout);
+    first = false;
+    auto [ec, n] = co_await http::async_read(*stream, buffer, parser, use_nothrow);
+    (void)n;
+    if (ec) {
+      int status = 0;
+      if (ec == http::error::body_limit) status = 413;
+      else if (ec == http::error::header_limit) status = 431;
+      else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
+               ec != beast::error::timeout && ec != asio::error::operation_aborted &&
+               ec != asio::error::connection_reset && ec != asio::error::bad_descriptor &&
+               ec != http::error::partial_message)
+        status = 400;
+      if (status != 0) {
+        const std::string problem =
+            std::string(R"({"type":"about:blank","title":")") + std::string(reason_phrase(status)) +
+            R"(","status":)" + std::to_string(status) + R"(,"detail":")" +
+            (status == 400 ? "malformed HTTP request" : "request exceeds the configured limit") +
+            "\"}";
+        HttpResponse r = HttpResponse::text(status, problem, "application/problem+json");
+        const std::string bytes = serialize(r, false, options.server_header, false);
+        stream->expires_after(options.write_timeout);
+        co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
+      }
+      break;
+    }
+
+    auto& msg = parser.get();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    const auto q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    for (const auto& field : msg) {
+      req.headers.emplace_back(to_lower_ascii(field.name_string()), std::string(field.value()));
+    }
+    req.body = std::move(msg.body());
+    req.remote_address = remote;
+    const bool keep_alive = msg.keep_alive();
+    const bool head_only = msg.method() == http::verb::head;
+
+    StreamWriter writer(*stream, options);
+    std::optional<HttpResponse> response;
+    bool failed = false;
+    try {
+      response = co_await handler(req, writer);
+    } catch (...) {
+      failed = true;
+    }
+    if (writer.broken()) break;
+    if (writer.started()) {
+      if (!writer.finished()) co_await writer.finish();
+      if (writer.broken() || !keep_alive) break;
+      continue;
+    }
+    if (failed || !response) {
+      response = HttpResponse::text(
+          500, R"({"type":"about:blank","title":"Internal Server Error","status":500})",
+          "application/problem+json");
+    }
+    const bool keep = keep_alive && !stopped;
+    const std::string bytes = serialize(*response, keep, options.server_header, head_only);
+    stream->expires_after(options.write_timeout);
+    auto [wec, wn] = co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
+    (void)wn;
+    if (wec || !keep) break;
+  }
+  beast::error_code ec;
+  stream->socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream->socket().close(ec);
+}
+
+HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler handler)
+    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(handler))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(impl_->options.address, ec);
+  if (ec) throw std::runtime_error("invalid listen address '" + impl_->options.address + "'");
+  const tcp::endpoint endpoint(address, impl_->options.port);
+  auto& acc = impl_->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw std::runtime_error("cannot listen on " + impl_->options.address + ":" +
+                             std::to_string(impl_->options.port) + ": " + ec.message());
+  }
+  impl_->bound_port = acc.local_endpoint().port();
+  asio::co_spawn(acc.get_executor(), impl_->accept_loop(), asio::detached);
+}
+
+std::uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+std::size_t HttpServer::connection_count() const { return impl_->open_connections; }
+
+void HttpServer::stop() {
+  if (impl_->stopped.exchange(true)) return;
+  auto impl = impl_;
+  asio::post(impl->acceptor.get_executor(), [impl] {
+    beast::error_code ec;
+    impl->acceptor.close(ec);
+  });
+  std::lock_guard lock(impl->mu);
+  for (auto& [id, weak] : impl->sessions) {
+    if (auto s = weak.lock()) {
+      asio::post(s->get_executor(), [s] {
+        beast::error_code ec;
+        s->socket().shutdown(tcp::socket::shutdown_both, ec);
+        s->socket().close(ec);
+      });
+    }
+  }
+}
+
+}  // namespace llmcap::net

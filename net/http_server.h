@@ -1,0 +1,80 @@
+// HttpServer: an async HTTP/1.1 server (keep-alive, size limits, read deadlines, connection
+// cap) that hands each request to a Handler coroutine. Used by the simulator (sim/) and the
+// daemon's REST API (server/). Beast stays inside http_server.cc.
+//
+// Threading: the server runs on the io_context it is given; each connection is a coroutine on
+// its own strand, so a Handler may run on any thread that runs the io_context, never on two
+// threads at once for one connection. start()/stop() may be called from any thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "net/http_message.h"
+
+namespace llmcap::net {
+
+// Lets a handler stream a response (SSE, large exports) instead of returning one value.
+// Chunked transfer encoding; each write() is one chunk and is flushed to the socket at once,
+// so the peer sees each event when it is written.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // Sends the status line and headers. Returns false when the peer is gone.
+  virtual boost::asio::awaitable<bool> start(int status, HeaderList headers) = 0;
+  // Sends one chunk. Returns false when the peer is gone (stop producing then).
+  virtual boost::asio::awaitable<bool> write(std::string_view data) = 0;
+  // Sends the terminating chunk; the connection may be reused afterwards.
+  virtual boost::asio::awaitable<void> finish() = 0;
+  // Resets the connection (TCP RST), e.g. to inject a fault. The connection is not reused.
+  virtual void reset() = 0;
+  // Sends raw bytes with no chunk framing (for fault injection of malformed framing only).
+  virtual boost::asio::awaitable<bool> write_raw(std::string_view bytes) = 0;
+};
+
+// Returns a response to send, or nullopt after streaming one through the ResponseStream.
+// Exceptions escaping a handler become a 500 with no internals in the body.
+using Handler =
+    std::function<boost::asio::awaitable<std::optional<HttpResponse>>(HttpRequest&, ResponseStream&)>;
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";            // listen address (IPv4 or IPv6 literal)
+  std::uint16_t port = 0;                         // 0 picks a free port; see HttpServer::port()
+  std::size_t max_body_bytes = 4 * 1024 * 1024;   // larger bodies get 413
+  std::size_t max_header_bytes = 16 * 1024;      // larger header blocks get 431
+  std::chrono::milliseconds read_timeout{10'000}; // to receive one whole request once started
+  std::chrono::milliseconds idle_timeout{60'000}; // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{30'000};// to write one response or chunk
+  std::size_t max_connections = 4096;             // beyond this new connections get 503
+  std::string server_header = "llmcap";           // value of the Server header
+};
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting. Throws std::runtime_error naming the address on failure.
+  void start();
+  // The bound port (valid after start()).
+  std::uint16_t port() const;
+  // Stops accepting and closes every open connection. Idempotent.
+  void stop();
+  // Connections open now.
+  std::size_t connection_count() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace llmcap::net
