@@ -1,0 +1,11 @@
+// The subcommands of llmcapd; each returns an ExitCode. See cli.cc for the table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace llmcap::server {
+
+int cmd_version(const std::vector<std::string>& args);
+
+}  // namespace llmcap::server

@@ -1,0 +1,54 @@
+#include "server/daemon_config.h"
+
+namespace llmcap::server {
+
+void DaemonConfig::bind(Settings& s) {
+  s.add("listen_address", "address of the REST API and /metrics", &listen_address);
+  s.add("port", "TCP port of the REST API (0 = any free port)", &port);
+  s.add("io_threads", "threads serving the API", &io_threads);
+  s.add("max_body_bytes", "largest accepted request body", &max_body_bytes);
+  s.add("max_connections", "API connections held at once", &max_connections);
+  s.add("read_timeout_ms", "deadline to receive one whole request", &read_timeout_ms);
+  s.add("database", "SQLite database file", &database);
+  s.add("log_level", "trace|debug|info|warn|error|critical|off", &log_level);
+  s.add("log_json", "write logs as JSON lines", &log_json);
+  s.add("max_concurrent_jobs", "jobs running at once", &max_concurrent_jobs);
+  s.add("max_queued_jobs", "queued jobs before POST /v1/jobs answers 429", &max_queued_jobs);
+  s.add("max_targets", "targets per plan", &max_targets);
+  s.add("max_concurrency", "in-flight requests per step", &max_concurrency);
+  s.add("max_rate_rps", "arrival rate per step", &max_rate_rps);
+  s.add("max_job_duration_s", "estimated duration of one plan", &max_job_duration_s);
+  s.add("shutdown_grace_s", "on SIGTERM, time to finish the current step", &shutdown_grace_s);
+  s.add("admin_tokens", "bearer tokens allowed to submit/cancel/delete", &admin_tokens);
+  s.add("read_tokens", "bearer tokens allowed to read", &read_tokens);
+  s.add("open_health", "serve /healthz and /readyz without a token", &open_health);
+  s.add("open_metrics", "serve /metrics without a token", &open_metrics);
+  s.add("target_allowlist", "hosts/CIDRs plans may target", &target_allowlist);
+  s.add("telemetry_interval_s", "scrape period of target metrics", &telemetry_interval_s);
+}
+
+std::string DaemonConfig::validate() const {
+  if (io_threads < 1 || io_threads > 64) return "io_threads: must be in [1, 64]";
+  if (max_body_bytes < 1024) return "max_body_bytes: must be at least 1024";
+  if (max_connections < 1) return "max_connections: must be at least 1";
+  if (read_timeout_ms < 100) return "read_timeout_ms: must be at least 100";
+  if (database.empty()) return "database: must not be empty";
+  if (max_concurrent_jobs < 1 || max_concurrent_jobs > 64)
+    return "max_concurrent_jobs: must be in [1, 64]";
+  if (max_queued_jobs < 1) return "max_queued_jobs: must be at least 1";
+  if (max_targets < 1) return "max_targets: must be at least 1";
+  if (max_concurrency < 1) return "max_concurrency: must be at least 1";
+  if (!(max_rate_rps > 0)) return "max_rate_rps: must be positive";
+  if (!(max_job_duration_s > 0)) return "max_job_duration_s: must be positive";
+  if (shutdown_grace_s < 0) return "shutdown_grace_s: must not be negative";
+  if (!(telemetry_interval_s >= 0.1)) return "telemetry_interval_s: must be at least 0.1";
+  for (const auto& t : admin_tokens) {
+    if (t.size() < 16) return "admin_tokens: each token must have at least 16 characters";
+  }
+  for (const auto& t : read_tokens) {
+    if (t.size() < 16) return "read_tokens: each token must have at least 16 characters";
+  }
+  return "";
+}
+
+}  // namespace llmcap::server

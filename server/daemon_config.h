@@ -1,0 +1,58 @@
+// DaemonConfig: every setting of `llmcapd serve`, with its default and meaning (STYLE.md §13).
+// Filled once at start-up from defaults < config file < LLMCAP_* environment < flags, validated
+// by validate(), then split into the per-module option structs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/settings.h"
+
+namespace llmcap::server {
+
+struct DaemonConfig {
+  // --- listener ---
+  std::string listen_address = "127.0.0.1";  // address of the REST API and /metrics
+  std::uint16_t port = 8080;                  // 0 picks a free port (printed at start)
+  int io_threads = 1;                         // threads serving the API (never the load generator)
+  std::int64_t max_body_bytes = 1 << 20;      // larger request bodies (plans) get 413
+  int max_connections = 512;                  // API connections beyond this get 503
+  int read_timeout_ms = 10'000;               // deadline to receive a whole request
+
+  // --- storage ---
+  std::string database = "llmcap.db";  // SQLite file (":memory:" for throwaway runs)
+
+  // --- logging ---
+  std::string log_level = "info";  // trace, debug, info, warn, error, critical, off
+  bool log_json = false;           // JSON-lines logs for log shippers
+
+  // --- scheduler and limits ---
+  int max_concurrent_jobs = 1;       // jobs running at once (never two on one target)
+  int max_queued_jobs = 64;          // POST /v1/jobs answers 429 beyond this
+  int max_targets = 16;              // per plan
+  int max_concurrency = 4096;        // per step
+  double max_rate_rps = 10'000;      // per step
+  double max_job_duration_s = 86'400;// estimated plan duration limit
+  double shutdown_grace_s = 30;      // SIGTERM: time to finish the current step before cancel
+
+  // --- security ---
+  std::vector<std::string> admin_tokens;      // bearer tokens that may submit/cancel/delete
+  std::vector<std::string> read_tokens;       // bearer tokens that may only read
+  bool open_health = true;                    // /healthz and /readyz need no token
+  bool open_metrics = true;                   // /metrics needs no token
+  // Hosts/CIDRs plans may target; sim:// embedded targets are always allowed.
+  std::vector<std::string> target_allowlist = {"127.0.0.0/8", "::1/128", "localhost"};
+
+  // --- telemetry ---
+  double telemetry_interval_s = 1.0;  // scrape period of a target's metrics_url
+
+  // Registers every field above with `settings` (keys are the field names).
+  void bind(Settings& settings);
+  // Returns "" or the first invalid field with the reason.
+  std::string validate() const;
+  // True when no token is configured: the API is open (loopback default).
+  bool auth_disabled() const { return admin_tokens.empty() && read_tokens.empty(); }
+};
+
+}  // namespace llmcap::server
