@@ -1,0 +1,51 @@
+#include "analysis/model_spec.h"
+
+namespace llmcap::analysis {
+
+std::optional<Dtype> parse_dtype(std::string_view text) {
+  if (text == "bf16" || text == "bfloat16") return Dtype::kBf16;
+  if (text == "fp16" || text == "float16" || text == "half") return Dtype::kFp16;
+  if (text == "fp8" || text == "float8") return Dtype::kFp8;
+  if (text == "int8" || text == "w8") return Dtype::kInt8;
+  if (text == "int4" || text == "w4") return Dtype::kInt4;
+  return std::nullopt;
+}
+
+std::string_view to_string(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16: return "bf16";
+    case Dtype::kFp16: return "fp16";
+    case Dtype::kFp8: return "fp8";
+    case Dtype::kInt8: return "int8";
+    case Dtype::kInt4: return "int4";
+  }
+  return "bf16";
+}
+
+double bytes_per_param(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16:
+    case Dtype::kFp16: return 2.0;
+    case Dtype::kFp8:
+    case Dtype::kInt8: return 1.0;
+    case Dtype::kInt4: return 0.5 + 1.0 / 32.0;  // group 128, fp16 scale + fp16 zero point
+  }
+  return 2.0;
+}
+
+double compute_flops_per_s(const HardwareSpec& hw, Dtype dtype) {
+  if (dtype == Dtype::kFp8 && hw.fp8_tflops > 0) return hw.fp8_tflops * 1e12;
+  if (dtype == Dtype::kInt8 && hw.int8_tflops > 0) return hw.int8_tflops * 1e12;
+  return hw.bf16_tflops * 1e12;
+}
+
+double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element) {
+  return 2.0 * static_cast<double>(model.layers) * static_cast<double>(model.kv_heads) *
+         static_cast<double>(model.head_dim) * kv_bytes_per_element;
+}
+
+double weight_bytes(const ModelSpec& model, Dtype dtype) {
+  return model.params * bytes_per_param(dtype);
+}
+
+}  // namespace llmcap::analysis

@@ -1,0 +1,75 @@
+// ModelSpec, HardwareSpec and Dtype: the facts about a transformer model and a GPU that the
+// memory-fit estimator (memory_fit.h) and the simulator's roofline (sim/roofline.h) compute
+// from. Plain values; figures come from DOMAIN §5–6 via sim/profiles/*.json (parsed in sim/,
+// analysis/ does no I/O). Thread safety: values, freely copyable.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace llmcap::analysis {
+
+// Precision of the weights. Quantised formats are weight-only unless the GPU has a matching
+// tensor-core rate (see compute_tflops()).
+enum class Dtype { kBf16, kFp16, kFp8, kInt8, kInt4 };
+
+// "bf16", "fp16", "fp8", "int8", "int4" (also "bfloat16", "float16", "w8", "w4" aliases).
+std::optional<Dtype> parse_dtype(std::string_view text);
+std::string_view to_string(Dtype dtype);
+
+// Bytes stored per parameter, including quantisation metadata (DOMAIN §4 "plus scales"):
+//   bf16/fp16: 2;  fp8: 1 (per-tensor/per-channel scales, negligible);
+//   int8: 1 (per-channel scales, negligible);
+//   int4: 0.5 + 1/32 — group size 128 with one fp16 scale and one fp16 zero point per group
+//         (2 × 2 bytes / 128 params = 1/32 byte per parameter), as in GPTQ/AWQ checkpoints.
+double bytes_per_param(Dtype dtype);
+
+struct ModelSpec {
+  std::string name;                   // profile name, e.g. "llama-3.1-8b"
+  double params = 0;                  // parameter count, e.g. 8.03e9
+  std::int64_t layers = 0;            // transformer blocks
+  std::int64_t hidden = 0;            // model width
+  std::int64_t heads = 0;             // query heads
+  std::int64_t kv_heads = 0;          // key/value heads (GQA); equals heads for MHA
+  std::int64_t head_dim = 0;          // per-head width
+  std::int64_t ffn = 0;               // MLP intermediate width
+  std::int64_t vocab = 0;             // vocabulary size
+  std::int64_t max_context_tokens = 0;  // longest sequence the model supports
+  // Peak activations + CUDA context + graphs reserved outside the KV pool (DOMAIN §4:
+  // ≈ 4–7 GiB for 7–9B models); bytes.
+  double activation_reserve_bytes = 0;
+};
+
+struct HardwareSpec {
+  std::string name;                  // profile name, e.g. "a100-80g-pcie"
+  std::string display_name;          // e.g. "NVIDIA A100 80GB PCIe"
+  double memory_bytes = 0;           // memory visible to the engine (GB figures × 1e9)
+  double bandwidth_bytes_per_s = 0;  // peak DRAM bandwidth
+  double bf16_tflops = 0;            // dense BF16/FP16 tensor rate (no sparsity)
+  double fp8_tflops = 0;             // dense FP8 rate; 0 when the GPU has no FP8 tensor cores
+  double int8_tflops = 0;            // dense INT8 rate; 0 when unknown
+  double tdp_watts = 0;
+  std::string form_factor;           // "PCIe", "SXM"
+  std::string interconnect;          // e.g. "PCIe 4, no NVLink"
+  // Achieved fractions of peak (DOMAIN §5): weight streaming ≈ 0.75–0.85, large GEMMs ≈
+  // 0.70–0.80; plus a fixed per-step cost (scheduling, sampling, launches).
+  double bandwidth_efficiency = 0.8;
+  double compute_efficiency = 0.75;
+  double step_overhead_s = 0.002;
+};
+
+// The tensor rate (FLOP/s, peak) used when running weights of this dtype on this GPU: FP8
+// weights use the FP8 rate when the GPU has one, INT8 uses the INT8 rate when known; every other
+// case (weight-only int4/int8, fp8 on Ampere) dequantises and computes in BF16.
+double compute_flops_per_s(const HardwareSpec& hw, Dtype dtype);
+
+// KV cache bytes per cached token: 2 × layers × KV heads × head dim × bytes per element
+// (DOMAIN §4; KV heads, not query heads).
+double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element = 2.0);
+
+// Weight bytes: params × bytes_per_param(dtype).
+double weight_bytes(const ModelSpec& model, Dtype dtype);
+
+}  // namespace llmcap::analysis
