@@ -1,0 +1,199 @@
+#include "analysis/step_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace llmcap::analysis {
+
+namespace {
+
+bool is_timeout(ErrorClass e) {
+  return e == ErrorClass::kTimeoutConnect || e == ErrorClass::kTimeoutFirstToken ||
+         e == ErrorClass::kTimeoutIdle || e == ErrorClass::kTimeoutTotal;
+}
+
+bool in_window(std::int64_t t, std::int64_t start, std::int64_t end) {
+  return t >= start && t < end;
+}
+
+// End of a request for throughput purposes: last token event, else end of the response.
+std::int64_t end_time_ns(const RequestSample& s) {
+  return s.t_last_token_ns >= 0 ? s.t_last_token_ns : s.t_end_ns;
+}
+
+}  // namespace
+
+std::optional<double> HistogramQuantiles::at(double p) const {
+  Summary as_summary;
+  as_summary.count = count;
+  as_summary.p50 = p50;
+  as_summary.p90 = p90;
+  as_summary.p95 = p95;
+  as_summary.p99 = p99;
+  as_summary.p999 = p999;
+  return as_summary.at(p);
+}
+
+HistogramQuantiles quantiles_of(const LogHistogram& h) {
+  HistogramQuantiles q;
+  q.count = h.count();
+  if (q.count == 0) return q;
+  q.mean = h.mean();
+  q.min = h.min();
+  q.max = h.max();
+  q.p50 = h.quantile(0.50);
+  q.p90 = h.quantile(0.90);
+  q.p95 = h.quantile(0.95);
+  q.p99 = h.quantile(0.99);
+  q.p999 = h.quantile(0.999);
+  return q;
+}
+
+std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& points,
+                                          std::int64_t start_ns, std::int64_t end_ns) {
+  // Centre times on the window start (in seconds) to keep the sums well conditioned.
+  double n = 0, sum_t = 0, sum_y = 0;
+  for (const auto& p : points) {
+    if (!in_window(p.t_ns, start_ns, end_ns)) continue;
+    n += 1;
+    sum_t += static_cast<double>(p.t_ns - start_ns) / 1e9;
+    sum_y += p.in_flight;
+  }
+  if (n < 2) return std::nullopt;
+  const double mean_t = sum_t / n, mean_y = sum_y / n;
+  double sxx = 0, sxy = 0;
+  for (const auto& p : points) {
+    if (!in_window(p.t_ns, start_ns, end_ns)) continue;
+    const double dt = static_cast<double>(p.t_ns - start_ns) / 1e9 - mean_t;
+    sxx += dt * dt;
+    sxy += dt * (p.in_flight - mean_y);
+  }
+  if (sxx <= 0) return std::nullopt;
+  return sxy / sxx;
+}
+
+double output_tokens_in_window(const RequestSample& s, std::int64_t start_ns,
+                               std::int64_t end_ns) {
+  if (s.output_tokens <= 0 || s.t_first_token_ns < 0) return 0;
+  const double tokens = s.output_tokens;
+  if (!s.token_times_ns.empty() && s.token_times_ns.size() == s.token_events) {
+    std::size_t inside = 0;
+    for (auto t : s.token_times_ns) inside += in_window(t, start_ns, end_ns) ? 1 : 0;
+    return tokens * static_cast<double>(inside) / static_cast<double>(s.token_times_ns.size());
+  }
+  const std::int64_t first = s.t_first_token_ns;
+  const std::int64_t last = std::max(first, s.t_last_token_ns);
+  if (last == first) return in_window(first, start_ns, end_ns) ? tokens : 0;
+  const std::int64_t overlap =
+      std::max<std::int64_t>(0, std::min(last, end_ns) - std::max(first, start_ns));
+  return tokens * static_cast<double>(overlap) / static_cast<double>(last - first);
+}
+
+StepStats compute_step_stats(const StepInput& in) {
+  if (in.window_end_ns <= in.window_start_ns) {
+    throw std::invalid_argument("window_end_ns: must be after window_start_ns");
+  }
+  StepStats st;
+  st.window_start_ns = in.window_start_ns;
+  st.window_end_ns = in.window_end_ns;
+  st.window_s = static_cast<double>(in.window_end_ns - in.window_start_ns) / 1e9;
+  st.offered_rate_rps = in.offered_rate_rps;
+  st.concurrency = in.concurrency;
+  st.dropped_arrivals = in.dropped_arrivals;
+  st.client_cpu_utilisation = in.client_cpu_utilisation;
+
+  std::vector<double> ttft, ttft_service, tpot, e2e, lag, input_tokens, output_tokens;
+  std::uint64_t planned_output_known = 0, short_output = 0;
+  double output_in_window = 0, input_in_window = 0;
+  std::uint64_t ok_ended_in_window = 0, finished_in_window = 0, sent_in_window = 0;
+
+  for (const RequestSample& s : in.samples) {
+    // Window-based rates use every sample, whichever window it was intended in.
+    if (s.t_send_ns >= 0 && in_window(s.t_send_ns, in.window_start_ns, in.window_end_ns)) {
+      ++sent_in_window;
+    }
+    const bool finished = s.t_end_ns >= 0 && s.error != ErrorClass::kCancelled;
+    if (finished && in_window(end_time_ns(s), in.window_start_ns, in.window_end_ns)) {
+      ++finished_in_window;
+      if (s.ok()) ++ok_ended_in_window;
+    }
+    if (s.ok() && s.t_end_ns >= 0) {
+      output_in_window += output_tokens_in_window(s, in.window_start_ns, in.window_end_ns);
+      if (s.input_tokens >= 0 && s.t_first_token_ns >= 0 &&
+          in_window(s.t_first_token_ns, in.window_start_ns, in.window_end_ns)) {
+        input_in_window += s.input_tokens;
+      }
+    }
+
+    if (!in_window(s.t_intended_ns, in.window_start_ns, in.window_end_ns)) continue;
+    // Belonging requests.
+    ++st.intended;
+    if (s.t_send_ns >= 0) {
+      ++st.sent;
+      lag.push_back(static_cast<double>(s.schedule_lag_ns()));
+    }
+    if (!s.ok()) ++st.errors_by_class[static_cast<std::size_t>(s.error)];
+    if (s.ok() && s.t_end_ns >= 0) {
+      ++st.completed_ok;
+      if (meets_slos(s, in.sla)) ++st.met_slo;
+      if (auto v = s.ttft_ns()) ttft.push_back(static_cast<double>(*v));
+      if (auto v = s.ttft_service_ns()) ttft_service.push_back(static_cast<double>(*v));
+      if (auto v = s.tpot_ns()) tpot.push_back(*v);
+      if (auto v = s.e2e_ns()) e2e.push_back(static_cast<double>(*v));
+      if (s.input_tokens >= 0) input_tokens.push_back(s.input_tokens);
+      if (s.output_tokens >= 0) output_tokens.push_back(s.output_tokens);
+      if (s.output_tokens_estimated) ++st.estimated_output_count;
+      if (s.planned_output_tokens > 0 && s.output_tokens >= 0) {
+        ++planned_output_known;
+        if (s.output_tokens < s.planned_output_tokens) ++short_output;
+      }
+    } else if (s.ok() || s.error == ErrorClass::kCancelled) {
+      ++st.incomplete;
+    } else if (is_timeout(s.error)) {
+      ++st.timed_out;
+    } else {
+      ++st.failed;
+    }
+  }
+
+  st.ttft_ns = summarize(std::move(ttft));
+  st.ttft_service_ns = summarize(std::move(ttft_service));
+  st.tpot_ns = summarize(std::move(tpot));
+  st.e2e_ns = summarize(std::move(e2e));
+  st.schedule_lag_ns = summarize(std::move(lag));
+  st.input_tokens = summarize(std::move(input_tokens));
+  st.output_tokens = summarize(std::move(output_tokens));
+  st.itl_ns = quantiles_of(in.itl_ns);
+
+  st.output_tokens_per_s = output_in_window / st.window_s;
+  st.input_tokens_per_s = input_in_window / st.window_s;
+  st.requests_per_s = static_cast<double>(ok_ended_in_window) / st.window_s;
+  st.completion_rate_rps = static_cast<double>(finished_in_window) / st.window_s;
+  st.achieved_rate_rps = static_cast<double>(sent_in_window) / st.window_s;
+  st.goodput_rps = static_cast<double>(st.met_slo) / st.window_s;
+  const auto attainment_base = st.intended + st.dropped_arrivals;
+  if (attainment_base > 0) {
+    st.sla_attainment =
+        static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
+  }
+  if (st.intended > 0) {
+    const auto n = static_cast<double>(st.intended);
+    st.error_rate = static_cast<double>(st.failed + st.timed_out) / n;
+    st.incomplete_rate = static_cast<double>(st.incomplete) / n;
+  }
+  st.in_flight_slope_rps = in_flight_slope_rps(in.in_flight, in.window_start_ns, in.window_end_ns);
+  if (planned_output_known > 0) {
+    st.short_output_share =
+        static_cast<double>(short_output) / static_cast<double>(planned_output_known);
+  }
+  st.short_output_warning = st.short_output_share > kShortOutputWarnShare;
+  if (in.schedule_lag_p99_ns) {
+    st.schedule_lag_p99_ns = in.schedule_lag_p99_ns;
+  } else if (!st.schedule_lag_ns.empty()) {
+    st.schedule_lag_p99_ns = st.schedule_lag_ns.p99;
+  }
+  return st;
+}
+
+}  // namespace llmcap::analysis

@@ -1,0 +1,150 @@
+// StepStats: everything measured about one load step, computed from the agent's raw samples
+// (DOMAIN §2). Pure function of its input; the verdict (verdict.h) is judged from the result.
+//
+// Choices (normative for llmcap reports):
+// * Window: [window_start_ns, window_end_ns), after warm-up and before drain, same clock as
+//   the samples. A request BELONGS to the window when t_intended ∈ [start, end). Counts,
+//   latency summaries, error rate, goodput and SLA attainment use the requests that belong.
+// * Outcome of a belonging request:
+//     completed_ok — ok() and t_end_ns ≥ 0;
+//     incomplete  — ok() but t_end_ns < 0 (still running when the step ended), or cancelled by
+//                   us (ErrorClass::kCancelled, drain at step end). Reported, never dropped;
+//                   they count as SLA misses;
+//     timed_out   — any kTimeout* class;
+//     failed      — every other error class.
+//   errors_by_class counts all non-kNone classes (incl. timeouts and cancelled).
+// * Latency summaries (TTFT, TTFT-service, TPOT, E2E) cover completed_ok requests only, so
+//   errors do not pollute them (DOMAIN §7.10). Schedule lag covers every sent request.
+//   All latencies are in ns.
+// * ITL: quantiles of the pooled histogram the agent recorded (every gap, DOMAIN §2).
+// * Throughput (DOMAIN §2 "tokens whose events fall in the window"): over ALL samples, not only
+//   the belonging ones, counting only successful requests. A request's output tokens are
+//   spread over its token events: with token_times_ns recorded (one per event), each event
+//   carries output_tokens / events; otherwise the tokens are apportioned UNIFORMLY over
+//   [t_first_token, t_last_token] and the part overlapping the window counts (all at once
+//   when first == last). Input tokens count at the first token event (prefill done then);
+//   requests without usage.prompt_tokens contribute none. requests_per_s = successful
+//   requests whose end (last token, else t_end) lies in the window / window length.
+//   completion_rate_rps counts every finished request (ok or error, not cancelled) likewise.
+// * achieved_rate_rps = requests whose t_send lies in the window / window length.
+// * goodput_rps = belonging requests that meet every per-request SLO (sla.h meets_slos) /
+//   window length; sla_attainment = that count / (belonging requests + dropped arrivals):
+//   errors, timeouts, incomplete and dropped arrivals are misses (DOMAIN §2).
+// * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended.
+// * in_flight_slope_rps: least-squares slope of the in-flight points inside the window, in
+//   requests per second; nullopt with fewer than 2 points at distinct times.
+// * short_output_share: among completed_ok belonging requests with a planned output length,
+//   the share whose output_tokens < planned (servers not honouring max_tokens/ignore_eos,
+//   DOMAIN §7.6); warn above kShortOutputWarnShare.
+//
+// Fails by throwing std::invalid_argument only for a broken input invariant (window end ≤
+// start). Pure function; thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "analysis/log_histogram.h"
+#include "analysis/request_sample.h"
+#include "analysis/sla.h"
+#include "analysis/summary.h"
+
+namespace llmcap::analysis {
+
+inline constexpr double kShortOutputWarnShare = 0.01;
+
+struct InFlightPoint {
+  std::int64_t t_ns = 0;
+  double in_flight = 0;
+};
+
+struct StepInput {
+  std::span<const RequestSample> samples;  // not owned; must outlive the call
+  std::int64_t window_start_ns = 0;
+  std::int64_t window_end_ns = 0;
+  double offered_rate_rps = 0;     // open loop; 0 for closed loop
+  std::int32_t concurrency = 0;    // closed loop; 0 for open loop
+  LogHistogram itl_ns;             // pooled ITL gaps of the step (DOMAIN §2)
+  std::uint64_t dropped_arrivals = 0;  // arrivals not sent because the in-flight cap was hit
+  std::optional<double> client_cpu_utilisation;  // 0..1 of the cores the agent used
+  std::optional<double> schedule_lag_p99_ns;     // agent's own measurement, when it made one
+  SlaSpec sla;                                   // for goodput / attainment
+  std::vector<InFlightPoint> in_flight;          // sampled by the agent
+};
+
+// Quantiles of the pooled ITL histogram (within LogHistogram::kRelativeError), in ns.
+struct HistogramQuantiles {
+  std::uint64_t count = 0;
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+  double p50 = 0;
+  double p90 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double p999 = 0;
+  std::optional<double> at(double p) const;  // like Summary::at
+};
+HistogramQuantiles quantiles_of(const LogHistogram& h);
+
+struct StepStats {
+  std::int64_t window_start_ns = 0;
+  std::int64_t window_end_ns = 0;
+  double window_s = 0;
+  double offered_rate_rps = 0;
+  std::int32_t concurrency = 0;
+
+  // Counts over requests intended in the window.
+  std::uint64_t intended = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t completed_ok = 0;
+  std::uint64_t failed = 0;      // errors other than timeouts and cancellation
+  std::uint64_t timed_out = 0;
+  std::uint64_t incomplete = 0;  // still running at step end, or cancelled by the drain
+  std::uint64_t dropped_arrivals = 0;
+  std::array<std::uint64_t, kErrorClassCount> errors_by_class{};  // index: ErrorClass value
+  std::uint64_t met_slo = 0;     // completed and met every per-request SLO
+
+  Summary ttft_ns;          // from t_intended
+  Summary ttft_service_ns;  // from t_send
+  Summary tpot_ns;
+  Summary e2e_ns;
+  Summary schedule_lag_ns;
+  HistogramQuantiles itl_ns;
+  Summary input_tokens;   // per completed request, where usage gave them
+  Summary output_tokens;  // per completed request
+
+  double output_tokens_per_s = 0;
+  double input_tokens_per_s = 0;
+  double requests_per_s = 0;       // successful completions in the window
+  double completion_rate_rps = 0;  // all finished requests (ok or error) in the window
+  double achieved_rate_rps = 0;    // sends in the window
+  double goodput_rps = 0;
+  double sla_attainment = 0;       // 0 when nothing was intended
+  double error_rate = 0;           // 0 when nothing was intended
+  double incomplete_rate = 0;
+  std::optional<double> in_flight_slope_rps;
+
+  double short_output_share = 0;
+  bool short_output_warning = false;
+  std::uint64_t estimated_output_count = 0;  // completed requests whose count is estimated
+
+  std::optional<double> client_cpu_utilisation;
+  // The agent's own P99 lag when given, else P99 of the samples' lags; nullopt when neither.
+  std::optional<double> schedule_lag_p99_ns;
+};
+
+StepStats compute_step_stats(const StepInput& input);
+
+// Least-squares slope of in_flight over t_ns for points in [start_ns, end_ns), in requests/s.
+std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& points,
+                                          std::int64_t start_ns, std::int64_t end_ns);
+
+// Output tokens of one request counted inside [start_ns, end_ns) (apportioning rule above).
+double output_tokens_in_window(const RequestSample& sample, std::int64_t start_ns,
+                               std::int64_t end_ns);
+
+}  // namespace llmcap::analysis

@@ -1,0 +1,64 @@
+#include "analysis/summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmcap::analysis {
+
+namespace {
+constexpr double kPercentileTolerance = 1e-9;
+}  // namespace
+
+bool is_summary_percentile(double p) {
+  for (double known : {50.0, 90.0, 95.0, 99.0, 99.9}) {
+    if (std::fabs(p - known) < kPercentileTolerance) return true;
+  }
+  return false;
+}
+
+std::optional<double> Summary::at(double p) const {
+  if (count == 0) return std::nullopt;
+  if (std::fabs(p - 50.0) < kPercentileTolerance) return p50;
+  if (std::fabs(p - 90.0) < kPercentileTolerance) return p90;
+  if (std::fabs(p - 95.0) < kPercentileTolerance) return p95;
+  if (std::fabs(p - 99.0) < kPercentileTolerance) return p99;
+  if (std::fabs(p - 99.9) < kPercentileTolerance) return p999;
+  return std::nullopt;
+}
+
+std::optional<double> percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return std::nullopt;
+  p = std::clamp(p, 0.0, 100.0);
+  const double h = static_cast<double>(sorted.size() - 1) * p / 100.0;
+  const auto lower = static_cast<std::size_t>(std::floor(h));
+  if (lower + 1 >= sorted.size()) return sorted.back();
+  const double fraction = h - static_cast<double>(lower);
+  return sorted[lower] + fraction * (sorted[lower + 1] - sorted[lower]);
+}
+
+Summary summarize(std::vector<double> values) {
+  std::erase_if(values, [](double v) { return std::isnan(v); });
+  Summary s;
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.count = values.size();
+  s.min = values.front();
+  s.max = values.back();
+  // Two-pass mean/variance: exact enough for latencies in ns (≤ 1e13) and counts ≤ 1e7.
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  if (values.size() >= 2) {
+    double squares = 0;
+    for (double v : values) squares += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  }
+  s.p50 = *percentile(values, 50);
+  s.p90 = *percentile(values, 90);
+  s.p95 = *percentile(values, 95);
+  s.p99 = *percentile(values, 99);
+  s.p999 = *percentile(values, 99.9);
+  return s;
+}
+
+}  // namespace llmcap::analysis

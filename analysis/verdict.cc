@@ -1,0 +1,237 @@
+#include "analysis/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace llmcap::analysis {
+
+std::string_view to_string(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kFail: return "fail";
+    case Outcome::kInconclusive: return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+std::string_view to_string(CheckKind k) {
+  switch (k) {
+    case CheckKind::kBound: return "bound";
+    case CheckKind::kErrorRate: return "error_rate";
+    case CheckKind::kIncompleteRate: return "incomplete_rate";
+    case CheckKind::kCompletionRate: return "completion_rate";
+    case CheckKind::kBacklog: return "backlog";
+    case CheckKind::kSendRate: return "send_rate";
+    case CheckKind::kScheduleLag: return "schedule_lag";
+    case CheckKind::kDroppedArrivals: return "dropped_arrivals";
+    case CheckKind::kClientCpu: return "client_cpu";
+    case CheckKind::kSampleCount: return "sample_count";
+  }
+  return "bound";
+}
+
+bool is_client_side(CheckKind k) {
+  return k == CheckKind::kSendRate || k == CheckKind::kScheduleLag ||
+         k == CheckKind::kDroppedArrivals || k == CheckKind::kClientCpu ||
+         k == CheckKind::kSampleCount;
+}
+
+std::string_view to_string(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kHeld: return "held";
+    case CheckStatus::kMissed: return "missed";
+    case CheckStatus::kNotEvaluated: return "not_evaluated";
+    case CheckStatus::kNotApplicable: return "not_applicable";
+  }
+  return "held";
+}
+
+std::vector<const VerdictReason*> StepVerdict::deciding() const {
+  std::vector<const VerdictReason*> out;
+  for (const auto& r : reasons) {
+    if (r.status == CheckStatus::kMissed || r.status == CheckStatus::kNotEvaluated) {
+      out.push_back(&r);
+    }
+  }
+  return out;
+}
+
+std::optional<double> measured_ns(const StepStats& stats, const SlaBound& bound,
+                                  TtftDefinition ttft_definition) {
+  switch (bound.metric) {
+    case SlaMetric::kTtft:
+      return ttft_definition == TtftDefinition::kService ? stats.ttft_service_ns.at(bound.percentile)
+                                                         : stats.ttft_ns.at(bound.percentile);
+    case SlaMetric::kTtftService: return stats.ttft_service_ns.at(bound.percentile);
+    case SlaMetric::kTpot: return stats.tpot_ns.at(bound.percentile);
+    case SlaMetric::kItl: return stats.itl_ns.at(bound.percentile);
+    case SlaMetric::kE2e: return stats.e2e_ns.at(bound.percentile);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string fmt(double v, int decimals = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string percentile_label(double p) {
+  return std::fabs(p - 99.9) < 1e-9 ? "99.9" : fmt(p, 0);
+}
+
+// "≤ limit" check.
+VerdictReason at_most(CheckKind kind, double measured, double limit, std::string what,
+                      std::string unit, int decimals) {
+  VerdictReason r;
+  r.kind = kind;
+  r.code = std::string(to_string(kind));
+  r.measured = measured;
+  r.limit = limit;
+  r.margin = limit - measured;
+  r.status = measured <= limit ? CheckStatus::kHeld : CheckStatus::kMissed;
+  r.text = what + " " + fmt(measured, decimals) + unit +
+           (r.status == CheckStatus::kHeld ? " ≤ " : " > ") + fmt(limit, decimals) + unit +
+           " limit";
+  return r;
+}
+
+// "≥ limit" check.
+VerdictReason at_least(CheckKind kind, double measured, double limit, std::string what,
+                       std::string unit, int decimals) {
+  VerdictReason r;
+  r.kind = kind;
+  r.code = std::string(to_string(kind));
+  r.measured = measured;
+  r.limit = limit;
+  r.margin = measured - limit;
+  r.status = measured >= limit ? CheckStatus::kHeld : CheckStatus::kMissed;
+  r.text = what + " " + fmt(measured, decimals) + unit +
+           (r.status == CheckStatus::kHeld ? " ≥ " : " < ") + fmt(limit, decimals) + unit +
+           " required";
+  return r;
+}
+
+VerdictReason skipped(CheckKind kind, CheckStatus status, std::string text) {
+  VerdictReason r;
+  r.kind = kind;
+  r.code = std::string(to_string(kind));
+  r.status = status;
+  r.text = std::move(text);
+  return r;
+}
+
+}  // namespace
+
+StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
+  StepVerdict v;
+  const bool open_loop = st.offered_rate_rps > 0;
+
+  for (const SlaBound& b : sla.bounds) {
+    const std::string name = std::string(to_string(b.metric)) + " P" + percentile_label(b.percentile);
+    const std::string code =
+        std::string(to_string(b.metric)) + "_p" + percentile_label(b.percentile);
+    const auto value_ns = measured_ns(st, b, sla.ttft_definition);
+    VerdictReason r;
+    if (!value_ns) {
+      r = skipped(CheckKind::kBound, CheckStatus::kNotEvaluated, name + ": no data in the window");
+    } else {
+      const char* which = b.metric == SlaMetric::kTtft
+                              ? (sla.ttft_definition == TtftDefinition::kService ? " (from send)"
+                                                                                 : " (from intended)")
+                              : "";
+      r = at_most(CheckKind::kBound, *value_ns / 1e6, b.limit_ms, name + which, " ms", 1);
+    }
+    r.code = code;
+    r.bound = b;
+    r.limit = b.limit_ms;
+    v.reasons.push_back(std::move(r));
+  }
+
+  if (st.intended > 0) {
+    v.reasons.push_back(
+        at_most(CheckKind::kErrorRate, st.error_rate, sla.max_error_rate, "error rate", "", 4));
+    v.reasons.push_back(at_most(CheckKind::kIncompleteRate, st.incomplete_rate,
+                                sla.max_error_rate, "incomplete share", "", 4));
+  } else {
+    v.reasons.push_back(skipped(CheckKind::kErrorRate, CheckStatus::kNotEvaluated,
+                                "error rate: no request intended in the window"));
+    v.reasons.push_back(skipped(CheckKind::kIncompleteRate, CheckStatus::kNotEvaluated,
+                                "incomplete share: no request intended in the window"));
+  }
+
+  // Rate tolerance widened for Poisson noise in the counts (see sla.h).
+  const double expected = st.offered_rate_rps * st.window_s;
+  const double tolerance =
+      expected > 0 ? std::max(sla.rate_tolerance, 3.0 / std::sqrt(expected)) : sla.rate_tolerance;
+  if (open_loop) {
+    v.reasons.push_back(at_least(CheckKind::kCompletionRate, st.completion_rate_rps,
+                                 st.offered_rate_rps * (1 - tolerance), "completion rate",
+                                 " rps", 2));
+    if (st.in_flight_slope_rps) {
+      const double slope = *st.in_flight_slope_rps;
+      const double limit = sla.backlog_growth_fraction * st.offered_rate_rps;
+      VerdictReason r = at_most(CheckKind::kBacklog, slope, limit, "in-flight trend", " req/s", 3);
+      // Growth below the absolute bound over the window is noise: it holds.
+      if (slope * st.window_s <= sla.backlog_growth_min_requests) {
+        r.status = CheckStatus::kHeld;
+        r.text += " (net growth " + fmt(slope * st.window_s, 1) + " requests ≤ " +
+                  fmt(sla.backlog_growth_min_requests, 1) + ", held)";
+      }
+      v.reasons.push_back(std::move(r));
+    } else {
+      v.reasons.push_back(skipped(CheckKind::kBacklog, CheckStatus::kNotEvaluated,
+                                  "in-flight trend: fewer than 2 in-flight points in the window"));
+    }
+    VerdictReason send = at_least(CheckKind::kSendRate, st.achieved_rate_rps,
+                                  st.offered_rate_rps * (1 - tolerance), "send rate", " rps", 2);
+    v.reasons.push_back(std::move(send));
+  } else {
+    for (CheckKind k : {CheckKind::kCompletionRate, CheckKind::kBacklog, CheckKind::kSendRate}) {
+      v.reasons.push_back(skipped(k, CheckStatus::kNotApplicable,
+                                  std::string(to_string(k)) + ": closed loop, not applicable"));
+    }
+  }
+
+  if (st.schedule_lag_p99_ns) {
+    v.reasons.push_back(at_most(CheckKind::kScheduleLag, *st.schedule_lag_p99_ns / 1e6,
+                                sla.max_schedule_lag_p99_ms, "schedule lag P99", " ms", 2));
+  } else {
+    v.reasons.push_back(skipped(CheckKind::kScheduleLag, CheckStatus::kNotApplicable,
+                                "schedule lag: nothing sent, not measured"));
+  }
+  v.reasons.push_back(at_most(CheckKind::kDroppedArrivals, static_cast<double>(st.dropped_arrivals),
+                              static_cast<double>(sla.max_dropped_arrivals),
+                              "arrivals dropped at the in-flight cap", "", 0));
+  if (st.client_cpu_utilisation) {
+    v.reasons.push_back(at_most(CheckKind::kClientCpu, *st.client_cpu_utilisation,
+                                sla.max_client_cpu_utilisation, "client CPU", "", 2));
+  } else {
+    v.reasons.push_back(skipped(CheckKind::kClientCpu, CheckStatus::kNotApplicable,
+                                "client CPU: not measured"));
+  }
+  v.reasons.push_back(at_least(CheckKind::kSampleCount, static_cast<double>(st.intended),
+                               static_cast<double>(sla.min_requests),
+                               "requests intended in the window", "", 0));
+
+  bool client_miss = false, server_miss = false, no_data = false;
+  for (const auto& r : v.reasons) {
+    if (r.status == CheckStatus::kMissed) (is_client_side(r.kind) ? client_miss : server_miss) = true;
+    if (r.status == CheckStatus::kNotEvaluated && r.kind == CheckKind::kBound) no_data = true;
+  }
+  if (client_miss) {
+    v.outcome = Outcome::kInconclusive;
+  } else if (server_miss) {
+    v.outcome = Outcome::kFail;
+  } else if (no_data) {
+    v.outcome = Outcome::kInconclusive;
+  } else {
+    v.outcome = Outcome::kPass;
+  }
+  return v;
+}
+
+}  // namespace llmcap::analysis
