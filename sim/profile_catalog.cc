@@ -1,0 +1,211 @@
+#include "sim/profile_catalog.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "analysis/memory_fit.h"
+#include "sim/embedded_profiles.h"
+
+namespace llmcap::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads one profile object field by field, remembering which keys were consumed so unknown
+// keys can be reported.
+class EntryReader {
+ public:
+  EntryReader(const json& entry, std::string where) : entry_(entry), where_(std::move(where)) {}
+
+  double number(const char* key, std::optional<double> fallback = std::nullopt) {
+    seen_.insert(key);
+    auto it = entry_.find(key);
+    if (it == entry_.end()) {
+      if (fallback) return *fallback;
+      throw std::invalid_argument(where_ + ": missing required field '" + key + "'");
+    }
+    if (!it->is_number()) throw std::invalid_argument(where_ + ": field '" + key + "' must be a number");
+    const double v = it->get<double>();
+    if (v < 0) throw std::invalid_argument(where_ + ": field '" + key + "' must be >= 0");
+    return v;
+  }
+  std::int64_t integer(const char* key) {
+    const double v = number(key);
+    if (v < 1 || v != static_cast<double>(static_cast<std::int64_t>(v)))
+      throw std::invalid_argument(where_ + ": field '" + key + "' must be a positive integer");
+    return static_cast<std::int64_t>(v);
+  }
+  std::string text(const char* key, std::optional<std::string> fallback = std::nullopt) {
+    seen_.insert(key);
+    auto it = entry_.find(key);
+    if (it == entry_.end()) {
+      if (fallback) return *fallback;
+      throw std::invalid_argument(where_ + ": missing required field '" + key + "'");
+    }
+    if (!it->is_string()) throw std::invalid_argument(where_ + ": field '" + key + "' must be a string");
+    return it->get<std::string>();
+  }
+  void reject_unknown() const {
+    for (auto it = entry_.begin(); it != entry_.end(); ++it) {
+      if (!it.key().empty() && it.key()[0] == '_') continue;
+      if (!seen_.count(it.key()))
+        throw std::invalid_argument(where_ + ": unknown field '" + it.key() + "'");
+    }
+  }
+
+ private:
+  const json& entry_;
+  std::string where_;
+  std::set<std::string> seen_;
+};
+
+analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
+  if (!e.is_object()) throw std::invalid_argument(where + ": must be an object");
+  EntryReader r(e, where);
+  analysis::HardwareSpec h;
+  h.name = r.text("name");
+  h.display_name = r.text("display_name", h.name);
+  h.memory_bytes = r.number("memory_gb") * 1e9;
+  h.bandwidth_bytes_per_s = r.number("bandwidth_gbps") * 1e9;
+  h.bf16_tflops = r.number("bf16_tflops");
+  h.fp8_tflops = r.number("fp8_tflops", 0.0);
+  h.int8_tflops = r.number("int8_tflops", 0.0);
+  h.tdp_watts = r.number("tdp_watts", 0.0);
+  h.form_factor = r.text("form_factor", std::string("PCIe"));
+  h.interconnect = r.text("interconnect", std::string());
+  h.bandwidth_efficiency = r.number("bandwidth_efficiency", 0.8);
+  h.compute_efficiency = r.number("compute_efficiency", 0.75);
+  h.step_overhead_s = r.number("step_overhead_ms", 2.0) / 1000.0;
+  r.reject_unknown();
+  if (h.memory_bytes <= 0 || h.bandwidth_bytes_per_s <= 0 || h.bf16_tflops <= 0)
+    throw std::invalid_argument(where + ": memory_gb, bandwidth_gbps and bf16_tflops must be > 0");
+  if (h.bandwidth_efficiency <= 0 || h.bandwidth_efficiency > 1 || h.compute_efficiency <= 0 ||
+      h.compute_efficiency > 1)
+    throw std::invalid_argument(where + ": efficiency factors must be in (0, 1]");
+  return h;
+}
+
+analysis::ModelSpec parse_model(const json& e, const std::string& where) {
+  if (!e.is_object()) throw std::invalid_argument(where + ": must be an object");
+  EntryReader r(e, where);
+  analysis::ModelSpec m;
+  m.name = r.text("name");
+  m.params = r.number("params");
+  m.layers = r.integer("layers");
+  m.hidden = r.integer("hidden");
+  m.heads = r.integer("heads");
+  m.kv_heads = r.integer("kv_heads");
+  m.head_dim = r.integer("head_dim");
+  m.ffn = r.integer("ffn");
+  m.vocab = r.integer("vocab");
+  m.max_context_tokens = r.integer("max_context_tokens");
+  m.activation_reserve_bytes = r.number("activation_reserve_gib", 4.0) * analysis::kBytesPerGiB;
+  r.reject_unknown();
+  if (m.params <= 0) throw std::invalid_argument(where + ": field 'params' must be > 0");
+  if (m.kv_heads > m.heads)
+    throw std::invalid_argument(where + ": field 'kv_heads' must not exceed 'heads'");
+  return m;
+}
+
+}  // namespace
+
+ProfileCatalog ProfileCatalog::builtin() {
+  ProfileCatalog catalog;
+  for (std::size_t i = 0; i < embedded::kFileCount; ++i) {
+    const auto& f = embedded::kFiles[i];
+    if (auto err = catalog.add_json(f.content, f.name)) throw std::logic_error(*err);
+  }
+  return catalog;
+}
+
+std::optional<std::string> ProfileCatalog::add_json(std::string_view text,
+                                                     std::string_view source) {
+  const std::string src(source);
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return src + ": not valid JSON";
+  if (!doc.is_object()) return src + ": top level must be an object";
+  std::vector<analysis::HardwareSpec> hw;
+  std::vector<analysis::ModelSpec> models;
+  try {
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      const std::string& key = it.key();
+      if (!key.empty() && key[0] == '_') continue;
+      if (key != "hardware" && key != "models")
+        return src + ": unknown key '" + key + "' (expected 'hardware' or 'models')";
+      if (!it->is_array()) return src + ": '" + key + "' must be an array";
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string where = src + ": " + key + "[" + std::to_string(i) + "]";
+        if (key == "hardware") hw.push_back(parse_hardware((*it)[i], where));
+        else models.push_back(parse_model((*it)[i], where));
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  for (auto& h : hw) hardware_[h.name] = std::move(h);
+  for (auto& m : models) models_[m.name] = std::move(m);
+  return std::nullopt;
+}
+
+std::optional<std::string> ProfileCatalog::add_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot read profile file '" + path + "'";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return add_json(ss.str(), path);
+}
+
+std::optional<analysis::HardwareSpec> ProfileCatalog::hardware(std::string_view name) const {
+  auto it = hardware_.find(name);
+  if (it == hardware_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<analysis::ModelSpec> ProfileCatalog::model(std::string_view name) const {
+  auto it = models_.find(name);
+  if (it == models_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> ProfileCatalog::hardware_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, h] : hardware_) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> ProfileCatalog::model_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, m] : models_) out.push_back(name);
+  return out;
+}
+
+std::string ProfileCatalog::listing() const {
+  std::string out = "GPUs (memory GB, bandwidth GB/s, BF16/FP8 TFLOPS, efficiency bw/compute, "
+                    "step overhead):\n";
+  char line[256];
+  for (const auto& [name, h] : hardware_) {
+    std::snprintf(line, sizeof line, "  %-16s %6.0f GB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
+                  name.c_str(), h.memory_bytes / 1e9, h.bandwidth_bytes_per_s / 1e9,
+                  h.bf16_tflops, h.fp8_tflops, h.bandwidth_efficiency, h.compute_efficiency,
+                  h.step_overhead_s * 1000.0, h.display_name.c_str());
+    out += line;
+  }
+  out += "Models (params, layers, heads/KV heads, KV bytes/token at 16-bit, max context):\n";
+  for (const auto& [name, m] : models_) {
+    std::snprintf(line, sizeof line, "  %-16s %6.2fB  %3lld layers  %3lld/%-3lld heads  %7.0f KiB/token  %lld tokens\n",
+                  name.c_str(), m.params / 1e9, static_cast<long long>(m.layers),
+                  static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
+                  analysis::kv_bytes_per_token(m) / 1024.0,
+                  static_cast<long long>(m.max_context_tokens));
+    out += line;
+  }
+  out += "Dtypes: bf16, fp16, fp8, int8, int4\n";
+  return out;
+}
+
+}  // namespace llmcap::sim

@@ -1,0 +1,137 @@
+#include "sim/sim_engine_runner.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace llmcap::sim {
+
+namespace asio = boost::asio;
+
+std::shared_ptr<SimEngineRunner> SimEngineRunner::create(asio::io_context& io, BatchEngine engine,
+                                                         double time_scale, SimMetrics& metrics) {
+  return std::shared_ptr<SimEngineRunner>(
+      new SimEngineRunner(io, std::move(engine), time_scale, metrics));
+}
+
+SimEngineRunner::SimEngineRunner(asio::io_context& io, BatchEngine engine, double time_scale,
+                                 SimMetrics& metrics)
+    : strand_(asio::make_strand(io)),
+      engine_(std::move(engine)),
+      time_scale_(time_scale > 0 ? time_scale : 1.0),
+      metrics_(metrics),
+      step_timer_(strand_),
+      wake_timer_(strand_) {}
+
+void SimEngineRunner::start() {
+  asio::co_spawn(strand_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
+}
+
+std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
+    std::uint64_t id, std::int64_t prompt_tokens, std::int64_t max_output_tokens,
+    const asio::any_io_executor& consumer) {
+  // Capacity for every token update plus slack, so try_send never blocks the runner.
+  auto channel = std::make_shared<TokenChannel>(
+      consumer, static_cast<std::size_t>(max_output_tokens) + 2);
+  asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel] {
+    if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens})) {
+      channel->close();
+      return;
+    }
+    Pending p;
+    p.channel = channel;
+    p.max_output_tokens = max_output_tokens;
+    p.arrival = Clock::now();
+    self->pending_.emplace(id, std::move(p));
+    self->publish_state();
+    self->wake_timer_.cancel();
+  });
+  return channel;
+}
+
+void SimEngineRunner::cancel(std::uint64_t id) {
+  asio::post(strand_, [self = shared_from_this(), id] {
+    self->engine_.cancel(id);
+    self->pending_.erase(id);
+    self->publish_state();
+  });
+}
+
+void SimEngineRunner::stop() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->stopped_) return;
+    self->stopped_ = true;
+    self->step_timer_.cancel();
+    self->wake_timer_.cancel();
+    for (auto& [id, p] : self->pending_) p.channel->close();
+    self->pending_.clear();
+  });
+}
+
+void SimEngineRunner::publish_state() {
+  metrics_.set_scheduler_state(engine_.running(), engine_.waiting(), engine_.kv_usage());
+  const std::int64_t preemptions = engine_.preemptions_total();
+  metrics_.add_preemptions(preemptions - reported_preemptions_);
+  reported_preemptions_ = preemptions;
+}
+
+void SimEngineRunner::deliver(const StepOutcome& outcome, Clock::time_point now) {
+  for (std::uint64_t id : outcome.emitted) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // cancelled while the step ran
+    Pending& p = it->second;
+    ++p.delivered;
+    metrics_.add_generation_tokens(1);
+    if (p.delivered == 1) {
+      p.first_token = now;
+      metrics_.observe_ttft_s(std::chrono::duration<double>(now - p.arrival).count());
+    }
+    p.channel->try_send(boost::system::error_code{}, p.delivered);
+    if (p.delivered >= p.max_output_tokens) {
+      if (p.delivered >= 2) {
+        metrics_.observe_tpot_s(std::chrono::duration<double>(now - p.first_token).count() /
+                                static_cast<double>(p.delivered - 1));
+      }
+      metrics_.add_request_success();
+      pending_.erase(it);
+    }
+  }
+}
+
+asio::awaitable<void> SimEngineRunner::loop() {
+  constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+  Clock::time_point deadline = Clock::now();
+  bool busy = false;  // the previous step ended at `deadline` with more work pending
+  while (!stopped_) {
+    if (engine_.idle()) {
+      busy = false;
+      wake_timer_.expires_at(Clock::time_point::max());
+      co_await wake_timer_.async_wait(use_nothrow);
+      continue;
+    }
+    const StepOutcome outcome = engine_.step();
+    publish_state();
+    if (outcome.scheduled_seqs == 0) {
+      // Nothing could be scheduled (cannot happen for requests that passed admission checks);
+      // wait for a change instead of spinning.
+      busy = false;
+      wake_timer_.expires_at(Clock::time_point::max());
+      co_await wake_timer_.async_wait(use_nothrow);
+      continue;
+    }
+    const auto step = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(outcome.cost.total_s / time_scale_));
+    const Clock::time_point now = Clock::now();
+    deadline = (busy && deadline + step > now) ? deadline + step : now + step;
+    busy = true;
+    step_timer_.expires_at(deadline);
+    co_await step_timer_.async_wait(use_nothrow);
+    if (stopped_) break;
+    deliver(outcome, Clock::now());
+    publish_state();
+  }
+}
+
+}  // namespace llmcap::sim

@@ -1,0 +1,79 @@
+// SimEngineRunner: drives a BatchEngine on real timers so clients see the simulated latency.
+// Each iteration: BatchEngine::step() plans and accounts the step, the runner waits the step's
+// duration (divided by time_scale) on an absolute-deadline timer (back-to-back steps do not
+// drift), then delivers the step's tokens: each request has a thread-safe channel that receives
+// the cumulative count of tokens generated so far. Requests that arrive during a step join the
+// next one, as in a real engine. Updates SimMetrics after every step.
+//
+// Ownership: created with create() and held by a shared_ptr (its loop coroutine keeps it alive
+// until stop()). Threading: all engine state lives on the runner's strand; submit()/cancel()/
+// stop() may be called from any thread (they post). Token channels are concurrent channels
+// bound to the caller's executor, so the consuming coroutine may run anywhere.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "sim/batch_engine.h"
+#include "sim/sim_metrics.h"
+
+namespace llmcap::sim {
+
+class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
+ public:
+  // Receives the cumulative number of tokens generated for the request after each step that
+  // produced one; closed (error) when the runner stops or the request is rejected.
+  using TokenChannel =
+      boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::int64_t)>;
+
+  static std::shared_ptr<SimEngineRunner> create(boost::asio::io_context& io, BatchEngine engine,
+                                                 double time_scale, SimMetrics& metrics);
+
+  // Starts the iteration loop. Call once.
+  void start();
+  // Queues a request; tokens arrive on the returned channel (bound to `consumer`).
+  std::shared_ptr<TokenChannel> submit(std::uint64_t id, std::int64_t prompt_tokens,
+                                       std::int64_t max_output_tokens,
+                                       const boost::asio::any_io_executor& consumer);
+  // Drops a request (client disconnected or fault). Safe for unknown/finished ids.
+  void cancel(std::uint64_t id);
+  // Stops the loop and closes every open channel. Idempotent.
+  void stop();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    std::shared_ptr<TokenChannel> channel;
+    std::int64_t max_output_tokens = 0;
+    std::int64_t delivered = 0;
+    Clock::time_point arrival;
+    Clock::time_point first_token;
+  };
+
+  SimEngineRunner(boost::asio::io_context& io, BatchEngine engine, double time_scale,
+                  SimMetrics& metrics);
+  boost::asio::awaitable<void> loop();
+  void deliver(const StepOutcome& outcome, Clock::time_point now);
+  void publish_state();
+
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  BatchEngine engine_;                 // strand only
+  double time_scale_;
+  SimMetrics& metrics_;
+  boost::asio::steady_timer step_timer_;  // strand only
+  boost::asio::steady_timer wake_timer_;  // strand only; cancelled when work arrives
+  std::unordered_map<std::uint64_t, Pending> pending_;  // strand only
+  std::int64_t reported_preemptions_ = 0;               // strand only
+  bool stopped_ = false;                                // strand only
+};
+
+}  // namespace llmcap::sim

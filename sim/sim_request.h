@@ -1,0 +1,55 @@
+// SimRequest: parsing and validation of an OpenAI-style /v1/completions or
+// /v1/chat/completions body into what the simulator needs (prompt length under SimTokenizer,
+// output length, streaming flags). Kept apart from HTTP so it is unit-testable (STYLE §5).
+// Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/sim_tokenizer.h"
+
+namespace llmcap::sim {
+
+struct GenerationRequest {
+  bool chat = false;
+  std::string model;                  // as sent; empty when absent
+  std::int64_t prompt_tokens = 0;
+  std::int64_t max_tokens = 0;        // the output length the simulator produces
+  std::int64_t min_tokens = 0;        // accepted and validated; the sim never stops early
+  bool ignore_eos = false;            // accepted; the sim never emits EOS anyway
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+};
+
+struct RequestError {
+  int status = 400;
+  std::string message;
+  std::string param;  // the offending field, e.g. "max_tokens"
+};
+
+struct GenerationLimits {
+  std::int64_t max_model_len = 0;
+  std::int64_t default_max_tokens = 16;
+  std::string served_model;  // requests naming another model get 404
+};
+
+struct ParseResult {
+  std::optional<GenerationRequest> request;
+  RequestError error;  // meaningful when request is empty
+};
+
+ParseResult parse_generation_request(std::string_view body, bool chat,
+                                     const SimTokenizer& tokenizer,
+                                     const GenerationLimits& limits);
+
+// The prompt text of a /tokenize body ({"prompt": ...} or {"messages": [...]}) or an error.
+struct TokenizeInput {
+  std::optional<std::string> text;
+  RequestError error;
+};
+TokenizeInput parse_tokenize_request(std::string_view body);
+
+}  // namespace llmcap::sim

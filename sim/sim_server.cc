@@ -1,0 +1,489 @@
+#include "sim/sim_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+#include "net/http_server.h"
+#include "sim/fault_injector.h"
+#include "sim/profile_catalog.h"
+#include "sim/roofline.h"
+#include "sim/sim_engine_runner.h"
+#include "sim/sim_metrics.h"
+#include "sim/sim_request.h"
+#include "sim/sim_tokenizer.h"
+
+namespace llmcap::sim {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+using net::HttpRequest;
+using net::HttpResponse;
+using net::ResponseStream;
+
+namespace {
+
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// vLLM's error body.
+HttpResponse error_response(int status, const std::string& message, const std::string& param) {
+  const char* type = status == 404   ? "NotFoundError"
+                     : status == 429 ? "RateLimitError"
+                     : status >= 500 ? "InternalServerError"
+                                     : "BadRequestError";
+  json body = {{"object", "error"}, {"message", message}, {"type", type},
+               {"param", param.empty() ? json() : json(param)}, {"code", status}};
+  return HttpResponse::json(status, body.dump());
+}
+
+void validate(const SimOptions& o) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    throw std::runtime_error("sim option " + field + ": " + why);
+  };
+  if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) bad("time_scale", "must be > 0");
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
+    bad("gpu_memory_utilization", "must be in (0, 1]");
+  if (o.max_num_seqs < 1) bad("max_num_seqs", "must be >= 1");
+  if (o.max_num_batched_tokens < 1) bad("max_num_batched_tokens", "must be >= 1");
+  if (o.max_model_len < 0) bad("max_model_len", "must be >= 0 (0 = automatic)");
+  if (o.tokens_per_event < 1) bad("tokens_per_event", "must be >= 1");
+  if (o.default_max_tokens < 1) bad("default_max_tokens", "must be >= 1");
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "fp8")
+    bad("kv_cache_dtype", "must be 'auto' or 'fp8'");
+  const auto& f = o.faults;
+  const std::pair<const char*, double> rates[] = {
+      {"faults.error_rate", f.error_rate},         {"faults.rate_limit_rate", f.rate_limit_rate},
+      {"faults.stall_rate", f.stall_rate},         {"faults.reset_rate", f.reset_rate},
+      {"faults.malformed_rate", f.malformed_rate}, {"faults.slow_headers_rate", f.slow_headers_rate}};
+  double sum = 0;
+  for (const auto& [name, rate] : rates) {
+    if (!(rate >= 0 && rate <= 1)) bad(name, "must be in [0, 1]");
+    if (std::string_view(name) != "faults.slow_headers_rate") sum += rate;
+  }
+  if (sum > 1) bad("faults", "error, 429, stall, reset and malformed rates must sum to <= 1");
+  if (f.retry_after_s < 0 || f.stall_after_tokens < 0 || f.stall_ms < 0 ||
+      f.reset_after_tokens < 0 || f.malformed_after_tokens < 0 || f.slow_headers_ms < 0)
+    bad("faults", "counts and durations must be >= 0");
+}
+
+}  // namespace
+
+struct SimServerState {
+  SimOptions options;
+  analysis::HardwareSpec hardware;
+  analysis::ModelSpec model;
+  analysis::Dtype dtype = analysis::Dtype::kBf16;
+  analysis::MemoryFit fit;
+  std::int64_t max_model_len = 0;
+  EngineConfig engine_config;
+  std::unique_ptr<Roofline> roofline;
+  std::unique_ptr<SimMetrics> metrics;
+  std::shared_ptr<SimEngineRunner> runner;
+  std::unique_ptr<FaultInjector> faults;
+  std::unique_ptr<SimTokenizer> tokenizer;
+  std::unique_ptr<net::HttpServer> http;
+  std::atomic<std::uint64_t> next_request{0};
+  std::time_t started_at = 0;
+};
+
+namespace {
+
+using StatePtr = std::shared_ptr<SimServerState>;
+
+}  // namespace
+
+// Request handling. Free coroutines holding the state by value, so the state outlives them.
+namespace handlers {
+
+using Result = asio::awaitable<std::optional<HttpResponse>>;
+
+HttpResponse models(const SimServerState& s) {
+  const double kv_elem = s.options.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
+  json meta = {
+      {"simulated", true},
+      {"hardware", s.hardware.name},
+      {"hardware_name", s.hardware.display_name},
+      {"form_factor", s.hardware.form_factor},
+      {"model", s.model.name},
+      {"dtype", std::string(analysis::to_string(s.dtype))},
+      {"kv_cache_dtype", kv_elem == 1.0 ? "fp8" : "auto"},
+      {"time_scale", s.options.time_scale},
+      {"seed", s.options.seed},
+      {"gpu_memory_utilization", s.options.gpu_memory_utilization},
+      {"memory_gb", analysis::to_gb(s.hardware.memory_bytes)},
+      {"weights_gb", analysis::to_gb(s.fit.weight_bytes)},
+      {"kv_pool_gib", analysis::to_gib(s.fit.kv_pool_bytes)},
+      {"kv_pool_tokens", s.fit.kv_pool_tokens},
+      {"kv_bytes_per_token", s.fit.kv_bytes_per_token},
+      {"max_num_seqs", s.engine_config.max_num_seqs},
+      {"max_num_batched_tokens", s.engine_config.max_num_batched_tokens},
+      {"bandwidth_efficiency", s.hardware.bandwidth_efficiency},
+      {"compute_efficiency", s.hardware.compute_efficiency},
+      {"step_overhead_ms", s.hardware.step_overhead_s * 1000.0},
+      {"tokenizer", "whitespace words, 1 token each"},
+  };
+  json entry = {{"id", s.model.name},         {"object", "model"},
+                {"created", s.started_at},     {"owned_by", "llmcap-sim"},
+                {"root", s.model.name},        {"max_model_len", s.max_model_len},
+                {"metadata", std::move(meta)}};
+  json body = {{"object", "list"}, {"data", json::array({std::move(entry)})}};
+  return HttpResponse::json(200, body.dump());
+}
+
+HttpResponse tokenize(const SimServerState& s, const HttpRequest& req) {
+  const TokenizeInput in = parse_tokenize_request(req.body);
+  if (!in.text) return error_response(in.error.status, in.error.message, in.error.param);
+  const auto ids = s.tokenizer->tokenize(*in.text);
+  json body = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", s.max_model_len}};
+  return HttpResponse::json(200, body.dump());
+}
+
+// One SSE event / response object for `text` of the request.
+json chunk(const GenerationRequest& g, const std::string& id, std::time_t created,
+           const std::string& model, const std::string& text, const char* finish_reason,
+           bool role_only = false) {
+  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", finish_reason ? json(finish_reason) : json()}};
+  if (g.chat) {
+    choice["delta"] = role_only ? json{{"role", "assistant"}, {"content", ""}}
+                                : json{{"content", text}};
+  } else {
+    choice["text"] = text;
+    choice["stop_reason"] = nullptr;
+  }
+  return {{"id", id},
+          {"object", g.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({std::move(choice)})}};
+}
+
+json usage(const GenerationRequest& g, std::int64_t completion_tokens) {
+  return {{"prompt_tokens", g.prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", g.prompt_tokens + completion_tokens}};
+}
+
+// Deterministic id: seed and arrival index in hex (a helper: GCC 12 mishandles local arrays
+// inside coroutine frames).
+std::string request_id(bool chat, std::uint64_t seed, std::uint64_t index) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%016llx%08llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(index));
+  return buf;
+}
+
+std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
+
+asio::awaitable<void> sleep_ms(std::int64_t ms) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  timer.expires_after(std::chrono::milliseconds(ms));
+  co_await timer.async_wait(use_nothrow);
+}
+
+Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
+  GenerationLimits limits{s->max_model_len, s->options.default_max_tokens, s->model.name};
+  ParseResult parsed = parse_generation_request(req.body, chat, *s->tokenizer, limits);
+  if (!parsed.request)
+    co_return error_response(parsed.error.status, parsed.error.message, parsed.error.param);
+  const GenerationRequest g = *parsed.request;
+
+  const std::uint64_t index = s->next_request.fetch_add(1);
+  const FaultDecision fault = s->faults->decide(index);
+  if (fault.slow_headers_ms > 0) co_await sleep_ms(fault.slow_headers_ms);
+  if (fault.kind == FaultKind::kServerError)
+    co_return error_response(500, "simulated internal error (fault injection)", "");
+  if (fault.kind == FaultKind::kRateLimited) {
+    co_return error_response(429, "simulated rate limit (fault injection)", "")
+        .with_header("Retry-After", std::to_string(s->options.faults.retry_after_s));
+  }
+
+  s->metrics->add_prompt_tokens(g.prompt_tokens);
+  const std::uint64_t engine_id = index + 1;
+  auto channel = s->runner->submit(engine_id, g.prompt_tokens, g.max_tokens,
+                                   co_await asio::this_coro::executor);
+  const std::string id = request_id(chat, s->options.seed, index);
+  const std::time_t created = std::time(nullptr);
+  const std::string& model = s->model.name;
+  WordGenerator words(s->options.seed, index);
+
+  if (!g.stream) {
+    std::string text;
+    std::int64_t have = 0;
+    while (have < g.max_tokens) {
+      auto [ec, n] = co_await channel->async_receive(use_nothrow);
+      if (ec) co_return error_response(503, "simulator stopped", "");
+      for (; have < n; ++have) text += words.next_token_text();
+    }
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+    } else {
+      choice["text"] = text;
+      choice["stop_reason"] = nullptr;
+    }
+    json body = {{"id", id},
+                 {"object", chat ? "chat.completion" : "text_completion"},
+                 {"created", created},
+                 {"model", model},
+                 {"choices", json::array({std::move(choice)})},
+                 {"usage", usage(g, g.max_tokens)}};
+    co_return HttpResponse::json(200, body.dump());
+  }
+
+  net::HeaderList sse_headers;
+  sse_headers.emplace_back("Content-Type", "text/event-stream");
+  sse_headers.emplace_back("Cache-Control", "no-cache");
+  if (!co_await stream.start(200, std::move(sse_headers))) {
+    s->runner->cancel(engine_id);
+    co_return std::nullopt;
+  }
+  if (chat && !co_await stream.write(sse(chunk(g, id, created, model, "", nullptr, true)))) {
+    s->runner->cancel(engine_id);
+    co_return std::nullopt;
+  }
+  const bool faulty_stream = fault.kind == FaultKind::kStall || fault.kind == FaultKind::kReset ||
+                             fault.kind == FaultKind::kMalformed;
+  std::int64_t sent = 0;  // tokens written to the client
+  std::int64_t have = 0;  // tokens generated so far
+  std::string pending_text;
+  std::int64_t pending_tokens = 0;
+  while (sent < g.max_tokens) {
+    auto [ec, n] = co_await channel->async_receive(use_nothrow);
+    if (ec) {  // runner stopped
+      stream.reset();
+      co_return std::nullopt;
+    }
+    for (; have < n; ++have) {
+      if (faulty_stream && sent + pending_tokens == fault.after_tokens) {
+        s->runner->cancel(engine_id);
+        if (!pending_text.empty()) co_await stream.write(sse(chunk(g, id, created, model, pending_text, nullptr)));
+        if (fault.kind == FaultKind::kStall) {
+          co_await sleep_ms(s->options.faults.stall_ms);
+        } else if (fault.kind == FaultKind::kMalformed) {
+          // A truncated JSON event, then the stream ends without [DONE].
+          co_await stream.write("data: {\"id\":\"" + id + "\",\"choices\":[{\"text\":\n\n");
+          co_await stream.finish();
+          co_return std::nullopt;
+        }
+        stream.reset();
+        co_return std::nullopt;
+      }
+      pending_text += words.next_token_text();
+      ++pending_tokens;
+      const bool last = sent + pending_tokens == g.max_tokens;
+      if (pending_tokens >= s->options.tokens_per_event || last) {
+        const bool ok = co_await stream.write(
+            sse(chunk(g, id, created, model, pending_text, last ? "length" : nullptr)));
+        if (!ok) {
+          s->runner->cancel(engine_id);
+          co_return std::nullopt;
+        }
+        sent += pending_tokens;
+        pending_text.clear();
+        pending_tokens = 0;
+      }
+    }
+  }
+  if (g.include_usage) {
+    json u = {{"id", id},
+              {"object", chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", created},
+              {"model", model},
+              {"choices", json::array()},
+              {"usage", usage(g, g.max_tokens)}};
+    if (!co_await stream.write(sse(u))) co_return std::nullopt;
+  }
+  co_await stream.write("data: [DONE]\n\n");
+  co_await stream.finish();
+  co_return std::nullopt;
+}
+
+struct Route {
+  const char* method;
+  const char* path;
+  Result (*handle)(StatePtr, HttpRequest&, ResponseStream&);
+};
+
+Result health(StatePtr, HttpRequest&, ResponseStream&) { co_return HttpResponse::text(200, ""); }
+Result get_models(StatePtr s, HttpRequest&, ResponseStream&) { co_return models(*s); }
+Result post_tokenize(StatePtr s, HttpRequest& r, ResponseStream&) { co_return tokenize(*s, r); }
+Result metrics(StatePtr s, HttpRequest&, ResponseStream&) {
+  co_return HttpResponse::text(200, s->metrics->serialize(), "text/plain; version=0.0.4");
+}
+Result completions(StatePtr s, HttpRequest& r, ResponseStream& st) {
+  return generate(std::move(s), r, st, false);
+}
+Result chat_completions(StatePtr s, HttpRequest& r, ResponseStream& st) {
+  return generate(std::move(s), r, st, true);
+}
+
+constexpr Route kRoutes[] = {
+    {"GET", "/health", health},
+    {"GET", "/v1/models", get_models},
+    {"POST", "/tokenize", post_tokenize},
+    {"GET", "/metrics", metrics},
+    {"POST", "/v1/completions", completions},
+    {"POST", "/v1/chat/completions", chat_completions},
+};
+
+Result dispatch(StatePtr s, HttpRequest& req, ResponseStream& stream) {
+  bool path_known = false;
+  for (const Route& r : kRoutes) {
+    if (req.path != r.path) continue;
+    path_known = true;
+    if (req.method == r.method || (req.method == "HEAD" && std::string_view(r.method) == "GET"))
+      return r.handle(std::move(s), req, stream);
+  }
+  const int status = path_known ? 405 : 404;
+  const std::string message = path_known ? "method not allowed" : "no route for " + req.path;
+  return [](int st, std::string msg) -> Result { co_return error_response(st, msg, ""); }(status, message);
+}
+
+}  // namespace handlers
+
+SimServer::SimServer(asio::io_context& io, SimOptions options)
+    : io_(io), options_(std::move(options)) {}
+
+SimServer::~SimServer() { stop(); }
+
+void SimServer::start() {
+  if (state_) throw std::logic_error("SimServer::start called twice");
+  validate(options_);
+  ProfileCatalog catalog = ProfileCatalog::builtin();
+  if (!options_.profiles_file.empty()) {
+    if (auto err = catalog.add_file(options_.profiles_file)) throw std::runtime_error(*err);
+  }
+  auto state = std::make_shared<SimServerState>();
+  state->options = options_;
+  auto hw = catalog.hardware(options_.hardware);
+  if (!hw) {
+    throw std::runtime_error("unknown hardware '" + options_.hardware + "'; known: " +
+                             join(catalog.hardware_names()));
+  }
+  auto model = catalog.model(options_.model);
+  if (!model) {
+    throw std::runtime_error("unknown model '" + options_.model + "'; known: " +
+                             join(catalog.model_names()));
+  }
+  auto dtype = analysis::parse_dtype(options_.dtype);
+  if (!dtype) {
+    throw std::runtime_error("unknown dtype '" + options_.dtype +
+                             "'; known: bf16, fp16, fp8, int8, int4");
+  }
+  state->hardware = *hw;
+  state->model = *model;
+  state->dtype = *dtype;
+  if (options_.max_model_len > model->max_context_tokens) {
+    throw std::runtime_error("max_model_len " + std::to_string(options_.max_model_len) +
+                             " exceeds " + model->name + "'s context of " +
+                             std::to_string(model->max_context_tokens) + " tokens");
+  }
+
+  analysis::MemoryFitInput in;
+  in.dtype = *dtype;
+  in.kv_bytes_per_element = options_.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
+  in.context_tokens = options_.max_model_len > 0 ? options_.max_model_len : model->max_context_tokens;
+  in.concurrency = 1;
+  in.gpu_memory_utilization = options_.gpu_memory_utilization;
+  in.activation_reserve_bytes =
+      options_.activation_reserve_gib >= 0 ? options_.activation_reserve_gib * analysis::kBytesPerGiB : -1;
+  in.block_tokens = 16;
+  state->fit = analysis::estimate_memory_fit(*model, *hw, in);
+  if (!state->fit.weights_fit) throw std::runtime_error("model does not fit: " + state->fit.explanation);
+  if (options_.max_model_len > 0) {
+    if (!state->fit.one_sequence_fits)
+      throw std::runtime_error("max_model_len does not fit: " + state->fit.explanation);
+    state->max_model_len = options_.max_model_len;
+  } else {
+    // Automatic: the model's context, capped to what the KV pool holds (one sequence).
+    state->max_model_len = std::min(model->max_context_tokens, state->fit.kv_pool_tokens);
+    if (state->max_model_len < 16)
+      throw std::runtime_error("KV pool too small for any request: " + state->fit.explanation);
+  }
+
+  state->engine_config.max_num_seqs = options_.max_num_seqs;
+  state->engine_config.max_num_batched_tokens = options_.max_num_batched_tokens;
+  state->engine_config.block_tokens = in.block_tokens;
+  state->engine_config.kv_pool_blocks = state->fit.kv_pool_blocks;
+  state->roofline = std::make_unique<Roofline>(*model, *hw, *dtype, in.kv_bytes_per_element);
+  state->metrics = std::make_unique<SimMetrics>(model->name);
+  state->faults = std::make_unique<FaultInjector>(options_.faults, options_.seed);
+  state->tokenizer = std::make_unique<SimTokenizer>(model->vocab);
+  state->runner = SimEngineRunner::create(io_, BatchEngine(*state->roofline, state->engine_config),
+                                          options_.time_scale, *state->metrics);
+  state->started_at = std::time(nullptr);
+
+  net::HttpServerOptions http_options;
+  http_options.address = options_.address;
+  http_options.port = options_.port;
+  http_options.server_header = "llmcap-sim";
+  std::weak_ptr<SimServerState> weak = state;
+  state->http = std::make_unique<net::HttpServer>(
+      io_, http_options, [weak](HttpRequest& req, ResponseStream& stream) {
+        auto s = weak.lock();
+        if (!s) throw std::runtime_error("simulator stopped");
+        return handlers::dispatch(std::move(s), req, stream);
+      });
+  state->runner->start();
+  state->http->start();
+  state_ = std::move(state);
+  spdlog::info("sim: {}", describe());
+}
+
+std::uint16_t SimServer::port() const { return state_ ? state_->http->port() : 0; }
+
+void SimServer::stop() {
+  if (!state_) return;
+  state_->http->stop();
+  state_->runner->stop();
+}
+
+const analysis::MemoryFit& SimServer::memory_fit() const {
+  if (!state_) throw std::logic_error("SimServer not started");
+  return state_->fit;
+}
+
+std::int64_t SimServer::max_model_len() const { return state_ ? state_->max_model_len : 0; }
+
+SingleRequestPrediction SimServer::predict_single(std::int64_t prompt_tokens,
+                                                  std::int64_t output_tokens) const {
+  if (!state_) throw std::logic_error("SimServer not started");
+  SingleRequestPrediction p =
+      BatchEngine::predict_single(*state_->roofline, state_->engine_config, prompt_tokens, output_tokens);
+  const double k = options_.time_scale;
+  return SingleRequestPrediction{p.ttft_s / k, p.tpot_s / k, p.e2e_s / k};
+}
+
+std::string SimServer::describe() const {
+  if (!state_) return "not started";
+  const auto& s = *state_;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens, max_model_len %lld, "
+                "max_num_seqs %lld, max_num_batched_tokens %lld, time_scale %g, port %u",
+                s.model.name.c_str(), std::string(analysis::to_string(s.dtype)).c_str(),
+                s.hardware.name.c_str(), analysis::to_gb(s.fit.weight_bytes),
+                analysis::to_gib(s.fit.kv_pool_bytes), static_cast<long long>(s.fit.kv_pool_tokens),
+                static_cast<long long>(s.max_model_len),
+                static_cast<long long>(s.engine_config.max_num_seqs),
+                static_cast<long long>(s.engine_config.max_num_batched_tokens), s.options.time_scale,
+                static_cast<unsigned>(s.http ? s.http->port() : 0));
+  return buf;
+}
+
+}  // namespace llmcap::sim
