@@ -1,0 +1,206 @@
+#include "analysis/step_stats.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "tests/unit/analysis/test_samples.h"
+
+namespace llmcap::analysis {
+namespace {
+
+using testing::kMs;
+using testing::kSec;
+
+// Open loop, 10 rps for 80 s: one request every 100 ms, 1 ms send lag, 200 ms service TTFT,
+// 101 tokens 10 ms apart (last token 1 s after the first). Window [10 s, 70 s).
+std::vector<RequestSample> steady_samples() {
+  std::vector<RequestSample> v;
+  for (int k = 0; k < 800; ++k) v.push_back(testing::ok_sample(k, k * 100 * kMs, 200 * kMs));
+  return v;
+}
+
+StepInput steady_input(const std::vector<RequestSample>& samples) {
+  StepInput in;
+  in.samples = samples;
+  in.window_start_ns = 10 * kSec;
+  in.window_end_ns = 70 * kSec;
+  in.offered_rate_rps = 10;
+  return in;
+}
+
+TEST(StepStats, SteadyStreamRatesAndLatencies) {
+  const auto samples = steady_samples();
+  const StepStats st = compute_step_stats(steady_input(samples));
+  EXPECT_DOUBLE_EQ(st.window_s, 60);
+  EXPECT_EQ(st.intended, 600u);  // k = 100 .. 699
+  EXPECT_EQ(st.sent, 600u);
+  EXPECT_EQ(st.completed_ok, 600u);
+  EXPECT_EQ(st.failed + st.timed_out + st.incomplete, 0u);
+  // 10 requests always active × 101 tokens per second each.
+  EXPECT_NEAR(st.output_tokens_per_s, 1010, 1e-6);
+  EXPECT_NEAR(st.input_tokens_per_s, 1000, 1e-9);  // 600 first tokens × 100 / 60 s
+  EXPECT_NEAR(st.requests_per_s, 10, 1e-9);
+  EXPECT_NEAR(st.completion_rate_rps, 10, 1e-9);
+  EXPECT_NEAR(st.achieved_rate_rps, 10, 1e-9);
+  EXPECT_DOUBLE_EQ(st.ttft_ns.p95, 201 * kMs);
+  EXPECT_DOUBLE_EQ(st.ttft_service_ns.p99, 200 * kMs);
+  EXPECT_DOUBLE_EQ(st.tpot_ns.p50, 10 * kMs);
+  EXPECT_DOUBLE_EQ(st.e2e_ns.max, 1201 * kMs);
+  EXPECT_DOUBLE_EQ(st.schedule_lag_ns.p99, 1 * kMs);
+  ASSERT_TRUE(st.schedule_lag_p99_ns.has_value());
+  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 1 * kMs);
+  EXPECT_DOUBLE_EQ(st.error_rate, 0);
+  EXPECT_DOUBLE_EQ(st.output_tokens.mean, 101);
+  // No SLA bounds: every completed request meets the (empty) SLO set.
+  EXPECT_EQ(st.met_slo, 600u);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 1.0);
+  EXPECT_DOUBLE_EQ(st.goodput_rps, 10);
+}
+
+TEST(StepStats, OutcomesAreCountedSeparately) {
+  auto samples = steady_samples();
+  for (auto& s : samples) {
+    if (s.index < 100 || s.index >= 700) continue;
+    const auto k = s.index % 50;
+    const auto t = s.t_intended_ns;
+    if (k == 0) s = testing::failed_sample(s.index, t, ErrorClass::kHttp5xx);
+    if (k == 1) s = testing::failed_sample(s.index, t, ErrorClass::kTimeoutFirstToken);
+    if (k == 2) s = testing::failed_sample(s.index, t, ErrorClass::kCancelled);
+    if (k == 3) s.t_end_ns = -1;  // still running at step end
+    if (k == 4) s = testing::failed_sample(s.index, t, ErrorClass::kHttp429);
+  }
+  const StepStats st = compute_step_stats(steady_input(samples));
+  EXPECT_EQ(st.intended, 600u);
+  EXPECT_EQ(st.failed, 24u);     // 12 × 5xx + 12 × 429
+  EXPECT_EQ(st.timed_out, 12u);
+  EXPECT_EQ(st.incomplete, 24u);  // 12 cancelled + 12 unfinished
+  EXPECT_EQ(st.completed_ok, 540u);
+  EXPECT_EQ(st.errors_by_class[static_cast<int>(ErrorClass::kHttp5xx)], 12u);
+  EXPECT_EQ(st.errors_by_class[static_cast<int>(ErrorClass::kHttp429)], 12u);
+  EXPECT_EQ(st.errors_by_class[static_cast<int>(ErrorClass::kTimeoutFirstToken)], 12u);
+  EXPECT_EQ(st.errors_by_class[static_cast<int>(ErrorClass::kCancelled)], 12u);
+  EXPECT_DOUBLE_EQ(st.error_rate, 36.0 / 600);
+  EXPECT_DOUBLE_EQ(st.incomplete_rate, 24.0 / 600);
+  EXPECT_EQ(st.ttft_ns.count, 540u);  // latency over successful requests only
+  EXPECT_EQ(st.met_slo, 540u);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 540.0 / 600);
+}
+
+TEST(StepStats, GoodputAndAttainmentUseTheSla) {
+  auto samples = steady_samples();
+  for (auto& s : samples) {
+    if (s.index % 4 == 0) s = testing::ok_sample(s.index, s.t_intended_ns, 2000 * kMs);
+  }
+  StepInput in = steady_input(samples);
+  in.sla.bounds = {{SlaMetric::kTtft, 95, 1000}};
+  in.dropped_arrivals = 0;
+  StepStats st = compute_step_stats(in);
+  EXPECT_EQ(st.met_slo, 450u);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 0.75);
+  EXPECT_DOUBLE_EQ(st.goodput_rps, 7.5);
+  // Dropped arrivals were intended too: they are misses.
+  in.dropped_arrivals = 150;
+  st = compute_step_stats(in);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 450.0 / 750);
+  EXPECT_EQ(st.dropped_arrivals, 150u);
+}
+
+TEST(StepStats, OutputTokensApportionedUniformly) {
+  // 101 tokens over [first, first + 1 s]; the window keeps the last 40% of that span.
+  const auto s = testing::ok_sample(0, 0, 200 * kMs);
+  const std::int64_t first = s.t_first_token_ns;
+  EXPECT_NEAR(output_tokens_in_window(s, first + 600 * kMs, first + 5 * kSec), 40.4, 1e-9);
+  EXPECT_NEAR(output_tokens_in_window(s, 0, 100 * kSec), 101, 1e-9);
+  EXPECT_DOUBLE_EQ(output_tokens_in_window(s, first + 2 * kSec, first + 3 * kSec), 0);
+  // Single event: all or nothing.
+  const auto one = testing::ok_sample(0, 0, 200 * kMs, 1);
+  EXPECT_DOUBLE_EQ(output_tokens_in_window(one, 0, one.t_first_token_ns + 1), 1);
+  EXPECT_DOUBLE_EQ(output_tokens_in_window(one, one.t_first_token_ns + 1, 10 * kSec), 0);
+}
+
+TEST(StepStats, OutputTokensFromRecordedEventTimes) {
+  // 4 events carrying 8 tokens (2 per event) at 0, 100, 900, 1000 ms: the tokens bunch up
+  // at the ends, which the uniform rule would miss.
+  RequestSample s = testing::ok_sample(0, 0, 0, 8);
+  s.token_events = 4;
+  s.token_times_ns = {s.t_first_token_ns, s.t_first_token_ns + 100 * kMs,
+                      s.t_first_token_ns + 900 * kMs, s.t_first_token_ns + 1000 * kMs};
+  s.t_last_token_ns = s.t_end_ns = s.token_times_ns.back();
+  const std::int64_t f = s.t_first_token_ns;
+  EXPECT_DOUBLE_EQ(output_tokens_in_window(s, f + 50 * kMs, f + 950 * kMs), 4);
+}
+
+TEST(StepStats, InFlightSlope) {
+  std::vector<InFlightPoint> pts;
+  for (int t = 0; t <= 100; ++t) pts.push_back({t * kSec, 5 + 0.5 * t});
+  pts.push_back({500 * kSec, 1e6});  // outside the window: ignored
+  ASSERT_TRUE(in_flight_slope_rps(pts, 10 * kSec, 70 * kSec).has_value());
+  EXPECT_NEAR(*in_flight_slope_rps(pts, 10 * kSec, 70 * kSec), 0.5, 1e-9);
+  EXPECT_FALSE(in_flight_slope_rps(pts, 10 * kSec, 11 * kSec).has_value());  // one point
+  EXPECT_FALSE(in_flight_slope_rps({}, 0, kSec).has_value());
+
+  const auto samples = steady_samples();
+  StepInput in = steady_input(samples);
+  in.in_flight = pts;
+  EXPECT_NEAR(*compute_step_stats(in).in_flight_slope_rps, 0.5, 1e-9);
+}
+
+TEST(StepStats, ShortOutputShareAndEstimatedCounts) {
+  auto samples = steady_samples();
+  int shortened = 0;
+  for (auto& s : samples) {
+    if (s.index >= 100 && s.index < 700 && s.index % 50 == 7) {
+      s.planned_output_tokens = 200;  // server stopped early (12 of 600 = 2%)
+      ++shortened;
+    }
+    if (s.index >= 100 && s.index < 700 && s.index % 100 == 9) s.output_tokens_estimated = true;
+  }
+  StepStats st = compute_step_stats(steady_input(samples));
+  EXPECT_EQ(shortened, 12);
+  EXPECT_DOUBLE_EQ(st.short_output_share, 0.02);
+  EXPECT_TRUE(st.short_output_warning);
+  EXPECT_EQ(st.estimated_output_count, 6u);
+
+  samples = steady_samples();
+  for (auto& s : samples) {
+    if (s.index >= 100 && s.index < 700 && s.index % 200 == 7) s.planned_output_tokens = 200;
+  }
+  st = compute_step_stats(steady_input(samples));
+  EXPECT_DOUBLE_EQ(st.short_output_share, 3.0 / 600);
+  EXPECT_FALSE(st.short_output_warning);
+}
+
+TEST(StepStats, ClientFiguresAndItl) {
+  const auto samples = steady_samples();
+  StepInput in = steady_input(samples);
+  in.schedule_lag_p99_ns = 70.0 * kMs;  // the agent's own measurement wins
+  in.client_cpu_utilisation = 0.42;
+  for (int i = 1; i <= 1000; ++i) in.itl_ns.record(i * 1e5);  // 0.1 .. 100 ms
+  const StepStats st = compute_step_stats(in);
+  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 70.0 * kMs);
+  EXPECT_DOUBLE_EQ(*st.client_cpu_utilisation, 0.42);
+  EXPECT_EQ(st.itl_ns.count, 1000u);
+  EXPECT_NEAR(st.itl_ns.p50, 50e6, 50e6 * 0.01);
+  EXPECT_NEAR(st.itl_ns.p99, 99e6, 99e6 * 0.01);
+  EXPECT_NEAR(*st.itl_ns.at(95), 95e6, 95e6 * 0.01);
+  EXPECT_DOUBLE_EQ(st.itl_ns.max, 100e6);
+}
+
+TEST(StepStats, EmptyWindowAndBadWindow) {
+  const std::vector<RequestSample> none;
+  StepInput in;
+  in.samples = none;
+  in.window_start_ns = 0;
+  in.window_end_ns = kSec;
+  const StepStats st = compute_step_stats(in);
+  EXPECT_EQ(st.intended, 0u);
+  EXPECT_DOUBLE_EQ(st.error_rate, 0);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 0);
+  EXPECT_FALSE(st.schedule_lag_p99_ns.has_value());
+  in.window_end_ns = 0;
+  EXPECT_THROW(compute_step_stats(in), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace llmcap::analysis

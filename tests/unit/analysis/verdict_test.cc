@@ -1,0 +1,250 @@
+#include "analysis/verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace llmcap::analysis {
+namespace {
+
+constexpr double kMsD = 1e6;
+
+Summary flat(double value_ns, std::uint64_t n = 600) {
+  Summary s;
+  s.count = n;
+  s.mean = s.min = s.max = s.p50 = s.p90 = s.p95 = s.p99 = s.p999 = value_ns;
+  return s;
+}
+
+// A healthy open-loop step: 10 rps for 60 s, all requests fine.
+StepStats healthy() {
+  StepStats st;
+  st.window_s = 60;
+  st.offered_rate_rps = 10;
+  st.intended = st.sent = st.completed_ok = 600;
+  st.ttft_ns = flat(500 * kMsD);
+  st.ttft_service_ns = flat(300 * kMsD);
+  st.tpot_ns = flat(20 * kMsD);
+  st.e2e_ns = flat(3000 * kMsD);
+  st.itl_ns.count = 60000;
+  st.itl_ns.p50 = st.itl_ns.p90 = st.itl_ns.p95 = st.itl_ns.p99 = st.itl_ns.p999 = 25 * kMsD;
+  st.requests_per_s = st.completion_rate_rps = st.achieved_rate_rps = 10;
+  st.in_flight_slope_rps = 0.0;
+  st.schedule_lag_p99_ns = 2 * kMsD;
+  st.client_cpu_utilisation = 0.3;
+  return st;
+}
+
+SlaSpec sla() {
+  SlaSpec s;
+  s.bounds = {{SlaMetric::kTtft, 95, 1000}, {SlaMetric::kTpot, 95, 35}};
+  return s;
+}
+
+const VerdictReason& reason(const StepVerdict& v, std::string_view code) {
+  for (const auto& r : v.reasons) {
+    if (r.code == code) return r;
+  }
+  ADD_FAILURE() << "no reason " << code;
+  static VerdictReason none;
+  return none;
+}
+
+TEST(Verdict, HealthyStepPasses) {
+  const StepVerdict v = judge_step(healthy(), sla());
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+  const auto& ttft = reason(v, "ttft_p95");
+  EXPECT_EQ(ttft.status, CheckStatus::kHeld);
+  EXPECT_DOUBLE_EQ(*ttft.measured, 500);
+  EXPECT_DOUBLE_EQ(ttft.limit, 1000);
+  EXPECT_DOUBLE_EQ(*ttft.margin, 500);
+  EXPECT_NE(ttft.text.find("from intended"), std::string::npos) << ttft.text;
+  EXPECT_EQ(reason(v, "tpot_p95").status, CheckStatus::kHeld);
+  EXPECT_TRUE(v.deciding().empty());
+  // Bounds first in SLA order, then one reason per rule.
+  ASSERT_EQ(v.reasons.size(), 2u + 9u);
+  EXPECT_EQ(v.reasons[0].code, "ttft_p95");
+  EXPECT_EQ(v.reasons[1].code, "tpot_p95");
+}
+
+TEST(Verdict, MissedBoundFailsWithNegativeMargin) {
+  StepStats st = healthy();
+  st.tpot_ns = flat(40 * kMsD);
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  const auto& tpot = reason(v, "tpot_p95");
+  EXPECT_EQ(tpot.status, CheckStatus::kMissed);
+  EXPECT_DOUBLE_EQ(*tpot.margin, -5);
+  ASSERT_EQ(v.deciding().size(), 1u);
+  EXPECT_EQ(v.deciding()[0]->code, "tpot_p95");
+}
+
+TEST(Verdict, TtftDefinitionSelectsTheSummary) {
+  StepStats st = healthy();
+  st.ttft_ns = flat(1500 * kMsD);  // queueing visible from intended only
+  SlaSpec s = sla();
+  EXPECT_EQ(judge_step(st, s).outcome, Outcome::kFail);
+  s.ttft_definition = TtftDefinition::kService;
+  const StepVerdict v = judge_step(st, s);
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+  EXPECT_DOUBLE_EQ(*reason(v, "ttft_p95").measured, 300);
+  EXPECT_NE(reason(v, "ttft_p95").text.find("from send"), std::string::npos);
+}
+
+TEST(Verdict, ItlE2eAndServiceBoundsAndCodes) {
+  SlaSpec s;
+  s.bounds = {{SlaMetric::kItl, 99, 20}, {SlaMetric::kE2e, 99.9, 5000},
+              {SlaMetric::kTtftService, 50, 100}};
+  const StepVerdict v = judge_step(healthy(), s);
+  EXPECT_EQ(reason(v, "itl_p99").status, CheckStatus::kMissed);
+  EXPECT_DOUBLE_EQ(*reason(v, "itl_p99").measured, 25);
+  EXPECT_EQ(reason(v, "e2e_p99.9").status, CheckStatus::kHeld);
+  EXPECT_EQ(reason(v, "ttft_service_p50").status, CheckStatus::kMissed);
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+}
+
+TEST(Verdict, BoundWithoutDataIsInconclusive) {
+  StepStats st = healthy();
+  st.tpot_ns = Summary{};
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(reason(v, "tpot_p95").status, CheckStatus::kNotEvaluated);
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+}
+
+TEST(Verdict, ErrorRateAndIncompleteShare) {
+  StepStats st = healthy();
+  st.error_rate = 0.02;
+  StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_EQ(reason(v, "error_rate").status, CheckStatus::kMissed);
+  EXPECT_NEAR(*reason(v, "error_rate").margin, -0.01, 1e-12);
+  st.error_rate = 0.01;  // at the limit holds
+  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kPass);
+  st.incomplete_rate = 0.05;
+  v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_EQ(reason(v, "incomplete_rate").status, CheckStatus::kMissed);
+}
+
+TEST(Verdict, CompletionRateBelowOfferedFails) {
+  StepStats st = healthy();
+  st.completion_rate_rps = 9.0;  // 10% short; tolerance max(5%, 3/√600 = 12.2%) → held
+  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kPass);
+  st.offered_rate_rps = 100;  // 6000 expected: tolerance 5%
+  st.achieved_rate_rps = 100;
+  st.completion_rate_rps = 90;
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_EQ(reason(v, "completion_rate").status, CheckStatus::kMissed);
+  EXPECT_DOUBLE_EQ(reason(v, "completion_rate").limit, 95);
+}
+
+TEST(Verdict, GrowingBacklogFails) {
+  StepStats st = healthy();
+  st.in_flight_slope_rps = 0.5;  // 30 requests more over the window; limit 0.02 × 10 = 0.2
+  StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kMissed);
+  // Slope above the fraction but only 2.4 requests net growth: noise, held.
+  st.in_flight_slope_rps = 0.04;
+  st.offered_rate_rps = 1;
+  st.achieved_rate_rps = st.completion_rate_rps = 1;
+  v = judge_step(st, sla());
+  EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kHeld);
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+  // No in-flight series: not evaluated, does not block a pass.
+  st = healthy();
+  st.in_flight_slope_rps.reset();
+  v = judge_step(st, sla());
+  EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kNotEvaluated);
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+}
+
+TEST(Verdict, ClientBottlenecksAreInconclusive) {
+  {
+    StepStats st = healthy();
+    st.achieved_rate_rps = 7;  // the agent did not send the load
+    const StepVerdict v = judge_step(st, sla());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+    EXPECT_EQ(reason(v, "send_rate").status, CheckStatus::kMissed);
+  }
+  {
+    StepStats st = healthy();
+    st.schedule_lag_p99_ns = 80 * kMsD;
+    const StepVerdict v = judge_step(st, sla());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+    EXPECT_DOUBLE_EQ(*reason(v, "schedule_lag").measured, 80);
+    EXPECT_DOUBLE_EQ(*reason(v, "schedule_lag").margin, -30);
+  }
+  {
+    StepStats st = healthy();
+    st.dropped_arrivals = 3;
+    const StepVerdict v = judge_step(st, sla());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+    EXPECT_EQ(reason(v, "dropped_arrivals").status, CheckStatus::kMissed);
+  }
+  {
+    StepStats st = healthy();
+    st.client_cpu_utilisation = 0.97;
+    const StepVerdict v = judge_step(st, sla());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+    EXPECT_EQ(reason(v, "client_cpu").status, CheckStatus::kMissed);
+  }
+  {
+    StepStats st = healthy();
+    st.intended = 40;
+    const StepVerdict v = judge_step(st, sla());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+    EXPECT_EQ(reason(v, "sample_count").status, CheckStatus::kMissed);
+  }
+}
+
+TEST(Verdict, ClientMissOverridesServerMiss) {
+  StepStats st = healthy();
+  st.ttft_ns = flat(5000 * kMsD);  // would fail ...
+  st.schedule_lag_p99_ns = 4000 * kMsD;  // ... but the client was late by seconds
+  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kInconclusive);
+}
+
+TEST(Verdict, UnmeasuredClientFiguresAreNotApplicable) {
+  StepStats st = healthy();
+  st.client_cpu_utilisation.reset();
+  st.schedule_lag_p99_ns.reset();
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(reason(v, "client_cpu").status, CheckStatus::kNotApplicable);
+  EXPECT_EQ(reason(v, "schedule_lag").status, CheckStatus::kNotApplicable);
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+}
+
+TEST(Verdict, ClosedLoopSkipsRateAndBacklogChecks) {
+  StepStats st = healthy();
+  st.offered_rate_rps = 0;
+  st.concurrency = 16;
+  st.achieved_rate_rps = 3;  // meaningless in closed loop
+  st.in_flight_slope_rps = 5;
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kPass);
+  EXPECT_EQ(reason(v, "send_rate").status, CheckStatus::kNotApplicable);
+  EXPECT_EQ(reason(v, "completion_rate").status, CheckStatus::kNotApplicable);
+  EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kNotApplicable);
+}
+
+TEST(Verdict, NoRequestsIsInconclusive) {
+  StepStats st;
+  st.window_s = 60;
+  st.offered_rate_rps = 10;
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_EQ(reason(v, "error_rate").status, CheckStatus::kNotEvaluated);
+}
+
+TEST(Verdict, StableNames) {
+  EXPECT_EQ(to_string(Outcome::kPass), "pass");
+  EXPECT_EQ(to_string(Outcome::kFail), "fail");
+  EXPECT_EQ(to_string(Outcome::kInconclusive), "inconclusive");
+  EXPECT_EQ(to_string(CheckKind::kDroppedArrivals), "dropped_arrivals");
+  EXPECT_EQ(to_string(CheckStatus::kNotEvaluated), "not_evaluated");
+  EXPECT_TRUE(is_client_side(CheckKind::kClientCpu));
+  EXPECT_FALSE(is_client_side(CheckKind::kBacklog));
+}
+
+}  // namespace
+}  // namespace llmcap::analysis
