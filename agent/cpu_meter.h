@@ -1,0 +1,37 @@
+// CpuMeter: the load generator's own CPU use (DOMAIN §1, §3: a saturated client makes a step
+// inconclusive). Thread CPU (CLOCK_THREAD_CPUTIME_ID of the thread that calls start/stop —
+// the agent's I/O thread), process CPU (getrusage RUSAGE_SELF: user + system) and wall time.
+// start() and stop() must be called on the same thread; not thread-safe otherwise.
+#pragma once
+
+#include <cstdint>
+
+namespace llmcap::agent {
+
+struct CpuUsage {
+  std::int64_t wall_ns = 0;
+  std::int64_t thread_cpu_ns = 0;   // the agent I/O thread
+  std::int64_t process_cpu_ns = 0;  // the whole process (includes other components)
+  // thread_cpu / wall: 1.0 = the agent thread was never idle (client saturated).
+  double thread_utilisation() const {
+    return wall_ns > 0 ? static_cast<double>(thread_cpu_ns) / static_cast<double>(wall_ns) : 0;
+  }
+};
+
+class CpuMeter {
+ public:
+  void start();
+  // Usage since start().
+  CpuUsage stop() const;
+
+  static std::int64_t thread_cpu_now_ns();
+  static std::int64_t process_cpu_now_ns();
+  static std::int64_t monotonic_now_ns();
+
+ private:
+  std::int64_t wall0_ = 0;
+  std::int64_t thread0_ = 0;
+  std::int64_t process0_ = 0;
+};
+
+}  // namespace llmcap::agent

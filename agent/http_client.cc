@@ -1,0 +1,419 @@
+#include "agent/http_client.h"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <array>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+namespace llmcap::agent {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using analysis::ErrorClass;
+
+namespace {
+
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+struct Connection {
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  std::vector<char> chunk;  // body bytes of the current read (per connection: reads of
+                            // concurrent exchanges complete independently)
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  void close() {
+    beast::error_code ec;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
+  }
+};
+
+// Arms the stream's timer from the observer and returns the deadline in force.
+ReadDeadline arm(beast::tcp_stream& s, const ReadDeadline& d) {
+  if (d.at_ns == INT64_MAX) {
+    s.expires_never();
+  } else {
+    s.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(d.at_ns)));
+  }
+  return d;
+}
+
+bool is_timeout(const beast::error_code& ec, const ReadDeadline& d) {
+  if (ec == beast::error::timeout) return true;
+  // Some layers (TLS) may surface the closed socket instead; judge by the clock.
+  return d.at_ns != INT64_MAX && HttpClient::now_ns() >= d.at_ns;
+}
+
+bool peer_closed(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::ssl::error::stream_truncated;
+}
+
+std::string describe(const beast::error_code& ec) { return ec.message(); }
+
+// Result of one attempt on one connection.
+struct Attempt {
+  bool retryable = false;  // reused connection closed by the server before any response byte
+  bool reusable = false;   // response complete and keep-alive
+};
+
+class CollectingObserver final : public ResponseObserver {
+ public:
+  CollectingObserver(std::int64_t deadline_ns, std::size_t max_bytes)
+      : deadline_ns_(deadline_ns), max_bytes_(max_bytes) {}
+  void on_headers(int, std::string_view, std::int64_t) override {}
+  bool on_body(std::string_view bytes, std::int64_t) override {
+    if (body.size() + bytes.size() > max_bytes_) {
+      too_large = true;
+      return false;
+    }
+    body.append(bytes);
+    return true;
+  }
+  ReadDeadline deadline() const override { return {deadline_ns_, ErrorClass::kTimeoutTotal}; }
+  std::string body;
+  bool too_large = false;
+
+ private:
+  std::int64_t deadline_ns_;
+  std::size_t max_bytes_;
+};
+
+}  // namespace
+
+struct HttpClient::Impl {
+  Impl(asio::io_context& io_, Endpoint ep, HttpClientOptions opts)
+      : io(io_), endpoint(std::move(ep)), options(std::move(opts)) {
+    if (endpoint.tls) {
+      ssl_ctx.emplace(ssl::context::tls_client);
+      beast::error_code ec;
+      if (options.tls.verify_peer) {
+        if (options.tls.ca_file.empty()) {
+          ssl_ctx->set_default_verify_paths(ec);
+          if (ec) throw std::runtime_error("cannot load the system CA store: " + ec.message());
+        } else {
+          ssl_ctx->load_verify_file(options.tls.ca_file, ec);
+          if (ec) {
+            throw std::runtime_error("cannot load CA file '" + options.tls.ca_file +
+                                     "': " + ec.message());
+          }
+        }
+        ssl_ctx->set_verify_mode(ssl::verify_peer);
+      } else {
+        ssl_ctx->set_verify_mode(ssl::verify_none);
+      }
+    }
+    server_name = options.tls.server_name.empty() ? endpoint.host : options.tls.server_name;
+  }
+
+  asio::awaitable<std::unique_ptr<Connection>> connect(ResponseObserver& observer,
+                                                       RequestCanceller* canceller,
+                                                       ExchangeResult& r);
+  template <class Stream>
+  asio::awaitable<Attempt> transact(Stream& stream, Connection& conn, const std::string& head,
+                                    const OutgoingRequest& req, ResponseObserver& observer,
+                                    RequestCanceller* canceller, ExchangeResult& r);
+  std::string request_head(const OutgoingRequest& req) const;
+
+  asio::io_context& io;
+  Endpoint endpoint;
+  HttpClientOptions options;
+  std::optional<ssl::context> ssl_ctx;
+  std::string server_name;
+  std::optional<tcp::resolver::results_type> resolved;  // resolved once per client
+  std::vector<std::unique_ptr<Connection>> idle;
+  std::uint64_t opened = 0;
+};
+
+std::int64_t HttpClient::now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string HttpClient::Impl::request_head(const OutgoingRequest& req) const {
+  std::string head;
+  head.reserve(256);
+  head.append(req.method).append(" ").append(endpoint.target(req.path)).append(" HTTP/1.1\r\n");
+  head.append("Host: ").append(endpoint.host_header()).append("\r\n");
+  head.append("User-Agent: ").append(options.user_agent).append("\r\n");
+  if (!req.accept.empty()) head.append("Accept: ").append(req.accept).append("\r\n");
+  if (!req.body.empty() || req.method == "POST") {
+    head.append("Content-Type: ").append(req.content_type).append("\r\n");
+    head.append("Content-Length: ").append(std::to_string(req.body.size())).append("\r\n");
+  }
+  for (const auto& [k, v] : req.headers) head.append(k).append(": ").append(v).append("\r\n");
+  head.append("\r\n");
+  return head;
+}
+
+asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
+    ResponseObserver& observer, RequestCanceller* canceller, ExchangeResult& r) {
+  const std::int64_t start = now_ns();
+  ReadDeadline d{start + options.connect_timeout_ns, ErrorClass::kTimeoutConnect};
+  if (const auto od = observer.deadline(); od.at_ns < d.at_ns) d = od;
+
+  if (!resolved) {
+    tcp::resolver resolver(io);
+    asio::steady_timer timer(io);
+    timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(d.at_ns)));
+    timer.async_wait([&resolver](const beast::error_code& ec) {
+      if (!ec) resolver.cancel();
+    });
+    auto [ec, results] = co_await resolver.async_resolve(endpoint.host, endpoint.port, use_nothrow);
+    timer.cancel();
+    if (ec || results.empty()) {
+      r.error = now_ns() >= d.at_ns ? d.on_expiry : ErrorClass::kConnect;
+      r.error_message = "cannot resolve " + endpoint.host + ": " + describe(ec);
+      co_return nullptr;
+    }
+    resolved = std::move(results);
+  }
+
+  auto conn = std::make_unique<Connection>();
+  conn->chunk.resize(options.read_chunk_bytes);
+  if (endpoint.tls) {
+    conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io.get_executor(),
+                                                                        *ssl_ctx);
+  } else {
+    conn->plain = std::make_unique<beast::tcp_stream>(io.get_executor());
+  }
+  Connection* raw = conn.get();
+  if (canceller) {
+    if (canceller->cancelled()) {
+      r.error = ErrorClass::kCancelled;
+      r.error_message = "cancelled before connect";
+      co_return nullptr;
+    }
+    canceller->set_hook([raw] { raw->close(); });
+  }
+  arm(conn->lowest(), d);
+  auto [ec, ep] = co_await conn->lowest().async_connect(*resolved, use_nothrow);
+  (void)ep;
+  if (ec) {
+    if (canceller && canceller->cancelled()) r.error = ErrorClass::kCancelled;
+    else r.error = is_timeout(ec, d) ? d.on_expiry : ErrorClass::kConnect;
+    r.error_message = "connect to " + endpoint.host_header() + ": " + describe(ec);
+    // A failed resolution result may be stale (DNS change); resolve again next time.
+    resolved.reset();
+    co_return nullptr;
+  }
+  beast::error_code opt_ec;
+  conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+  const std::int64_t connected = now_ns();
+  r.connect_ns = connected - start;
+  ++opened;
+
+  if (conn->tls) {
+    if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), server_name.c_str())) {
+      r.error = ErrorClass::kTls;
+      r.error_message = "cannot set TLS SNI name '" + server_name + "'";
+      co_return nullptr;
+    }
+    if (options.tls.verify_peer) {
+      conn->tls->set_verify_callback(ssl::host_name_verification(server_name));
+    }
+    arm(conn->lowest(), d);
+    auto [hec] = co_await conn->tls->async_handshake(ssl::stream_base::client, use_nothrow);
+    if (hec) {
+      if (canceller && canceller->cancelled()) r.error = ErrorClass::kCancelled;
+      else r.error = is_timeout(hec, d) ? d.on_expiry : ErrorClass::kTls;
+      r.error_message = "TLS handshake with " + server_name + ": " + describe(hec);
+      co_return nullptr;
+    }
+    r.tls_ns = now_ns() - connected;
+  }
+  co_return conn;
+}
+
+template <class Stream>
+asio::awaitable<Attempt> HttpClient::Impl::transact(Stream& stream, Connection& conn,
+                                                    const std::string& head,
+                                                    const OutgoingRequest& req,
+                                                    ResponseObserver& observer,
+                                                    RequestCanceller* canceller,
+                                                    ExchangeResult& r) {
+  Attempt attempt;
+  const bool reused = r.reused_connection;
+  auto fail = [&](const beast::error_code& ec, const ReadDeadline& d, std::string_view what,
+                  ErrorClass otherwise) {
+    if (canceller && canceller->cancelled()) {
+      r.error = ErrorClass::kCancelled;
+      r.error_message = "cancelled";
+    } else if (is_timeout(ec, d)) {
+      r.error = d.on_expiry;
+      r.error_message = std::string(what) + ": deadline passed";
+    } else {
+      r.error = otherwise;
+      r.error_message = std::string(what) + ": " + describe(ec);
+    }
+  };
+
+  // Write the request.
+  ReadDeadline d = arm(conn.lowest(), observer.deadline());
+  r.t_send_ns = now_ns();
+  const std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(req.body)};
+  auto [wec, wn] = co_await asio::async_write(stream, buffers, use_nothrow);
+  (void)wn;
+  if (wec) {
+    if (reused && peer_closed(wec) && !(canceller && canceller->cancelled())) {
+      attempt.retryable = true;
+      co_return attempt;
+    }
+    fail(wec, d, "write request", ErrorClass::kProtocol);
+    co_return attempt;
+  }
+
+  // Read the status line and headers.
+  http::response_parser<http::buffer_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+  parser.body_limit(boost::none);
+  parser.eager(true);
+  d = arm(conn.lowest(), observer.deadline());
+  auto [hec, hn] = co_await http::async_read_header(stream, conn.buffer, parser, use_nothrow);
+  (void)hn;
+  if (hec) {
+    if (reused && hec == http::error::end_of_stream && !(canceller && canceller->cancelled())) {
+      attempt.retryable = true;
+      co_return attempt;
+    }
+    fail(hec, d, "read response headers", ErrorClass::kProtocol);
+    co_return attempt;
+  }
+  auto& msg = parser.get();
+  r.t_headers_ns = now_ns();
+  r.http_status = static_cast<int>(msg.result_int());
+  const auto ct = msg[http::field::content_type];
+  observer.on_headers(r.http_status, std::string_view(ct.data(), ct.size()), r.t_headers_ns);
+
+  // Stream the body; every read is stamped at its completion.
+  std::vector<char>& chunk = conn.chunk;
+  while (!parser.is_done()) {
+    msg.body().data = chunk.data();
+    msg.body().size = chunk.size();
+    d = arm(conn.lowest(), observer.deadline());
+    auto [ec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
+    (void)n;
+    const std::int64_t t = now_ns();
+    if (ec == http::error::need_buffer) ec = {};
+    const std::size_t got = chunk.size() - msg.body().size;
+    if (got > 0 && !observer.on_body(std::string_view(chunk.data(), got), t)) {
+      r.t_end_ns = t;
+      co_return attempt;  // observer recorded its own error
+    }
+    if (ec) {
+      fail(ec, d, "read response body", ErrorClass::kProtocol);
+      if (r.error == ErrorClass::kProtocol && peer_closed(ec)) {
+        r.error_message = "connection closed mid-response: " + describe(ec);
+      }
+      co_return attempt;
+    }
+  }
+  r.t_end_ns = now_ns();
+  attempt.reusable = parser.keep_alive();
+  co_return attempt;
+}
+
+HttpClient::HttpClient(asio::io_context& io, Endpoint endpoint, HttpClientOptions options)
+    : impl_(std::make_unique<Impl>(io, std::move(endpoint), std::move(options))) {}
+
+HttpClient::~HttpClient() { close_idle(); }
+
+asio::awaitable<ExchangeResult> HttpClient::exchange(const OutgoingRequest& request,
+                                                     ResponseObserver& observer,
+                                                     RequestCanceller* canceller) {
+  Impl& im = *impl_;
+  const std::string head = im.request_head(request);
+  ExchangeResult r;
+  for (int attempt_no = 0; attempt_no < 2; ++attempt_no) {
+    r = ExchangeResult{};
+    if (canceller && canceller->cancelled()) {
+      r.error = ErrorClass::kCancelled;
+      r.error_message = "cancelled before send";
+      r.t_end_ns = now_ns();
+      co_return r;
+    }
+    std::unique_ptr<Connection> conn;
+    if (!im.idle.empty() && attempt_no == 0) {
+      conn = std::move(im.idle.back());
+      im.idle.pop_back();
+      r.reused_connection = true;
+    } else {
+      conn = co_await im.connect(observer, canceller, r);
+      if (!conn) {
+        r.t_end_ns = now_ns();
+        if (canceller) canceller->set_hook(nullptr);
+        co_return r;
+      }
+    }
+    Connection* raw = conn.get();
+    if (canceller) canceller->set_hook([raw] { raw->close(); });
+    Attempt a = conn->tls ? co_await im.transact(*conn->tls, *conn, head, request, observer,
+                                                  canceller, r)
+                          : co_await im.transact(*conn->plain, *conn, head, request, observer,
+                                                  canceller, r);
+    if (canceller) canceller->set_hook(nullptr);
+    if (r.t_end_ns < 0) r.t_end_ns = now_ns();
+    if (a.retryable) {
+      conn->close();
+      continue;
+    }
+    if (a.reusable && r.error == ErrorClass::kNone && im.idle.size() < im.options.max_idle_connections) {
+      r.keep_alive = true;
+      conn->lowest().expires_never();
+      im.idle.push_back(std::move(conn));
+    } else {
+      conn->close();
+    }
+    co_return r;
+  }
+  co_return r;
+}
+
+asio::awaitable<FetchResult> HttpClient::fetch(const OutgoingRequest& request,
+                                               std::int64_t timeout_ns,
+                                               std::size_t max_body_bytes) {
+  CollectingObserver observer(now_ns() + timeout_ns, max_body_bytes);
+  FetchResult out;
+  out.exchange = co_await exchange(request, observer, nullptr);
+  if (observer.too_large && out.exchange.error == ErrorClass::kNone) {
+    out.exchange.error = ErrorClass::kProtocol;
+    out.exchange.error_message =
+        "response body exceeds " + std::to_string(max_body_bytes) + " bytes";
+  }
+  out.body = std::move(observer.body);
+  co_return out;
+}
+
+void HttpClient::close_idle() {
+  for (auto& c : impl_->idle) c->close();
+  impl_->idle.clear();
+}
+
+std::size_t HttpClient::idle_connections() const { return impl_->idle.size(); }
+std::uint64_t HttpClient::connections_opened() const { return impl_->opened; }
+const Endpoint& HttpClient::endpoint() const { return impl_->endpoint; }
+
+}  // namespace llmcap::agent

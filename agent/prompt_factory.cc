@@ -1,0 +1,100 @@
+#include "agent/prompt_factory.h"
+
+#include <array>
+#include <string_view>
+
+namespace llmcap::agent {
+
+namespace {
+
+// Common English words that are one token in the usual BPE vocabularies (with a leading space).
+constexpr std::array<std::string_view, 128> kWords = {
+    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child",
+    "world", "school", "state", "family", "student", "group", "country", "problem", "hand", "part",
+    "place", "case", "week", "company", "system", "program", "question", "work", "government", "number",
+    "night", "point", "home", "water", "room", "mother", "area", "money", "story", "fact",
+    "month", "lot", "right", "study", "book", "eye", "job", "word", "business", "issue",
+    "side", "kind", "head", "house", "service", "friend", "father", "power", "hour", "game",
+    "line", "end", "member", "law", "car", "city", "community", "name", "president", "team",
+    "minute", "idea", "kid", "body", "information", "back", "parent", "face", "others", "level",
+    "office", "door", "health", "person", "art", "war", "history", "party", "result", "change",
+    "morning", "reason", "research", "girl", "guy", "moment", "air", "teacher", "force", "education",
+    "foot", "boy", "age", "policy", "process", "music", "market", "sense", "nation", "plan",
+    "college", "interest", "death", "experience", "effect", "use", "class", "control", "care", "field",
+    "development", "role", "effort", "rate", "heart", "drug", "show", "leader"};
+
+}  // namespace
+
+std::size_t PromptFactory::vocabulary_size() { return kWords.size(); }
+
+PromptFactory::PromptFactory(analysis::LengthDistribution input,
+                             analysis::LengthDistribution output,
+                             std::int32_t shared_prefix_tokens, std::uint64_t seed)
+    : input_(std::move(input), seed ^ 0x9e3779b97f4a7c15ULL),
+      output_(std::move(output), seed ^ 0xc2b2ae3d27d4eb4fULL),
+      shared_prefix_tokens_(shared_prefix_tokens),
+      rng_(seed) {}
+
+void PromptFactory::append_words(std::string& out, std::int32_t count) {
+  std::uniform_int_distribution<std::size_t> pick(0, kWords.size() - 1);
+  for (std::int32_t i = 0; i < count; ++i) {
+    if (!out.empty()) out.push_back(' ');
+    out.append(kWords[pick(rng_)]);
+  }
+}
+
+void PromptFactory::append_index(std::string& out, std::uint64_t index) {
+  // Base-128 digits, most significant first; at least one word.
+  std::array<std::string_view, 10> digits{};
+  int n = 0;
+  do {
+    digits[static_cast<std::size_t>(n++)] = kWords[index % kWords.size()];
+    index /= kWords.size();
+  } while (index > 0 && n < 10);
+  for (int i = n - 1; i >= 0; --i) {
+    if (!out.empty()) out.push_back(' ');
+    out.append(digits[static_cast<std::size_t>(i)]);
+  }
+}
+
+PromptItem PromptFactory::next(std::uint64_t index, const LengthCalibrator& calibrator) {
+  PromptItem item;
+  item.planned_input_tokens = input_.next();
+  item.planned_output_tokens = output_.next();
+  const std::int32_t total_words = calibrator.words_for(item.planned_input_tokens);
+  if (shared_prefix_tokens_ > 0 && prefix_words_ < 0) {
+    // Built once per step from the calibration at the first prompt, so it stays identical.
+    prefix_words_ = calibrator.words_for_raw(shared_prefix_tokens_);
+    std::mt19937_64 saved = rng_;
+    rng_.seed(0x5eed5eedULL);
+    append_words(prefix_, prefix_words_);
+    rng_ = saved;
+  }
+  std::string text;
+  std::int32_t used = 0;
+  if (prefix_words_ > 0) {
+    text = prefix_;
+    used = prefix_words_;
+  }
+  const std::size_t before = text.size();
+  append_index(text, index);
+  std::int32_t index_words = 0;
+  for (std::size_t i = before; i < text.size(); ++i) index_words += text[i] == ' ' ? 1 : 0;
+  if (before == 0) index_words += 1;
+  used += index_words;
+  if (total_words > used) append_words(text, total_words - used);
+  item.words = std::max(total_words, used);
+  item.prompt = std::move(text);
+  return item;
+}
+
+std::string PromptFactory::probe_text(std::int32_t words, std::uint64_t salt) {
+  std::string text;
+  append_index(text, salt);
+  std::int32_t used = 1;
+  for (char c : text) used += c == ' ' ? 1 : 0;
+  if (words > used) append_words(text, words - used);
+  return text;
+}
+
+}  // namespace llmcap::agent

@@ -1,0 +1,52 @@
+// PromptFactory: synthetic prompts whose input lengths follow a LengthDistribution and whose
+// output lengths (max_tokens) follow another, seeded and reproducible (DOMAIN §7.5, §7.9).
+//
+// A prompt is `shared prefix words` (identical across requests, only when asked) followed by
+// a unique header (the request's index spelled in vocabulary words, so no two prompts share
+// more than the prefix and prefix caches cannot make them fake-fast) and random words. The
+// word count comes from the LengthCalibrator. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "agent/length_calibrator.h"
+#include "analysis/length_distribution.h"
+
+namespace llmcap::agent {
+
+struct PromptItem {
+  std::string prompt;          // completions prompt / chat user message
+  std::string messages_json;   // chat messages from a dataset; empty for synthetic
+  std::int32_t planned_input_tokens = -1;
+  std::int32_t planned_output_tokens = -1;  // max_tokens to send; -1 = none
+  std::int32_t words = 0;      // synthetic words (for calibration feedback); 0 = dataset
+};
+
+class PromptFactory {
+ public:
+  PromptFactory(analysis::LengthDistribution input, analysis::LengthDistribution output,
+                std::int32_t shared_prefix_tokens, std::uint64_t seed);
+
+  // The next prompt (index = its order of intention in the step).
+  PromptItem next(std::uint64_t index, const LengthCalibrator& calibrator);
+  // A probe text of exactly `words` words (for calibration), unique per `salt`.
+  std::string probe_text(std::int32_t words, std::uint64_t salt);
+
+  // Number of words in the built-in vocabulary.
+  static std::size_t vocabulary_size();
+
+ private:
+  void append_words(std::string& out, std::int32_t count);
+  void append_index(std::string& out, std::uint64_t index);
+
+  analysis::LengthSampler input_;
+  analysis::LengthSampler output_;
+  std::int32_t shared_prefix_tokens_;
+  std::mt19937_64 rng_;
+  std::string prefix_;                 // built lazily for the calibrated word count
+  std::int32_t prefix_words_ = -1;
+};
+
+}  // namespace llmcap::agent

@@ -1,0 +1,74 @@
+// StepResult: what one step of load produced — every request sample, the pooled ITL
+// histogram, load-generator health (dropped arrivals, schedule lag, client CPU), the in-flight
+// series and the calibration used. A plain value handed from the agent thread to the caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/cpu_meter.h"
+#include "analysis/log_histogram.h"
+#include "analysis/request_sample.h"
+
+namespace llmcap::agent {
+
+// Exact order statistics of schedule lag (t_send − t_intended, §2) over sent requests.
+struct LagStats {
+  std::uint64_t count = 0;
+  double mean_ns = 0;
+  std::int64_t p50_ns = 0;
+  std::int64_t p99_ns = 0;
+  std::int64_t max_ns = 0;
+};
+
+struct CalibrationInfo {
+  std::string method;               // "tokenize", "usage-probe", "default", "dataset"
+  double tokens_per_word_initial = 0;
+  double tokens_per_word_final = 0;  // after adjusting from usage during the step
+  double overhead_tokens = 0;        // per-request tokens beyond the words (BOS, template)
+  std::string note;                  // why a method was not available, if relevant
+  // Planned vs real input length (usage.prompt_tokens) over samples that reported usage.
+  std::uint64_t samples_with_usage = 0;
+  double planned_input_mean_tokens = 0;
+  double real_input_mean_tokens = 0;
+  double mean_abs_error_tokens = 0;
+};
+
+struct StepCounts {
+  std::uint64_t intended = 0;   // arrivals scheduled in the step (incl. dropped), or started
+  std::uint64_t sent = 0;       // requests started (a sample exists for each)
+  std::uint64_t ok = 0;
+  std::uint64_t failed = 0;     // errors incl. timeouts, excl. cancelled
+  std::uint64_t cancelled = 0;  // cancelled at drain or by stop (reported, never dropped)
+  std::uint64_t output_tokens = 0;  // sum of output_tokens of ok samples
+};
+
+struct StepResult {
+  bool completed = false;          // ran to the end of its drain
+  bool cancelled = false;          // stopped early by the stop token
+  std::string fatal_error;         // non-empty: the step could not run (spec, model, dataset)
+  std::string model;               // model name used (given or discovered)
+
+  std::vector<analysis::RequestSample> samples;  // sorted by index
+  std::vector<std::string> response_ids;         // parallel to samples: server's response id
+  analysis::LogHistogram itl_ns;   // ITL gaps of ok requests intended in the window (§2)
+  std::uint64_t dropped_arrivals = 0;            // open loop: arrivals refused at the cap
+  std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series;  // (t_ns, in flight)
+
+  std::int64_t window_start_ns = 0;  // measurement window [start, end), step-epoch ns
+  std::int64_t window_end_ns = 0;
+  std::int64_t epoch_steady_ns = 0;  // steady_clock time (ns) of the step's t = 0
+  std::int64_t end_ns = 0;           // when the step (drain included) ended
+
+  CpuUsage cpu;                      // agent thread and process CPU over the step
+  double client_cpu_utilisation = 0; // cpu.thread_utilisation()
+  LagStats schedule_lag;             // t_send − t_intended over sent requests
+  LagStats timer_lag;                // open loop: wake-up time − scheduled arrival
+  CalibrationInfo calibration;
+  StepCounts counts;
+  std::uint64_t connections_opened = 0;
+};
+
+}  // namespace llmcap::agent

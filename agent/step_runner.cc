@@ -1,0 +1,589 @@
+#include "agent/step_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+
+#include "agent/endpoint.h"
+#include "agent/http_client.h"
+#include "agent/length_calibrator.h"
+#include "agent/prompt_factory.h"
+#include "agent/request_builder.h"
+#include "agent/stream_recorder.h"
+
+namespace llmcap::agent {
+
+namespace asio = boost::asio;
+using analysis::ErrorClass;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kDiscoveryTimeoutNs = 15'000 * kMs;
+constexpr std::int64_t kProbeTimeoutNs = 60'000 * kMs;
+
+std::chrono::steady_clock::time_point tp(std::int64_t abs_ns) {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(abs_ns));
+}
+
+LagStats lag_stats(std::vector<std::int64_t> v) {
+  LagStats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.count = v.size();
+  s.mean_ns = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  auto at = [&v](double q) {
+    // Nearest-rank percentile.
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  s.p50_ns = at(0.50);
+  s.p99_ns = at(0.99);
+  s.max_ns = v.back();
+  return s;
+}
+
+std::shared_ptr<spdlog::logger> logger() {
+  static auto l = [] {
+    auto existing = spdlog::get("agent");
+    return existing ? existing : spdlog::default_logger()->clone("agent");
+  }();
+  return l;
+}
+
+// All state of one running step; lives on the stack of StepRunner::run, used only on the
+// agent thread (io.run()).
+struct StepRun {
+  StepRun(const StepSpec& s, const ProgressCallback& p)
+      : spec(s),
+        progress(p),
+        window_timer(io),
+        drain_timer(io),
+        sched_timer(io),
+        tick_timer(io),
+        calibrator(s.workload.default_tokens_per_word, 0) {}
+
+  const StepSpec& spec;
+  const ProgressCallback& progress;
+  asio::io_context io{1};
+  asio::steady_timer window_timer;
+  asio::steady_timer drain_timer;
+  asio::steady_timer sched_timer;
+  asio::steady_timer tick_timer;
+  std::unique_ptr<HttpClient> client;
+  StepResult result;
+  LengthCalibrator calibrator;
+  std::optional<PromptFactory> prompts;
+  std::optional<Dataset> dataset;
+  std::optional<DatasetCursor> cursor;
+  std::optional<analysis::LengthSampler> dataset_output;
+  std::unordered_map<std::uint64_t, RequestCanceller*> cancellers;
+  std::vector<std::int64_t> timer_lags;
+  std::int64_t epoch = 0;
+  std::int64_t window_start = 0;  // absolute steady ns
+  std::int64_t window_end = 0;
+  std::uint64_t next_index = 0;
+  std::uint64_t in_flight = 0;
+  bool stopping = false;
+  bool sending_closed = false;
+  bool draining = false;
+  bool finished = false;
+
+  asio::awaitable<void> main();
+  asio::awaitable<void> run_one(std::uint64_t index, std::int64_t t_intended_abs);
+  asio::awaitable<void> closed_worker();
+  asio::awaitable<void> open_scheduler();
+  asio::awaitable<void> ticker();
+  asio::awaitable<bool> discover_model();
+  asio::awaitable<void> calibrate();
+  asio::awaitable<std::int32_t> tokenize_count(const std::string& text);
+  asio::awaitable<std::int32_t> usage_probe(const std::string& text);
+  PromptItem next_item(std::uint64_t index);
+  void on_stop();
+  void cancel_all();
+  void emit_progress();
+  void finalize();
+};
+
+void StepRun::cancel_all() {
+  // Copy: cancel() closes sockets, completions run later on this thread.
+  std::vector<RequestCanceller*> all;
+  all.reserve(cancellers.size());
+  for (auto& [idx, c] : cancellers) all.push_back(c);
+  for (auto* c : all) c->cancel();
+}
+
+void StepRun::on_stop() {
+  if (stopping) return;
+  stopping = true;
+  result.cancelled = true;
+  window_timer.cancel();
+  sched_timer.cancel();
+  drain_timer.cancel();
+  cancel_all();
+}
+
+void StepRun::emit_progress() {
+  if (!progress) return;
+  StepProgress p;
+  const std::int64_t now = HttpClient::now_ns();
+  p.elapsed_ns = now - epoch;
+  p.in_window = now >= window_start && now < window_end && !sending_closed;
+  p.draining = draining;
+  p.intended = result.counts.intended;
+  p.sent = result.counts.sent;
+  p.completed_ok = result.counts.ok;
+  p.failed = result.counts.failed;
+  p.cancelled = result.counts.cancelled;
+  p.in_flight = in_flight;
+  p.dropped_arrivals = result.dropped_arrivals;
+  p.output_tokens = result.counts.output_tokens;
+  try {
+    progress(p);
+  } catch (const std::exception& e) {
+    logger()->warn("progress callback threw: {}", e.what());
+  }
+}
+
+PromptItem StepRun::next_item(std::uint64_t index) {
+  if (prompts) return prompts->next(index, calibrator);
+  const DatasetEntry& e = cursor->next();
+  PromptItem item;
+  item.prompt = e.prompt;
+  item.messages_json = e.messages_json;
+  item.planned_input_tokens = e.input_tokens_hint;
+  item.planned_output_tokens = e.max_tokens > 0 ? e.max_tokens : dataset_output->next();
+  return item;
+}
+
+asio::awaitable<void> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs) {
+  ++in_flight;
+  ++result.counts.sent;
+  analysis::RequestSample sample;
+  sample.index = index;
+  sample.t_intended_ns = t_intended_abs - epoch;
+  std::string response_id;
+  PromptItem item = next_item(index);
+  sample.planned_input_tokens = item.planned_input_tokens;
+  sample.planned_output_tokens = item.planned_output_tokens;
+
+  RequestBodySpec body;
+  body.api = spec.target.api;
+  body.model = result.model;
+  body.prompt = std::move(item.prompt);
+  body.messages_json = std::move(item.messages_json);
+  body.max_tokens = item.planned_output_tokens;
+  if (spec.workload.send_min_tokens && item.planned_output_tokens > 0)
+    body.min_tokens = item.planned_output_tokens;
+  body.ignore_eos = spec.workload.ignore_eos;
+  body.temperature = spec.workload.temperature;
+  body.stream = spec.target.stream;
+  body.extra_body_json = spec.workload.extra_body_json;
+  auto built = RequestBuilder::build(body);
+
+  if (!built) {
+    sample.error = ErrorClass::kProtocol;
+    sample.error_message = "cannot build request: " + built.error();
+    sample.t_end_ns = HttpClient::now_ns() - epoch;
+  } else {
+    OutgoingRequest req;
+    req.method = "POST";
+    req.path = std::string(api_path(spec.target.api));
+    req.body = std::move(built).value();
+    req.accept = spec.target.stream ? "text/event-stream" : "application/json";
+    req.headers = spec.target.headers;
+    RecorderConfig rc;
+    rc.api = spec.target.api;
+    rc.streaming = spec.target.stream;
+    rc.epoch_ns = epoch;
+    rc.start_ns = HttpClient::now_ns();
+    rc.first_token_timeout_ns = spec.deadlines.first_token_ms * kMs;
+    rc.idle_timeout_ns = spec.deadlines.idle_ms * kMs;
+    rc.total_timeout_ns = spec.deadlines.total_ms * kMs;
+    rc.record_token_times = spec.record_token_times;
+    StreamRecorder recorder(rc, sample);
+    RequestCanceller canceller;
+    cancellers.emplace(index, &canceller);
+    if (stopping) canceller.cancel();
+    ExchangeResult x;
+    try {
+      x = co_await client->exchange(req, recorder, &canceller);
+    } catch (const std::exception& e) {
+      x.error = ErrorClass::kProtocol;
+      x.error_message = std::string("internal error: ") + e.what();
+      x.t_end_ns = HttpClient::now_ns();
+    }
+    cancellers.erase(index);
+    recorder.finish(x);
+    response_id = recorder.response_id();
+    const bool in_window = t_intended_abs >= window_start && t_intended_abs < window_end;
+    if (sample.ok() && in_window) {
+      for (const auto gap : recorder.itl_gaps_ns()) result.itl_ns.record(static_cast<double>(gap));
+    }
+    if (sample.ok() && prompts && item.words > 0 && sample.input_tokens >= 0) {
+      calibrator.observe(item.words, sample.input_tokens);
+    }
+  }
+  if (sample.ok()) {
+    ++result.counts.ok;
+    if (sample.output_tokens > 0) result.counts.output_tokens += static_cast<std::uint64_t>(sample.output_tokens);
+  } else if (sample.error == ErrorClass::kCancelled) {
+    ++result.counts.cancelled;
+  } else {
+    ++result.counts.failed;
+  }
+  result.samples.push_back(std::move(sample));
+  result.response_ids.push_back(std::move(response_id));
+  --in_flight;
+  if (in_flight == 0 && sending_closed) drain_timer.cancel();
+}
+
+asio::awaitable<void> StepRun::closed_worker() {
+  while (!stopping && !sending_closed) {
+    const std::int64_t now = HttpClient::now_ns();
+    if (now >= window_end) break;
+    const std::uint64_t index = next_index++;
+    ++result.counts.intended;
+    // Closed loop: t_intended is when the slot freed, i.e. now (§2).
+    co_await run_one(index, now);
+  }
+}
+
+asio::awaitable<void> StepRun::open_scheduler() {
+  ArrivalProcess arrivals(spec.load.rate, spec.load.inter_arrival, spec.load.burstiness,
+                          spec.seed ^ 0xa5a5a5a5ULL);
+  while (!stopping) {
+    const auto next = arrivals.next();
+    if (!next) break;
+    const std::int64_t at = epoch + *next;
+    if (at >= window_end) break;
+    if (HttpClient::now_ns() < at) {
+      sched_timer.expires_at(tp(at));
+      co_await sched_timer.async_wait(use_nothrow);
+      if (stopping) break;
+    }
+    // The schedule never waits for the server: when we wake late, every due arrival is sent
+    // at once and keeps its planned time as t_intended (coordinated-omission correct, §7.2).
+    timer_lags.push_back(HttpClient::now_ns() - at);
+    ++result.counts.intended;
+    if (in_flight >= static_cast<std::uint64_t>(spec.load.in_flight_cap)) {
+      ++result.dropped_arrivals;
+      continue;
+    }
+    asio::co_spawn(io, run_one(next_index++, at), asio::detached);
+  }
+}
+
+asio::awaitable<void> StepRun::ticker() {
+  const std::int64_t sample_every = spec.in_flight_sample_ms * kMs;
+  const std::int64_t progress_every = spec.progress_interval_ms * kMs;
+  std::int64_t next_sample = epoch;
+  std::int64_t next_progress = epoch + progress_every;
+  while (!finished) {
+    const std::int64_t now = HttpClient::now_ns();
+    if (now >= next_sample) {
+      result.in_flight_series.emplace_back(now - epoch, static_cast<std::int32_t>(in_flight));
+      next_sample += sample_every;
+      if (next_sample <= now) next_sample = now + sample_every;  // skip missed ticks
+    }
+    if (now >= next_progress) {
+      emit_progress();
+      next_progress += progress_every;
+      if (next_progress <= now) next_progress = now + progress_every;
+    }
+    tick_timer.expires_at(tp(std::min(next_sample, next_progress)));
+    co_await tick_timer.async_wait(use_nothrow);
+  }
+}
+
+asio::awaitable<bool> StepRun::discover_model() {
+  OutgoingRequest req;
+  req.method = "GET";
+  req.path = "/v1/models";
+  req.accept = "application/json";
+  req.headers = spec.target.headers;
+  auto r = co_await client->fetch(req, kDiscoveryTimeoutNs);
+  if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) {
+    result.fatal_error = "target.model: not given and GET /v1/models failed: " +
+                         (r.exchange.error != ErrorClass::kNone
+                              ? r.exchange.error_message
+                              : "HTTP " + std::to_string(r.exchange.http_status));
+    co_return false;
+  }
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_object() && doc.contains("data") && doc["data"].is_array() && !doc["data"].empty() &&
+      doc["data"][0].is_object() && doc["data"][0].contains("id") && doc["data"][0]["id"].is_string()) {
+    result.model = doc["data"][0]["id"].get<std::string>();
+    co_return true;
+  }
+  result.fatal_error = "target.model: not given and GET /v1/models returned no model id";
+  co_return false;
+}
+
+asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
+  // vLLM shape first ({"model", "prompt"} → {"count"}), then llama.cpp ({"content"} →
+  // {"tokens": [...]}).
+  for (int shape = 0; shape < 2; ++shape) {
+    json body = shape == 0 ? json{{"model", result.model}, {"prompt", text}} : json{{"content", text}};
+    OutgoingRequest req;
+    req.path = "/tokenize";
+    req.accept = "application/json";
+    req.body = body.dump();
+    req.headers = spec.target.headers;
+    auto r = co_await client->fetch(req, kProbeTimeoutNs);
+    if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) {
+      if (r.exchange.http_status == 404) co_return -1;  // no such endpoint
+      continue;
+    }
+    json doc = json::parse(r.body, nullptr, false);
+    if (!doc.is_object()) continue;
+    if (doc.contains("count") && doc["count"].is_number_integer()) co_return doc["count"].get<std::int32_t>();
+    if (doc.contains("tokens") && doc["tokens"].is_array())
+      co_return static_cast<std::int32_t>(doc["tokens"].size());
+  }
+  co_return -1;
+}
+
+asio::awaitable<std::int32_t> StepRun::usage_probe(const std::string& text) {
+  RequestBodySpec b;
+  b.api = spec.target.api;
+  b.model = result.model;
+  b.prompt = text;
+  b.max_tokens = 1;
+  b.temperature = spec.workload.temperature;
+  b.stream = false;
+  b.extra_body_json = spec.workload.extra_body_json;
+  auto built = RequestBuilder::build(b);
+  if (!built) co_return -1;
+  OutgoingRequest req;
+  req.path = std::string(api_path(spec.target.api));
+  req.accept = "application/json";
+  req.body = std::move(built).value();
+  req.headers = spec.target.headers;
+  auto r = co_await client->fetch(req, kProbeTimeoutNs);
+  if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) co_return -1;
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_object() && doc.contains("usage") && doc["usage"].is_object() &&
+      doc["usage"].contains("prompt_tokens") && doc["usage"]["prompt_tokens"].is_number_integer())
+    co_return doc["usage"]["prompt_tokens"].get<std::int32_t>();
+  co_return -1;
+}
+
+asio::awaitable<void> StepRun::calibrate() {
+  auto& info = result.calibration;
+  info.method = "default";
+  info.tokens_per_word_initial = calibrator.tokens_per_word();
+  if (!spec.workload.calibrate) {
+    info.note = "calibration disabled by the plan";
+    co_return;
+  }
+  // Two probe sizes around the planned mean give slope (tokens/word) and intercept.
+  const double mean = std::max(16.0, spec.workload.input_tokens.nominal_mean());
+  const std::int32_t w_small = 16;
+  const std::int32_t w_large = std::max<std::int32_t>(64, static_cast<std::int32_t>(mean / 1.3));
+  const std::string small = prompts->probe_text(w_small, 1'000'000'001ULL);
+  const std::string large = prompts->probe_text(w_large, 1'000'000'002ULL);
+  const std::int32_t ts = co_await tokenize_count(small);
+  const std::int32_t tl = ts >= 0 ? co_await tokenize_count(large) : -1;
+  if (ts >= 0 && tl >= 0) {
+    calibrator.fit({{w_small, ts}, {w_large, tl}});
+    info.method = "tokenize";
+    if (spec.target.api == ApiKind::kChat) {
+      // /tokenize sees raw text; the chat template adds tokens only usage shows.
+      const std::int32_t u = co_await usage_probe(large);
+      if (u >= 0) {
+        calibrator = LengthCalibrator(calibrator.tokens_per_word(),
+                                      u - calibrator.tokens_per_word() * w_large);
+        info.method = "tokenize+usage-probe";
+      }
+    }
+  } else {
+    const std::int32_t us = co_await usage_probe(small);
+    const std::int32_t ul = us >= 0 ? co_await usage_probe(large) : -1;
+    if (us >= 0 && ul >= 0) {
+      calibrator.fit({{w_small, us}, {w_large, ul}});
+      info.method = "usage-probe";
+      info.note = "no /tokenize on the target";
+    } else {
+      info.note = "neither /tokenize nor usage.prompt_tokens available; default ratio used";
+    }
+  }
+  info.tokens_per_word_initial = calibrator.tokens_per_word();
+  info.overhead_tokens = calibrator.overhead_tokens();
+}
+
+asio::awaitable<void> StepRun::main() {
+  if (result.model.empty()) {
+    if (!(co_await discover_model())) co_return;
+  }
+  if (stopping) co_return;
+  if (prompts) {
+    co_await calibrate();
+  } else {
+    result.calibration.method = "dataset";
+  }
+  if (stopping) co_return;
+
+  epoch = HttpClient::now_ns();
+  result.epoch_steady_ns = epoch;
+  window_start = epoch + static_cast<std::int64_t>(std::llround(spec.warmup_s * 1e9));
+  window_end = window_start + static_cast<std::int64_t>(std::llround(spec.duration_s * 1e9));
+  result.window_start_ns = window_start - epoch;
+  result.window_end_ns = window_end - epoch;
+  CpuMeter cpu;
+  cpu.start();
+  asio::co_spawn(io, ticker(), asio::detached);
+
+  if (spec.load.kind == LoadKind::kClosed) {
+    for (std::int32_t i = 0; i < spec.load.concurrency; ++i)
+      asio::co_spawn(io, closed_worker(), asio::detached);
+  } else {
+    asio::co_spawn(io, open_scheduler(), asio::detached);
+  }
+  if (!stopping) {
+    window_timer.expires_at(tp(window_end));
+    co_await window_timer.async_wait(use_nothrow);
+  }
+  sending_closed = true;
+  draining = true;
+  sched_timer.cancel();
+  if (spec.drain == DrainPolicy::kCancel || stopping) {
+    cancel_all();
+  } else if (in_flight > 0) {
+    drain_timer.expires_at(tp(HttpClient::now_ns() +
+                              static_cast<std::int64_t>(std::llround(spec.drain_timeout_s * 1e9))));
+    co_await drain_timer.async_wait(use_nothrow);
+    if (in_flight > 0) cancel_all();
+  }
+  // Cancelled requests complete promptly (their sockets are closed); wait for them.
+  while (in_flight > 0) {
+    drain_timer.expires_after(std::chrono::milliseconds(1));
+    co_await drain_timer.async_wait(use_nothrow);
+  }
+  result.end_ns = HttpClient::now_ns() - epoch;
+  result.cpu = cpu.stop();
+  result.client_cpu_utilisation = result.cpu.thread_utilisation();
+  result.completed = !stopping;
+  finished = true;
+  tick_timer.cancel();
+  emit_progress();
+  client->close_idle();
+}
+
+void StepRun::finalize() {
+  // Samples sorted by index (order of intention), response ids kept parallel.
+  std::vector<std::size_t> order(result.samples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+    return result.samples[a].index < result.samples[b].index;
+  });
+  std::vector<analysis::RequestSample> samples;
+  std::vector<std::string> ids;
+  samples.reserve(order.size());
+  ids.reserve(order.size());
+  for (auto i : order) {
+    samples.push_back(std::move(result.samples[i]));
+    ids.push_back(std::move(result.response_ids[i]));
+  }
+  result.samples = std::move(samples);
+  result.response_ids = std::move(ids);
+
+  std::vector<std::int64_t> lags;
+  lags.reserve(result.samples.size());
+  for (const auto& s : result.samples)
+    if (s.t_send_ns >= 0) lags.push_back(s.t_send_ns - s.t_intended_ns);
+  result.schedule_lag = lag_stats(std::move(lags));
+  result.timer_lag = lag_stats(std::move(timer_lags));
+
+  auto& info = result.calibration;
+  info.tokens_per_word_final = calibrator.tokens_per_word();
+  double planned = 0, real = 0, abs_err = 0;
+  std::uint64_t n = 0;
+  for (const auto& s : result.samples) {
+    if (s.input_tokens < 0 || s.planned_input_tokens < 0) continue;
+    ++n;
+    planned += s.planned_input_tokens;
+    real += s.input_tokens;
+    abs_err += std::abs(s.input_tokens - s.planned_input_tokens);
+  }
+  info.samples_with_usage = n;
+  if (n > 0) {
+    info.planned_input_mean_tokens = planned / static_cast<double>(n);
+    info.real_input_mean_tokens = real / static_cast<double>(n);
+    info.mean_abs_error_tokens = abs_err / static_cast<double>(n);
+  }
+  if (client) result.connections_opened = client->connections_opened();
+}
+
+}  // namespace
+
+StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
+                           const ProgressCallback& progress) {
+  StepRun run(spec, progress);
+  if (auto errors = validate(spec); !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    run.result.fatal_error = all;
+    return std::move(run.result);
+  }
+  run.result.model = spec.target.model;
+  const auto endpoint = parse_endpoint(spec.target.base_url);
+  HttpClientOptions copts;
+  copts.tls = spec.target.tls;
+  copts.connect_timeout_ns = spec.deadlines.connect_ms * kMs;
+  try {
+    run.client = std::make_unique<HttpClient>(run.io, *endpoint, copts);
+  } catch (const std::exception& e) {
+    run.result.fatal_error = std::string("target.tls: ") + e.what();
+    return std::move(run.result);
+  }
+  if (spec.workload.source == WorkloadSource::kSynthetic) {
+    run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
+                        spec.workload.shared_prefix_tokens, spec.seed);
+  } else {
+    auto ds = Dataset::load(spec.workload.dataset_path);
+    if (!ds) {
+      run.result.fatal_error = "workload.dataset_path: " + ds.error();
+      return std::move(run.result);
+    }
+    if (ds->has_messages() && spec.target.api == ApiKind::kCompletions) {
+      run.result.fatal_error =
+          "workload.dataset_path: dataset has \"messages\" lines but target.api is completions";
+      return std::move(run.result);
+    }
+    run.dataset.emplace(std::move(ds).value());
+    run.cursor.emplace(*run.dataset, spec.workload.dataset_order, spec.seed);
+    run.dataset_output.emplace(spec.workload.output_tokens, spec.seed ^ 0x77ULL);
+  }
+
+  std::stop_callback on_stop(stop, [&run] { asio::post(run.io, [&run] { run.on_stop(); }); });
+  asio::co_spawn(run.io, run.main(), [&run](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      run.result.fatal_error = std::string("internal error in the load generator: ") + ex.what();
+    }
+    run.finished = true;
+    run.on_stop();
+  });
+  run.io.run();
+  run.finalize();
+  return std::move(run.result);
+}
+
+}  // namespace llmcap::agent

@@ -1,0 +1,79 @@
+#include "agent/step_spec.h"
+
+#include <cmath>
+
+#include "agent/endpoint.h"
+#include "agent/request_builder.h"
+
+namespace llmcap::agent {
+
+namespace {
+
+void check_length(const analysis::LengthDistribution& d, const std::string& field,
+                  std::vector<std::string>& errors) {
+  using K = analysis::LengthDistribution::Kind;
+  if (d.min_tokens < 0 || d.max_tokens < d.min_tokens)
+    errors.push_back(field + ": need 0 <= min_tokens <= max_tokens");
+  switch (d.kind) {
+    case K::kFixed:
+      if (d.mean < 0) errors.push_back(field + ".mean: must be >= 0");
+      break;
+    case K::kUniform:
+      if (d.low < 0 || d.high < d.low) errors.push_back(field + ": need 0 <= low <= high");
+      break;
+    case K::kNormal:
+    case K::kLognormal:
+      if (!(d.mean > 0) || d.stddev < 0) errors.push_back(field + ": need mean > 0, stddev >= 0");
+      break;
+    case K::kEmpirical:
+      if (d.values.empty()) errors.push_back(field + ".values: must not be empty");
+      break;
+  }
+}
+
+bool has_ctl(std::string_view s) {
+  for (char c : s)
+    if (c == '\r' || c == '\n' || c == '\0') return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> validate(const StepSpec& s) {
+  std::vector<std::string> e;
+  if (auto ep = parse_endpoint(s.target.base_url); !ep) e.push_back("target.base_url: " + ep.error());
+  for (std::size_t i = 0; i < s.target.headers.size(); ++i) {
+    const auto& [k, v] = s.target.headers[i];
+    if (k.empty() || has_ctl(k) || k.find(':') != std::string::npos || k.find(' ') != std::string::npos || has_ctl(v))
+      e.push_back("target.headers[" + std::to_string(i) + "]: invalid header name or value");
+  }
+  if (s.deadlines.connect_ms <= 0) e.push_back("deadlines.connect_ms: must be > 0");
+  if (s.deadlines.first_token_ms < 0) e.push_back("deadlines.first_token_ms: must be >= 0");
+  if (s.deadlines.idle_ms < 0) e.push_back("deadlines.idle_ms: must be >= 0");
+  if (s.deadlines.total_ms < 0) e.push_back("deadlines.total_ms: must be >= 0");
+  const auto& w = s.workload;
+  if (w.source == WorkloadSource::kSynthetic) check_length(w.input_tokens, "workload.input_tokens", e);
+  check_length(w.output_tokens, "workload.output_tokens", e);
+  if (w.source == WorkloadSource::kDataset && w.dataset_path.empty())
+    e.push_back("workload.dataset_path: required for a dataset workload");
+  if (w.shared_prefix_tokens < 0) e.push_back("workload.shared_prefix_tokens: must be >= 0");
+  if (!(w.default_tokens_per_word > 0)) e.push_back("workload.default_tokens_per_word: must be > 0");
+  if (auto err = RequestBuilder::check_json_object(w.extra_body_json, "workload.extra_body"))
+    e.push_back(*err);
+  if (s.load.kind == LoadKind::kClosed) {
+    if (s.load.concurrency < 1 || s.load.concurrency > 100'000)
+      e.push_back("load.concurrency: must be in 1..100000");
+  } else {
+    if (auto err = s.load.rate.validate()) e.push_back("load.rate: " + *err);
+    if (!(s.load.burstiness > 0)) e.push_back("load.burstiness: must be > 0");
+    if (s.load.in_flight_cap < 1) e.push_back("load.in_flight_cap: must be >= 1");
+  }
+  if (!(s.warmup_s >= 0) || !std::isfinite(s.warmup_s)) e.push_back("warmup_s: must be >= 0");
+  if (!(s.duration_s > 0) || !std::isfinite(s.duration_s)) e.push_back("duration_s: must be > 0");
+  if (!(s.drain_timeout_s >= 0)) e.push_back("drain_timeout_s: must be >= 0");
+  if (s.progress_interval_ms <= 0) e.push_back("progress_interval_ms: must be > 0");
+  if (s.in_flight_sample_ms <= 0) e.push_back("in_flight_sample_ms: must be > 0");
+  return e;
+}
+
+}  // namespace llmcap::agent

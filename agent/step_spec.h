@@ -1,0 +1,91 @@
+// StepSpec: everything the load generator needs to run one step of a plan — the target, the
+// workload, the load shape, timing and seed. A plain value built by server/ from the plan
+// JSON; validate() names every bad field. Thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/api_kind.h"
+#include "agent/arrival_process.h"
+#include "agent/dataset.h"
+#include "agent/rate_profile.h"
+#include "agent/tls_options.h"
+#include "analysis/length_distribution.h"
+#include "net/http_message.h"
+
+namespace llmcap::agent {
+
+struct TargetSpec {
+  std::string base_url;            // "http[s]://host[:port][/prefix]" (no /v1)
+  ApiKind api = ApiKind::kCompletions;
+  std::string model;               // empty: the first id from GET /v1/models
+  net::HeaderList headers;         // extra request headers, e.g. {"Authorization", "Bearer …"}
+  TlsOptions tls;
+  bool stream = true;              // false: non-streaming (E2E only, no TTFT/ITL)
+};
+
+struct DeadlineSpec {  // 0 = no deadline (except connect, which always has one)
+  std::int64_t connect_ms = 10'000;       // TCP connect + TLS → kTimeoutConnect
+  std::int64_t first_token_ms = 120'000;  // from request start → kTimeoutFirstToken
+  std::int64_t idle_ms = 30'000;          // gap between events after the first token
+  std::int64_t total_ms = 600'000;        // whole request → kTimeoutTotal
+};
+
+enum class WorkloadSource { kSynthetic, kDataset };
+
+struct WorkloadSpec {
+  WorkloadSource source = WorkloadSource::kSynthetic;
+  analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(256);
+  analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(128);
+  std::int32_t shared_prefix_tokens = 0;  // identical prefix across prompts (prefix-cache tests)
+  bool ignore_eos = true;                 // enforce output length (§7.6)
+  bool send_min_tokens = false;           // also send min_tokens = max_tokens (vLLM)
+  std::optional<double> temperature = 0.0;
+  std::string extra_body_json;            // JSON object merged into every body
+  std::string dataset_path;               // JSONL (source = kDataset)
+  DatasetOrder dataset_order = DatasetOrder::kSample;
+  bool calibrate = true;                  // synthetic: calibrate words→tokens on the target
+  double default_tokens_per_word = 1.3;   // used when calibration is off or impossible
+};
+
+enum class LoadKind { kClosed, kOpen };
+
+struct LoadSpec {
+  LoadKind kind = LoadKind::kClosed;
+  std::int32_t concurrency = 1;                       // closed loop: requests kept in flight
+  RateProfile rate = RateProfile::constant(1.0);      // open loop: offered rate over time
+  InterArrival inter_arrival = InterArrival::kPoisson;
+  double burstiness = 1.0;                            // gamma shape (1 = Poisson)
+  std::int32_t in_flight_cap = 10'000;                // open loop safety valve; arrivals
+                                                      // beyond it are dropped and counted
+};
+
+enum class DrainPolicy {
+  kWait,    // at the end of the window stop sending and let in-flight requests finish
+            // (up to drain_timeout_s, then cancel)
+  kCancel,  // cancel in-flight requests at the end of the window
+};
+
+struct StepSpec {
+  TargetSpec target;
+  DeadlineSpec deadlines;
+  WorkloadSpec workload;
+  LoadSpec load;
+  double warmup_s = 0;        // requests intended before this are warm-up
+  double duration_s = 60;     // measurement window length after warm-up
+  DrainPolicy drain = DrainPolicy::kWait;
+  double drain_timeout_s = 60;
+  std::uint64_t seed = 1;
+  bool record_token_times = false;
+  std::int64_t progress_interval_ms = 1000;
+  std::int64_t in_flight_sample_ms = 100;
+};
+
+// Every problem found, each naming its field ("load.concurrency: must be ≥ 1"). Empty = valid.
+std::vector<std::string> validate(const StepSpec& spec);
+
+}  // namespace llmcap::agent

@@ -1,0 +1,187 @@
+#include "agent/stream_recorder.h"
+
+#include <algorithm>
+
+#include "agent/chunk_decoder.h"
+
+namespace llmcap::agent {
+
+using analysis::ErrorClass;
+
+namespace {
+
+constexpr std::size_t kMaxMessageBytes = 256;
+constexpr std::size_t kMaxNonStreamedBody = 16 * 1024 * 1024;
+
+std::string clip(std::string_view s, std::size_t n) {
+  return std::string(s.substr(0, std::min(s.size(), n)));
+}
+
+ErrorClass class_of_status(int status) {
+  if (status == 429) return ErrorClass::kHttp429;
+  if (status >= 400 && status < 500) return ErrorClass::kHttp4xx;
+  if (status >= 500) return ErrorClass::kHttp5xx;
+  return ErrorClass::kProtocol;  // 1xx/3xx: not an answer we can measure
+}
+
+}  // namespace
+
+StreamRecorder::StreamRecorder(RecorderConfig config, analysis::RequestSample& sample)
+    : config_(config), sample_(sample) {}
+
+void StreamRecorder::set_error(ErrorClass error, std::string message) {
+  if (error_set_) return;
+  error_set_ = true;
+  sample_.error = error;
+  if (message.size() > kMaxMessageBytes) message.resize(kMaxMessageBytes);
+  sample_.error_message = std::move(message);
+}
+
+void StreamRecorder::on_headers(int status, std::string_view content_type, std::int64_t t_ns) {
+  status_ = status;
+  (void)t_ns;
+  if (status >= 200 && status < 300 && config_.streaming &&
+      content_type.find("text/event-stream") == std::string_view::npos) {
+    set_error(ErrorClass::kProtocol, "expected Content-Type text/event-stream, got '" +
+                                         clip(content_type, 80) + "'");
+  }
+}
+
+bool StreamRecorder::on_body(std::string_view bytes, std::int64_t t_ns) {
+  if (error_set_) return false;
+  if (status_ < 200 || status_ >= 300) {
+    if (error_body_.size() < kMaxMessageBytes) error_body_.append(clip(bytes, kMaxMessageBytes));
+    return true;
+  }
+  if (!config_.streaming) {
+    if (error_body_.size() + bytes.size() > kMaxNonStreamedBody) {
+      set_error(ErrorClass::kProtocol, "non-streamed response body exceeds 16 MiB");
+      return false;
+    }
+    error_body_.append(bytes);
+    return true;
+  }
+  last_event_abs_ns_ = t_ns;  // any bytes reset the idle clock (SSE comments are keep-alives)
+  events_.clear();
+  if (!parser_.feed(bytes, t_ns, events_)) {
+    set_error(ErrorClass::kProtocol, parser_.error());
+    return false;
+  }
+  for (const auto& e : events_) {
+    if (!handle_event(e)) return false;
+  }
+  return true;
+}
+
+bool StreamRecorder::handle_event(const SseEvent& event) {
+  if (done_seen_) return true;  // bytes after [DONE] carry nothing we measure
+  const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true);
+  if (c.done) {
+    done_seen_ = true;
+    return true;
+  }
+  if (c.malformed) {
+    set_error(ErrorClass::kProtocol,
+              "malformed JSON in SSE event (" + c.malformed_reason + "): " + clip(event.data, 200));
+    return false;
+  }
+  if (response_id_.empty() && !c.id.empty()) response_id_ = c.id;
+  if (c.server_error) {
+    ErrorClass ec = ErrorClass::kHttp5xx;
+    if (c.server_error_code == 429) ec = ErrorClass::kHttp429;
+    else if (c.server_error_code >= 400 && c.server_error_code < 500) ec = ErrorClass::kHttp4xx;
+    set_error(ec, "error event in stream: " + clip(c.server_error_message, 200));
+    return false;
+  }
+  if (c.is_token) {
+    const std::int64_t t = event.t_arrival_ns;
+    if (!first_token_seen_) {
+      first_token_seen_ = true;
+      sample_.t_first_token_ns = rel(t);
+    } else {
+      const std::int64_t gap = t - last_token_abs_ns_;
+      gaps_.push_back(gap);
+      sample_.max_itl_ns = std::max(sample_.max_itl_ns, gap);
+    }
+    last_token_abs_ns_ = t;
+    sample_.t_last_token_ns = rel(t);
+    ++sample_.token_events;
+    if (config_.record_token_times) sample_.token_times_ns.push_back(rel(t));
+  }
+  if (c.finish_reason != analysis::FinishReason::kUnknown) sample_.finish_reason = c.finish_reason;
+  if (c.prompt_tokens >= 0) usage_prompt_ = c.prompt_tokens;
+  if (c.completion_tokens >= 0) usage_completion_ = c.completion_tokens;
+  return true;
+}
+
+ReadDeadline StreamRecorder::deadline() const {
+  ReadDeadline d;  // none
+  auto consider = [&d](std::int64_t at, ErrorClass e) {
+    if (at < d.at_ns) d = ReadDeadline{at, e};
+  };
+  if (config_.total_timeout_ns > 0) consider(config_.start_ns + config_.total_timeout_ns, ErrorClass::kTimeoutTotal);
+  if (!first_token_seen_) {
+    if (config_.first_token_timeout_ns > 0 && config_.streaming)
+      consider(config_.start_ns + config_.first_token_timeout_ns, ErrorClass::kTimeoutFirstToken);
+  } else if (config_.idle_timeout_ns > 0) {
+    consider(std::max(last_event_abs_ns_, last_token_abs_ns_) + config_.idle_timeout_ns,
+             ErrorClass::kTimeoutIdle);
+  }
+  return d;
+}
+
+void StreamRecorder::finish(const ExchangeResult& x) {
+  sample_.t_send_ns = rel(x.t_send_ns);
+  sample_.connect_ns = x.connect_ns;
+  sample_.tls_ns = x.tls_ns;
+  sample_.t_headers_ns = rel(x.t_headers_ns);
+  sample_.t_end_ns = rel(x.t_end_ns);
+  sample_.http_status = static_cast<std::int16_t>(x.http_status);
+
+  if (!error_set_ && x.error == ErrorClass::kNone && config_.streaming && status_ >= 200 &&
+      status_ < 300) {
+    // A last event the stream ended without a blank line for still counts.
+    events_.clear();
+    parser_.finish(x.t_end_ns, events_);
+    for (const auto& e : events_) {
+      if (!handle_event(e)) break;
+    }
+  }
+  if (!error_set_) {
+    if (x.error != ErrorClass::kNone) {
+      // A reset after [DONE] lost nothing: the response was complete.
+      if (!(done_seen_ && x.error == ErrorClass::kProtocol)) set_error(x.error, x.error_message);
+    } else if (status_ < 200 || status_ >= 300) {
+      set_error(class_of_status(status_),
+                "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
+    } else if (!config_.streaming) {
+      const DecodedChunk c = ChunkDecoder::decode(error_body_, config_.api, false);
+      if (c.malformed) {
+        set_error(ErrorClass::kProtocol,
+                  "malformed JSON response (" + c.malformed_reason + "): " + clip(error_body_, 200));
+      } else if (c.server_error) {
+        set_error(class_of_status(c.server_error_code >= 400 ? c.server_error_code : 500),
+                  "error response: " + clip(c.server_error_message, 200));
+      } else {
+        response_id_ = c.id;
+        if (c.finish_reason != analysis::FinishReason::kUnknown) sample_.finish_reason = c.finish_reason;
+        usage_prompt_ = c.prompt_tokens;
+        usage_completion_ = c.completion_tokens;
+      }
+    }
+  }
+  sample_.input_tokens = usage_prompt_;
+  if (usage_completion_ >= 0) {
+    sample_.output_tokens = usage_completion_;
+    sample_.output_tokens_estimated = false;
+  } else if (config_.streaming) {
+    // §2: without usage, count token events and say the count is estimated.
+    sample_.output_tokens = static_cast<std::int32_t>(sample_.token_events);
+    sample_.output_tokens_estimated = true;
+  } else {
+    sample_.output_tokens = -1;
+    sample_.output_tokens_estimated = false;
+  }
+}
+
+}  // namespace llmcap::agent

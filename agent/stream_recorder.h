@@ -1,0 +1,74 @@
+// StreamRecorder: turns one streamed (or non-streamed) OpenAI-compatible response into the
+// fields of an analysis::RequestSample (DOMAIN §2): first/last token event arrival, token
+// event count, ITL gaps and their maximum, usage tokens (or an estimated count), finish
+// reason, HTTP status and the error class. It is the ResponseObserver of one exchange and also
+// decides the deadline of every socket operation (first token, idle gap, total).
+//
+// Timestamps arrive as absolute steady-clock ns and are stored relative to the step epoch.
+// One per request; lives in the request's coroutine frame; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/api_kind.h"
+#include "agent/http_client.h"
+#include "agent/sse_parser.h"
+#include "analysis/request_sample.h"
+
+namespace llmcap::agent {
+
+struct RecorderConfig {
+  ApiKind api = ApiKind::kCompletions;
+  bool streaming = true;
+  std::int64_t epoch_ns = 0;          // absolute steady ns of the step's t = 0
+  std::int64_t start_ns = 0;          // absolute steady ns when the agent began the request;
+                                      // deadlines count from here (not from t_intended, so
+                                      // the client's own lag never creates timeouts)
+  std::int64_t first_token_timeout_ns = 0;  // 0 = none
+  std::int64_t idle_timeout_ns = 0;         // gap between events after the first token; 0 = none
+  std::int64_t total_timeout_ns = 0;        // 0 = none
+  bool record_token_times = false;
+};
+
+class StreamRecorder final : public ResponseObserver {
+ public:
+  StreamRecorder(RecorderConfig config, analysis::RequestSample& sample);
+
+  void on_headers(int status, std::string_view content_type, std::int64_t t_ns) override;
+  bool on_body(std::string_view bytes, std::int64_t t_ns) override;
+  ReadDeadline deadline() const override;
+
+  // Completes the sample from the exchange outcome. Call once, after exchange() returns.
+  void finish(const ExchangeResult& exchange);
+
+  // Gaps between consecutive token events of this request (ns), for the pooled ITL histogram.
+  const std::vector<std::int64_t>& itl_gaps_ns() const { return gaps_; }
+  // The response's "id" (first one seen), e.g. "cmpl-…"; empty when the server sent none.
+  const std::string& response_id() const { return response_id_; }
+  bool done_seen() const { return done_seen_; }
+
+ private:
+  bool handle_event(const SseEvent& event);
+  void set_error(analysis::ErrorClass error, std::string message);
+  std::int64_t rel(std::int64_t abs_ns) const { return abs_ns < 0 ? -1 : abs_ns - config_.epoch_ns; }
+
+  RecorderConfig config_;
+  analysis::RequestSample& sample_;
+  SseParser parser_;
+  std::vector<SseEvent> events_;
+  std::vector<std::int64_t> gaps_;
+  std::string response_id_;
+  std::string error_body_;          // first bytes of a non-2xx body or a non-streamed body
+  std::int64_t last_event_abs_ns_ = -1;
+  std::int64_t last_token_abs_ns_ = -1;
+  std::int32_t usage_prompt_ = -1;
+  std::int32_t usage_completion_ = -1;
+  int status_ = 0;
+  bool done_seen_ = false;
+  bool error_set_ = false;
+  bool first_token_seen_ = false;
+};
+
+}  // namespace llmcap::agent
