@@ -1,0 +1,48 @@
+#include "sim/sim_options.h"
+
+#include <gtest/gtest.h>
+
+namespace llmcap::sim {
+namespace {
+
+TEST(SimOptionsTest, DefaultsFromEmptyObject) {
+  const auto r = sim_options_from_json("{}");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->hardware, "rtx4090-48g");
+  EXPECT_EQ(r.options->max_num_seqs, 256);
+  EXPECT_EQ(r.options->max_num_batched_tokens, 2048);
+  EXPECT_DOUBLE_EQ(r.options->gpu_memory_utilization, 0.9);
+  EXPECT_DOUBLE_EQ(r.options->time_scale, 1.0);
+}
+
+TEST(SimOptionsTest, ParsesFieldsAndFaults) {
+  const auto r = sim_options_from_json(R"({"hardware": "h100-sxm", "model": "qwen2.5-7b",
+      "dtype": "fp8", "port": 0, "seed": 99, "time_scale": 10, "max_model_len": 4096,
+      "tokens_per_event": 4, "faults": {"error_rate": 0.05, "retry_after_s": 3}})");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->hardware, "h100-sxm");
+  EXPECT_EQ(r.options->dtype, "fp8");
+  EXPECT_EQ(r.options->port, 0);
+  EXPECT_EQ(r.options->seed, 99u);
+  EXPECT_DOUBLE_EQ(r.options->time_scale, 10);
+  EXPECT_EQ(r.options->tokens_per_event, 4);
+  EXPECT_DOUBLE_EQ(r.options->faults.error_rate, 0.05);
+  EXPECT_EQ(r.options->faults.retry_after_s, 3);
+}
+
+TEST(SimOptionsTest, UnknownAndMistypedKeysAreNamed) {
+  auto r = sim_options_from_json(R"({"hardwre": "x"})");
+  EXPECT_FALSE(r.options);
+  EXPECT_NE(r.error.find("hardwre"), std::string::npos) << r.error;
+  r = sim_options_from_json(R"({"faults": {"eror_rate": 1}})");
+  EXPECT_NE(r.error.find("faults.eror_rate"), std::string::npos) << r.error;
+  r = sim_options_from_json(R"({"max_num_seqs": "many"})");
+  EXPECT_NE(r.error.find("max_num_seqs: must be an integer"), std::string::npos) << r.error;
+  r = sim_options_from_json(R"({"port": 70000})");
+  EXPECT_NE(r.error.find("port"), std::string::npos);
+  EXPECT_FALSE(sim_options_from_json("[1]").options);
+  EXPECT_FALSE(sim_options_from_json("{").options);
+}
+
+}  // namespace
+}  // namespace llmcap::sim
