@@ -11,6 +11,9 @@ namespace llmcap::server {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
+      {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)",
+       &cmd_estimate},
       {"version", "print the version and build information", &cmd_version},
   };
   return table;

@@ -1,0 +1,224 @@
+#include "api/result_json.h"
+
+#include <cmath>
+
+namespace llmcap::api {
+
+using nlohmann::json;
+
+namespace {
+constexpr double kNsPerMs = 1e6;
+
+json opt(const std::optional<double>& v, double scale = 1.0) {
+  return v ? json(*v / scale) : json(nullptr);
+}
+
+// Rounds to 4 significant decimals past the point so JSON stays readable.
+double r4(double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : 0.0; }
+}  // namespace
+
+json summary_ms_json(const analysis::Summary& s) {
+  if (s.empty()) return json{{"count", 0}};
+  return json{{"count", s.count},
+              {"mean", r4(s.mean / kNsPerMs)},
+              {"min", r4(s.min / kNsPerMs)},
+              {"max", r4(s.max / kNsPerMs)},
+              {"stddev", r4(s.stddev / kNsPerMs)},
+              {"p50", r4(s.p50 / kNsPerMs)},
+              {"p90", r4(s.p90 / kNsPerMs)},
+              {"p95", r4(s.p95 / kNsPerMs)},
+              {"p99", r4(s.p99 / kNsPerMs)},
+              {"p99_9", r4(s.p999 / kNsPerMs)}};
+}
+
+json quantiles_ms_json(const analysis::HistogramQuantiles& q) {
+  if (q.count == 0) return json{{"count", 0}};
+  return json{{"count", q.count},
+              {"mean", r4(q.mean / kNsPerMs)},
+              {"min", r4(q.min / kNsPerMs)},
+              {"max", r4(q.max / kNsPerMs)},
+              {"p50", r4(q.p50 / kNsPerMs)},
+              {"p90", r4(q.p90 / kNsPerMs)},
+              {"p95", r4(q.p95 / kNsPerMs)},
+              {"p99", r4(q.p99 / kNsPerMs)},
+              {"p99_9", r4(q.p999 / kNsPerMs)},
+              {"method", "log-bucketed histogram, <=1% relative error"}};
+}
+
+json step_stats_json(const analysis::StepStats& s) {
+  json errors = json::object();
+  for (int i = 1; i < analysis::kErrorClassCount; ++i) {
+    const auto n = s.errors_by_class[static_cast<std::size_t>(i)];
+    if (n > 0) errors[std::string(analysis::to_string(static_cast<analysis::ErrorClass>(i)))] = n;
+  }
+  json tokens_summary = json{{"input", json{{"count", s.input_tokens.count},
+                                            {"mean", r4(s.input_tokens.mean)},
+                                            {"min", s.input_tokens.min},
+                                            {"max", s.input_tokens.max},
+                                            {"p50", s.input_tokens.p50}}},
+                             {"output", json{{"count", s.output_tokens.count},
+                                             {"mean", r4(s.output_tokens.mean)},
+                                             {"min", s.output_tokens.min},
+                                             {"max", s.output_tokens.max},
+                                             {"p50", s.output_tokens.p50}}}};
+  return json{
+      {"window_s", r4(s.window_s)},
+      {"offered_rate_rps", r4(s.offered_rate_rps)},
+      {"concurrency", s.concurrency},
+      {"counts",
+       json{{"intended", s.intended},
+            {"sent", s.sent},
+            {"completed_ok", s.completed_ok},
+            {"failed", s.failed},
+            {"timed_out", s.timed_out},
+            {"incomplete", s.incomplete},
+            {"dropped_arrivals", s.dropped_arrivals},
+            {"met_slo", s.met_slo},
+            {"errors_by_class", errors},
+            {"estimated_output_counts", s.estimated_output_count}}},
+      {"ttft_ms", summary_ms_json(s.ttft_ns)},
+      {"ttft_service_ms", summary_ms_json(s.ttft_service_ns)},
+      {"tpot_ms", summary_ms_json(s.tpot_ns)},
+      {"itl_ms", quantiles_ms_json(s.itl_ns)},
+      {"e2e_ms", summary_ms_json(s.e2e_ns)},
+      {"schedule_lag_ms", summary_ms_json(s.schedule_lag_ns)},
+      {"tokens", tokens_summary},
+      {"output_tokens_per_s", r4(s.output_tokens_per_s)},
+      {"input_tokens_per_s", r4(s.input_tokens_per_s)},
+      {"requests_per_s", r4(s.requests_per_s)},
+      {"completion_rate_rps", r4(s.completion_rate_rps)},
+      {"achieved_rate_rps", r4(s.achieved_rate_rps)},
+      {"goodput_rps", r4(s.goodput_rps)},
+      {"sla_attainment", r4(s.sla_attainment)},
+      {"error_rate", r4(s.error_rate)},
+      {"incomplete_rate", r4(s.incomplete_rate)},
+      {"in_flight_slope_rps", opt(s.in_flight_slope_rps)},
+      {"short_output_share", r4(s.short_output_share)},
+      {"short_output_warning", s.short_output_warning},
+      {"client_cpu_utilisation", opt(s.client_cpu_utilisation)},
+      {"schedule_lag_p99_ms", opt(s.schedule_lag_p99_ns, kNsPerMs)},
+  };
+}
+
+json verdict_json(const analysis::StepVerdict& v) {
+  json reasons = json::array();
+  for (const auto& r : v.reasons) {
+    json j{{"check", std::string(analysis::to_string(r.kind))},
+           {"status", std::string(analysis::to_string(r.status))},
+           {"code", r.code},
+           {"text", r.text},
+           {"limit", r.limit},
+           {"measured", opt(r.measured)},
+           {"margin", opt(r.margin)}};
+    if (r.bound) {
+      j["bound"] = json{{"metric", std::string(analysis::to_string(r.bound->metric))},
+                        {"percentile", r.bound->percentile},
+                        {"limit_ms", r.bound->limit_ms}};
+    }
+    reasons.push_back(std::move(j));
+  }
+  return json{{"outcome", std::string(analysis::to_string(v.outcome))}, {"reasons", reasons}};
+}
+
+json qualified_point_json(const analysis::QualifiedPoint& p) {
+  return json{{"offered_rate_rps", r4(p.offered_rate_rps)},
+              {"concurrency", p.concurrency},
+              {"output_tokens_per_s", r4(p.output_tokens_per_s)},
+              {"input_tokens_per_s", r4(p.input_tokens_per_s)},
+              {"requests_per_s", r4(p.requests_per_s)},
+              {"ttft_ms", json{{"p50", r4(p.ttft_p50_ns / kNsPerMs)},
+                               {"p95", r4(p.ttft_p95_ns / kNsPerMs)},
+                               {"p99", r4(p.ttft_p99_ns / kNsPerMs)}}},
+              {"tpot_ms", json{{"p50", r4(p.tpot_p50_ns / kNsPerMs)},
+                               {"p95", r4(p.tpot_p95_ns / kNsPerMs)},
+                               {"p99", r4(p.tpot_p99_ns / kNsPerMs)}}},
+              {"e2e_ms", json{{"p50", r4(p.e2e_p50_ns / kNsPerMs)},
+                              {"p95", r4(p.e2e_p95_ns / kNsPerMs)},
+                              {"p99", r4(p.e2e_p99_ns / kNsPerMs)}}},
+              {"error_rate", r4(p.error_rate)},
+              {"confirmed", p.confirmed},
+              {"non_monotonic", p.non_monotonic}};
+}
+
+namespace {
+json load_capacity_json(const analysis::LoadCapacity& c) {
+  return json{{"point", c.point ? qualified_point_json(*c.point) : json(nullptr)},
+              {"steps_considered", c.steps_considered},
+              {"statement", c.statement}};
+}
+}  // namespace
+
+json capacity_json(const analysis::QualifiedCapacity& c) {
+  return json{{"open_loop", load_capacity_json(c.open_loop)},
+              {"closed_loop", load_capacity_json(c.closed_loop)}};
+}
+
+json search_json(const analysis::CapacitySearchResult& r) {
+  json trials = json::array();
+  for (const auto& t : r.trials) {
+    trials.push_back(json{{"rate_rps", r4(t.step.rate_rps)},
+                          {"confirm", t.step.confirm},
+                          {"attempt", t.step.attempt},
+                          {"outcome", std::string(analysis::to_string(t.outcome))},
+                          {"treated_as_fail", t.treated_as_fail}});
+  }
+  return json{{"end", std::string(analysis::to_string(r.end))},
+              {"qualified_rate_rps", opt(r.qualified_rate_rps)},
+              {"highest_pass_rps", opt(r.highest_pass_rps)},
+              {"lowest_fail_rps", opt(r.lowest_fail_rps)},
+              {"at_max_rate", r.at_max_rate},
+              {"steps", r.steps},
+              {"inconclusive_treated_as_fail", r.inconclusive_treated_as_fail},
+              {"trials", trials}};
+}
+
+json demand_plan_json(const analysis::DemandPlan& p) {
+  json lines = json::array();
+  for (const auto& l : p.lines) {
+    lines.push_back(json{{"target", l.name},
+                         {"feasible", l.feasible},
+                         {"instances", l.instances},
+                         {"hourly_cost", r4(l.hourly_cost)},
+                         {"monthly_cost", r4(l.monthly_cost)},
+                         {"utilisation", r4(l.utilisation)},
+                         {"cost_per_million_output_tokens",
+                          l.cost_per_million_output_tokens
+                              ? json(r4(*l.cost_per_million_output_tokens))
+                              : json(nullptr)}});
+  }
+  return json{{"demand_output_tokens_per_s", r4(p.demand_output_tokens_per_s)},
+              {"required_output_tokens_per_s", r4(p.required_output_tokens_per_s)},
+              {"hours_per_month", p.hours_per_month},
+              {"lines", lines},
+              {"cheapest", p.cheapest ? json(p.lines[*p.cheapest].name) : json(nullptr)}};
+}
+
+json comparison_json(const analysis::TargetComparison& c) {
+  return json{{"baseline", c.baseline},
+              {"target", c.target},
+              {"throughput_ratio", r4(c.throughput_ratio)},
+              {"price_ratio", r4(c.price_ratio)},
+              {"relative_cost_per_token", r4(c.relative_cost_per_token)}};
+}
+
+json memory_fit_json(const analysis::MemoryFit& m) {
+  auto gb = [](double b) { return r4(analysis::to_gb(b)); };
+  auto gib = [](double b) { return r4(analysis::to_gib(b)); };
+  return json{{"memory_gb", gb(m.memory_bytes)},
+              {"budget_gb", gb(m.budget_bytes)},
+              {"weights_gb", gb(m.weight_bytes)},
+              {"weights_gib", gib(m.weight_bytes)},
+              {"activation_reserve_gib", gib(m.activation_reserve_bytes)},
+              {"kv_bytes_per_token", m.kv_bytes_per_token},
+              {"kv_per_request_gib", gib(m.kv_bytes_per_request)},
+              {"kv_pool_gb", gb(m.kv_pool_bytes)},
+              {"kv_pool_gib", gib(m.kv_pool_bytes)},
+              {"kv_pool_tokens", m.kv_pool_tokens},
+              {"max_concurrent_sequences", m.max_concurrent_sequences},
+              {"weights_fit", m.weights_fit},
+              {"one_sequence_fits", m.one_sequence_fits},
+              {"fits", m.fits},
+              {"explanation", m.explanation}};
+}
+
+}  // namespace llmcap::api

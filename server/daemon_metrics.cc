@@ -1,0 +1,277 @@
+#include "server/daemon_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "server/version.h"
+
+namespace llmcap::server {
+
+using prometheus::Counter;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+namespace {
+
+// Latency buckets from 1 ms to 60 s (roughly ×2 per bucket, with the SLA-relevant range
+// 10 ms–2 s finer).
+Histogram::BucketBoundaries latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.075,
+          0.1,   0.15,   0.2,   0.3,  0.5,   0.75, 1.0,   1.5,  2.0,   3.0,  5.0,  10.0,
+          20.0,  30.0,   60.0};
+}
+
+Histogram::BucketBoundaries lag_buckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 1.0};
+}
+
+}  // namespace
+
+struct DaemonMetrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : requests(prometheus::BuildCounter()
+                     .Name("llmcap_requests_total")
+                     .Help("Requests finished by the load generator, by target and outcome "
+                           "(ok or the error class)")
+                     .Register(r)),
+        output_tokens(prometheus::BuildCounter()
+                          .Name("llmcap_output_tokens_total")
+                          .Help("Output tokens received (usage.completion_tokens, else counted)")
+                          .Register(r)),
+        input_tokens(prometheus::BuildCounter()
+                         .Name("llmcap_input_tokens_total")
+                         .Help("Input tokens sent (usage.prompt_tokens)")
+                         .Register(r)),
+        ttft(prometheus::BuildHistogram()
+                 .Name("llmcap_ttft_seconds")
+                 .Help("Time to first token from the intended send time (DOMAIN §2)")
+                 .Register(r)),
+        tpot(prometheus::BuildHistogram()
+                 .Name("llmcap_tpot_seconds")
+                 .Help("Per-request time per output token after the first")
+                 .Register(r)),
+        itl(prometheus::BuildHistogram()
+                .Name("llmcap_itl_seconds")
+                .Help("Gaps between consecutive token events, pooled")
+                .Register(r)),
+        e2e(prometheus::BuildHistogram()
+                .Name("llmcap_e2e_seconds")
+                .Help("End-to-end latency from the intended send time")
+                .Register(r)),
+        schedule_lag(prometheus::BuildHistogram()
+                         .Name("llmcap_schedule_lag_seconds")
+                         .Help("Actual send time minus intended send time")
+                         .Register(r)),
+        in_flight(prometheus::BuildGauge()
+                      .Name("llmcap_in_flight_requests")
+                      .Help("Requests in flight now")
+                      .Register(r)),
+        offered_rate(prometheus::BuildGauge()
+                         .Name("llmcap_offered_rate_rps")
+                         .Help("Arrival rate the current step offers (open loop)")
+                         .Register(r)),
+        achieved_rate(prometheus::BuildGauge()
+                          .Name("llmcap_achieved_rate_rps")
+                          .Help("Arrival rate actually sent in the current step")
+                          .Register(r)),
+        dropped(prometheus::BuildCounter()
+                    .Name("llmcap_dropped_arrivals_total")
+                    .Help("Arrivals dropped at the in-flight cap (client-side safety valve)")
+                    .Register(r)),
+        client_cpu(prometheus::BuildGauge()
+                       .Name("llmcap_client_cpu_utilisation_ratio")
+                       .Help("Load generator CPU use in the last step (0..1 of its cores)")
+                       .Register(r)),
+        jobs(prometheus::BuildGauge().Name("llmcap_jobs").Help("Jobs by state").Register(r)),
+        queue(prometheus::BuildGauge()
+                  .Name("llmcap_job_queue_length")
+                  .Help("Jobs waiting to run")
+                  .Register(r)),
+        current_step(prometheus::BuildGauge()
+                         .Name("llmcap_current_step_info")
+                         .Help("Step index now running, by target and phase")
+                         .Register(r)),
+        verdict(prometheus::BuildGauge()
+                    .Name("llmcap_last_verdict")
+                    .Help("Last step verdict by target and phase: 1 pass, 0 fail, -1 "
+                          "inconclusive")
+                    .Register(r)),
+        capacity_rps(prometheus::BuildGauge()
+                         .Name("llmcap_qualified_capacity_rps")
+                         .Help("Qualified capacity (requests/s) from the latest finished job")
+                         .Register(r)),
+        capacity_tps(prometheus::BuildGauge()
+                         .Name("llmcap_qualified_output_tokens_per_second")
+                         .Help("Output tokens/s at the qualified capacity")
+                         .Register(r)),
+        cost(prometheus::BuildGauge()
+                 .Name("llmcap_cost_per_million_output_tokens")
+                 .Help("Cost per million output tokens at the qualified capacity")
+                 .Register(r)),
+        build_info(prometheus::BuildGauge()
+                       .Name("llmcap_build_info")
+                       .Help("Build information (value 1)")
+                       .Register(r)),
+        uptime(prometheus::BuildGauge()
+                   .Name("llmcap_uptime_seconds")
+                   .Help("Seconds since llmcapd started")
+                   .Register(r)),
+        storage_queue(prometheus::BuildGauge()
+                          .Name("llmcap_storage_write_queue_depth")
+                          .Help("Sample rows waiting for the storage thread")
+                          .Register(r)),
+        storage_batch(prometheus::BuildHistogram()
+                          .Name("llmcap_storage_batch_seconds")
+                          .Help("Duration of one storage write transaction")
+                          .Register(r)),
+        api(prometheus::BuildHistogram()
+                .Name("llmcap_api_request_duration_seconds")
+                .Help("REST API request durations by route and status code")
+                .Register(r)) {}
+
+  prometheus::Family<Counter>& requests;
+  prometheus::Family<Counter>& output_tokens;
+  prometheus::Family<Counter>& input_tokens;
+  prometheus::Family<Histogram>& ttft;
+  prometheus::Family<Histogram>& tpot;
+  prometheus::Family<Histogram>& itl;
+  prometheus::Family<Histogram>& e2e;
+  prometheus::Family<Histogram>& schedule_lag;
+  prometheus::Family<Gauge>& in_flight;
+  prometheus::Family<Gauge>& offered_rate;
+  prometheus::Family<Gauge>& achieved_rate;
+  prometheus::Family<Counter>& dropped;
+  prometheus::Family<Gauge>& client_cpu;
+  prometheus::Family<Gauge>& jobs;
+  prometheus::Family<Gauge>& queue;
+  prometheus::Family<Gauge>& current_step;
+  prometheus::Family<Gauge>& verdict;
+  prometheus::Family<Gauge>& capacity_rps;
+  prometheus::Family<Gauge>& capacity_tps;
+  prometheus::Family<Gauge>& cost;
+  prometheus::Family<Gauge>& build_info;
+  prometheus::Family<Gauge>& uptime;
+  prometheus::Family<Gauge>& storage_queue;
+  prometheus::Family<Histogram>& storage_batch;
+  prometheus::Family<Histogram>& api;
+
+  // Per-target histogram handles, cached (Family::Add looks labels up under a lock anyway,
+  // but caching keeps the hot path to one map lookup).
+  struct TargetHandles {
+    Histogram* ttft;
+    Histogram* tpot;
+    Histogram* itl;
+    Histogram* e2e;
+    Histogram* lag;
+    Counter* out_tokens;
+    Counter* in_tokens;
+  };
+  std::mutex mu;
+  std::map<std::string, TargetHandles> targets;  // GUARDED_BY(mu)
+
+  TargetHandles& target(const std::string& name) {
+    std::lock_guard lock(mu);
+    auto it = targets.find(name);
+    if (it != targets.end()) return it->second;
+    const prometheus::Labels l{{"target", name}};
+    TargetHandles h{&ttft.Add(l, latency_buckets()), &tpot.Add(l, latency_buckets()),
+                    &itl.Add(l, latency_buckets()),  &e2e.Add(l, latency_buckets()),
+                    &schedule_lag.Add(l, lag_buckets()), &output_tokens.Add(l),
+                    &input_tokens.Add(l)};
+    return targets.emplace(name, h).first->second;
+  }
+};
+
+DaemonMetrics::DaemonMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      f_(std::make_unique<Families>(*registry_)) {
+  f_->build_info.Add({{"version", kVersion}, {"revision", kGitRevision}, {"build_type", kBuildType}})
+      .Set(1);
+  for (const char* state :
+       {"queued", "running", "succeeded", "failed", "cancelled", "interrupted"}) {
+    f_->jobs.Add({{"state", state}}).Set(0);
+  }
+  f_->queue.Add({}).Set(0);
+  f_->storage_queue.Add({}).Set(0);
+}
+
+DaemonMetrics::~DaemonMetrics() = default;
+
+void DaemonMetrics::record_request(const std::string& target,
+                                   const analysis::RequestSample& s) {
+  auto& h = f_->target(target);
+  const std::string outcome = s.ok() ? "ok" : std::string(analysis::to_string(s.error));
+  f_->requests.Add({{"target", target}, {"outcome", outcome}}).Increment();
+  if (s.output_tokens > 0) h.out_tokens->Increment(s.output_tokens);
+  if (s.input_tokens > 0) h.in_tokens->Increment(s.input_tokens);
+  if (auto v = s.ttft_ns()) h.ttft->Observe(static_cast<double>(*v) * 1e-9);
+  if (auto v = s.tpot_ns()) h.tpot->Observe(*v * 1e-9);
+  if (s.ok()) {
+    if (auto v = s.e2e_ns()) h.e2e->Observe(static_cast<double>(*v) * 1e-9);
+  }
+  h.lag->Observe(static_cast<double>(s.schedule_lag_ns()) * 1e-9);
+}
+
+void DaemonMetrics::record_itl_seconds(const std::string& target, double seconds) {
+  f_->target(target).itl->Observe(seconds);
+}
+void DaemonMetrics::set_in_flight(const std::string& target, double n) {
+  f_->in_flight.Add({{"target", target}}).Set(n);
+}
+void DaemonMetrics::set_offered_rate(const std::string& target, double rps) {
+  f_->offered_rate.Add({{"target", target}}).Set(rps);
+}
+void DaemonMetrics::set_achieved_rate(const std::string& target, double rps) {
+  f_->achieved_rate.Add({{"target", target}}).Set(rps);
+}
+void DaemonMetrics::add_dropped_arrivals(const std::string& target, double n) {
+  f_->dropped.Add({{"target", target}}).Increment(n);
+}
+void DaemonMetrics::observe_schedule_lag_seconds(const std::string& target, double seconds) {
+  f_->target(target).lag->Observe(seconds);
+}
+void DaemonMetrics::set_client_cpu(const std::string& target, double utilisation) {
+  f_->client_cpu.Add({{"target", target}}).Set(utilisation);
+}
+void DaemonMetrics::set_jobs(const std::string& state, double n) {
+  f_->jobs.Add({{"state", state}}).Set(n);
+}
+void DaemonMetrics::set_queue_length(double n) { f_->queue.Add({}).Set(n); }
+void DaemonMetrics::set_current_step(const std::string& target, const std::string& phase,
+                                     double step_index) {
+  f_->current_step.Add({{"target", target}, {"phase", phase}}).Set(step_index);
+}
+void DaemonMetrics::set_last_verdict(const std::string& target, const std::string& phase,
+                                     double verdict) {
+  f_->verdict.Add({{"target", target}, {"phase", phase}}).Set(verdict);
+}
+void DaemonMetrics::set_capacity(const std::string& target, double rps, double tps,
+                                 double cost) {
+  f_->capacity_rps.Add({{"target", target}}).Set(rps);
+  f_->capacity_tps.Add({{"target", target}}).Set(tps);
+  f_->cost.Add({{"target", target}}).Set(cost);
+}
+void DaemonMetrics::set_storage_queue_depth(double n) { f_->storage_queue.Add({}).Set(n); }
+void DaemonMetrics::observe_storage_batch_seconds(double seconds) {
+  f_->storage_batch.Add({}, lag_buckets()).Observe(seconds);
+}
+void DaemonMetrics::observe_api_request(const std::string& route, int status, double seconds) {
+  f_->api.Add({{"route", route}, {"code", std::to_string(status)}}, lag_buckets())
+      .Observe(seconds);
+}
+
+std::string DaemonMetrics::serialize() const {
+  f_->uptime.Add({}).Set(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace llmcap::server
