@@ -74,8 +74,10 @@ std::int32_t LengthSampler::next() {
       break;
     }
   }
-  const double clamped = std::clamp(std::round(v), static_cast<double>(spec_.min_tokens),
-                                    static_cast<double>(spec_.max_tokens));
+  // std::clamp is undefined when lo > hi: accept swapped bounds as the same interval.
+  const auto lo = static_cast<double>(std::min(spec_.min_tokens, spec_.max_tokens));
+  const auto hi = static_cast<double>(std::max(spec_.min_tokens, spec_.max_tokens));
+  const double clamped = std::clamp(std::round(v), lo, hi);
   return static_cast<std::int32_t>(clamped);
 }
 
