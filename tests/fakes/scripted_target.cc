@@ -1,0 +1,277 @@
+#include "tests/fakes/scripted_target.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "net/http_server.h"
+
+namespace llmcap::testing {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+using net::HttpRequest;
+using net::HttpResponse;
+using net::ResponseStream;
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+asio::awaitable<void> sleep_until(std::int64_t abs_ns) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  t.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(abs_ns)));
+  co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+std::int32_t words_in(const std::string& text) {
+  std::int32_t n = 0;
+  bool in_word = false;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n;
+}
+
+}  // namespace
+
+struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl> {
+  Impl(Script s, ScriptedTargetOptions o) : script(s), options(std::move(o)) {}
+
+  asio::io_context io{1};
+  std::unique_ptr<net::HttpServer> server;
+  std::thread thread;
+  ScriptedTargetOptions options;
+
+  mutable std::mutex mu;
+  Script script;                       // GUARDED_BY(mu)
+  std::vector<ServedStream> served;    // GUARDED_BY(mu)
+  std::uint64_t next_id = 0;           // GUARDED_BY(mu)
+  std::uint64_t tokenize_count = 0;    // GUARDED_BY(mu)
+
+  std::int32_t count_tokens(const std::string& text) const {
+    return static_cast<std::int32_t>(std::lround(words_in(text) * options.tokens_per_word)) +
+           options.bos_tokens;
+  }
+
+  asio::awaitable<std::optional<HttpResponse>> handle(HttpRequest& req, ResponseStream& out);
+  asio::awaitable<std::optional<HttpResponse>> completion(HttpRequest& req, ResponseStream& out,
+                                                          bool chat);
+};
+
+asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::handle(HttpRequest& req,
+                                                                          ResponseStream& out) {
+  if (req.method == "GET" && req.path == "/v1/models") {
+    json body{{"object", "list"},
+              {"data", json::array({json{{"id", options.model}, {"object", "model"}}})}};
+    co_return HttpResponse::json(200, body.dump());
+  }
+  if (req.method == "POST" && req.path == "/tokenize") {
+    if (!options.tokenize_endpoint) co_return HttpResponse::json(404, R"({"error":"not found"})");
+    json doc = json::parse(req.body, nullptr, false);
+    std::string text;
+    if (doc.is_object() && doc.contains("prompt") && doc["prompt"].is_string()) text = doc["prompt"];
+    else if (doc.is_object() && doc.contains("content") && doc["content"].is_string()) text = doc["content"];
+    else co_return HttpResponse::json(400, R"({"error":"need prompt"})");
+    {
+      std::lock_guard lock(mu);
+      ++tokenize_count;
+    }
+    co_return HttpResponse::json(200, json{{"count", count_tokens(text)}}.dump());
+  }
+  if (req.method == "POST" && req.path == "/v1/completions") co_return co_await completion(req, out, false);
+  if (req.method == "POST" && req.path == "/v1/chat/completions") co_return co_await completion(req, out, true);
+  co_return HttpResponse::json(404, R"({"error":"no route"})");
+}
+
+asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
+    HttpRequest& req, ResponseStream& out, bool chat) {
+  const std::int64_t t0 = now_ns();
+  Script s;
+  ServedStream rec;
+  std::size_t slot = 0;
+  {
+    std::lock_guard lock(mu);
+    s = script;
+    rec.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+  }
+  rec.t_received_ns = t0;
+  json doc = json::parse(req.body, nullptr, false);
+  if (!doc.is_object()) co_return HttpResponse::json(400, R"({"error":"body is not JSON"})");
+  std::string prompt_text;
+  if (chat) {
+    if (doc.contains("messages") && doc["messages"].is_array())
+      for (const auto& m : doc["messages"])
+        if (m.is_object() && m.contains("content") && m["content"].is_string())
+          prompt_text += m["content"].get<std::string>() + " ";
+  } else if (doc.contains("prompt") && doc["prompt"].is_string()) {
+    prompt_text = doc["prompt"];
+  }
+  rec.prompt_tokens = count_tokens(prompt_text) + (chat ? options.chat_template_tokens : 0);
+  if (doc.contains("max_tokens") && doc["max_tokens"].is_number_integer()) rec.max_tokens = doc["max_tokens"];
+  rec.ignore_eos = doc.value("ignore_eos", false);
+  rec.streamed = doc.value("stream", false);
+  std::int32_t n = s.tokens;
+  if (s.honour_max_tokens && rec.max_tokens >= 0) n = std::min(n, rec.max_tokens);
+  {
+    std::lock_guard lock(mu);
+    slot = served.size();
+    served.push_back(rec);
+  }
+  auto record_write = [this, slot](std::int64_t t) {
+    std::lock_guard lock(mu);
+    served[slot].token_write_ns.push_back(t);
+  };
+
+  if (s.headers_delay_us > 0) co_await sleep_until(t0 + s.headers_delay_us * 1000);
+  if (s.status != 200) {
+    json err{{"error", {{"message", "scripted failure"}, {"code", s.status}}}};
+    co_return HttpResponse::json(s.status, err.dump());
+  }
+  const json usage{{"prompt_tokens", rec.prompt_tokens},
+                   {"completion_tokens", n},
+                   {"total_tokens", rec.prompt_tokens + n}};
+  auto chunk = [&](const std::string& text, const char* finish, bool with_usage) {
+    json c{{"id", rec.id},
+           {"object", chat ? "chat.completion.chunk" : "text_completion"},
+           {"created", 0},
+           {"model", options.model}};
+    json choice{{"index", 0}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+    if (chat) choice["delta"] = json{{"content", text}};
+    else choice["text"] = text;
+    c["choices"] = json::array({choice});
+    if (with_usage) c["usage"] = usage;
+    return c.dump();
+  };
+
+  if (!rec.streamed) {
+    json c{{"id", rec.id}, {"object", chat ? "chat.completion" : "text_completion"}, {"model", options.model}};
+    std::string text;
+    for (std::int32_t i = 0; i < n; ++i) text += " tok";
+    co_await sleep_until(t0 + (s.ttft_us + std::max(0, n - 1) * s.itl_us) * 1000);
+    json choice{{"index", 0}, {"finish_reason", "length"}};
+    if (chat) choice["message"] = json{{"role", "assistant"}, {"content", text}};
+    else choice["text"] = text;
+    c["choices"] = json::array({choice});
+    c["usage"] = usage;
+    co_return HttpResponse::json(200, c.dump());
+  }
+
+  const std::string eol = s.crlf ? "\r\n" : "\n";
+  auto frame = [&](const std::string& data) {
+    std::string f;
+    if (s.comments) f += ": ping" + eol;
+    f += "data: " + data + eol + eol;
+    return f;
+  };
+  auto send = [&](const std::string& bytes) -> asio::awaitable<bool> {
+    if (!s.split_events || bytes.size() < 4) co_return co_await out.write(bytes);
+    const std::size_t half = bytes.size() / 2;
+    if (!(co_await out.write(std::string_view(bytes).substr(0, half)))) co_return false;
+    co_await sleep_until(now_ns() + 1'000'000);
+    co_return co_await out.write(std::string_view(bytes).substr(half));
+  };
+
+  if (!(co_await out.start(200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}})))
+    co_return std::nullopt;
+  if (chat) {
+    // Role-only first chunk (not a token event, DOMAIN §2).
+    json c{{"id", rec.id}, {"object", "chat.completion.chunk"}, {"model", options.model},
+           {"choices", json::array({json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                         {"finish_reason", nullptr}}})}};
+    if (!(co_await send(frame(c.dump())))) co_return std::nullopt;
+  }
+  for (std::int32_t i = 0; i < n; ++i) {
+    if (i == s.stall_after_tokens) co_await sleep_until(now_ns() + s.stall_us * 1000);
+    if (i == s.reset_after_tokens) {
+      out.reset();
+      co_return std::nullopt;
+    }
+    if (i == s.malformed_after_tokens) {
+      if (!(co_await send(frame("{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok")))) co_return std::nullopt;
+    }
+    co_await sleep_until(t0 + (s.ttft_us + i * s.itl_us) * 1000);
+    const bool last = i == n - 1;
+    const bool usage_here = last && s.send_usage && s.llama_cpp_usage;
+    const std::string bytes = frame(chunk(" tok", last ? "length" : nullptr, usage_here));
+    record_write(now_ns());
+    if (!(co_await send(bytes))) co_return std::nullopt;
+  }
+  if (s.send_usage && !s.llama_cpp_usage) {
+    json c{{"id", rec.id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
+           {"model", options.model}, {"choices", json::array()}, {"usage", usage}};
+    if (!(co_await send(frame(c.dump())))) co_return std::nullopt;
+  }
+  if (s.send_done) {
+    if (!(co_await send(frame("[DONE]")))) co_return std::nullopt;
+  }
+  co_await out.finish();
+  co_return std::nullopt;
+}
+
+ScriptedTarget::ScriptedTarget(Script script, ScriptedTargetOptions options)
+    : impl_(std::make_shared<Impl>(script, std::move(options))) {
+  net::HttpServerOptions so;
+  so.port = 0;
+  so.max_connections = 100'000;
+  so.write_timeout = std::chrono::milliseconds(120'000);
+  std::weak_ptr<Impl> weak = impl_;
+  impl_->server = std::make_unique<net::HttpServer>(
+      impl_->io, so,
+      [weak](HttpRequest& req, ResponseStream& out) -> asio::awaitable<std::optional<HttpResponse>> {
+        auto self = weak.lock();
+        if (!self) co_return HttpResponse::json(503, "{}");
+        co_return co_await self->handle(req, out);
+      });
+  impl_->server->start();
+  impl_->thread = std::thread([impl = impl_] {
+    auto guard = asio::make_work_guard(impl->io);
+    impl->io.run();
+  });
+}
+
+ScriptedTarget::~ScriptedTarget() {
+  impl_->server->stop();
+  // Give sessions a moment to close, then stop the loop (stalled handlers hold timers).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  impl_->io.stop();
+  impl_->thread.join();
+}
+
+std::uint16_t ScriptedTarget::port() const { return impl_->server->port(); }
+std::string ScriptedTarget::base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+void ScriptedTarget::set_script(const Script& script) {
+  std::lock_guard lock(impl_->mu);
+  impl_->script = script;
+}
+std::vector<ServedStream> ScriptedTarget::records() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->served;
+}
+std::uint64_t ScriptedTarget::completion_requests() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->served.size();
+}
+std::uint64_t ScriptedTarget::tokenize_requests() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->tokenize_count;
+}
+std::int32_t ScriptedTarget::count_tokens(const std::string& text) const {
+  return impl_->count_tokens(text);
+}
+
+}  // namespace llmcap::testing

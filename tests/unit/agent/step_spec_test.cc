@@ -1,0 +1,63 @@
+#include "agent/step_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace llmcap::agent {
+namespace {
+
+bool has(const std::vector<std::string>& errors, const std::string& prefix) {
+  for (const auto& e : errors)
+    if (e.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+StepSpec valid() {
+  StepSpec s;
+  s.target.base_url = "http://127.0.0.1:8000";
+  return s;
+}
+
+TEST(StepSpec, DefaultsWithATargetAreValid) { EXPECT_TRUE(validate(valid()).empty()); }
+
+TEST(StepSpec, EveryBadFieldIsNamed) {
+  StepSpec s = valid();
+  s.target.base_url = "gopher://x";
+  s.target.headers = {{"Bad Name", "v"}, {"X-Ok", "a\r\nInjected: 1"}};
+  s.deadlines.connect_ms = 0;
+  s.workload.input_tokens.kind = analysis::LengthDistribution::Kind::kUniform;
+  s.workload.input_tokens.low = 10;
+  s.workload.input_tokens.high = 5;
+  s.workload.extra_body_json = "[]";
+  s.load.concurrency = 0;
+  s.duration_s = 0;
+  const auto e = validate(s);
+  EXPECT_TRUE(has(e, "target.base_url: "));
+  EXPECT_TRUE(has(e, "target.headers[0]"));
+  EXPECT_TRUE(has(e, "target.headers[1]"));
+  EXPECT_TRUE(has(e, "deadlines.connect_ms"));
+  EXPECT_TRUE(has(e, "workload.input_tokens"));
+  EXPECT_TRUE(has(e, "workload.extra_body: must be a JSON object"));
+  EXPECT_TRUE(has(e, "load.concurrency"));
+  EXPECT_TRUE(has(e, "duration_s"));
+}
+
+TEST(StepSpec, OpenLoopFields) {
+  StepSpec s = valid();
+  s.load.kind = LoadKind::kOpen;
+  s.load.rate = RateProfile::from_segments({{0, 1, -3, 1}});
+  s.load.burstiness = 0;
+  s.load.in_flight_cap = 0;
+  const auto e = validate(s);
+  EXPECT_TRUE(has(e, "load.rate: rate profile segment 0"));
+  EXPECT_TRUE(has(e, "load.burstiness"));
+  EXPECT_TRUE(has(e, "load.in_flight_cap"));
+}
+
+TEST(StepSpec, DatasetNeedsAPath) {
+  StepSpec s = valid();
+  s.workload.source = WorkloadSource::kDataset;
+  EXPECT_TRUE(has(validate(s), "workload.dataset_path"));
+}
+
+}  // namespace
+}  // namespace llmcap::agent
