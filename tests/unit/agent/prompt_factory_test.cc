@@ -44,7 +44,9 @@ TEST(PromptFactory, EveryPromptIsUniqueFromItsFirstWords) {
     heads.insert(p.prompt);
     // The index is spelled in the first words (base 128), so prompts differ from word 1-3
     // on: prefix caches cannot share more than a couple of words between two requests.
-    if (i < 128) EXPECT_EQ(p.prompt.substr(0, p.prompt.find(' ')), f.probe_text(1, i)) << i;
+    if (i < 128) {
+      EXPECT_EQ(p.prompt.substr(0, p.prompt.find(' ')), f.probe_text(1, i)) << i;
+    }
   }
   EXPECT_EQ(heads.size(), 16000u);
 }
