@@ -42,7 +42,7 @@ struct BurstRecoveryInput {
 
 struct BurstRecovery {
   bool recovered = false;
-  std::optional<std::int64_t> recovery_ns;          // from burst end; nullopt: did not recover
+  std::optional<std::int64_t> recovery_ns;           // from burst end; nullopt: did not recover
   std::optional<std::int64_t> latency_recovered_ns;  // from burst end
   std::optional<std::int64_t> backlog_drained_ns;    // from burst end
   double pre_burst_in_flight = 0;

@@ -30,7 +30,7 @@ struct JudgedStep {
 };
 
 struct QualifiedPoint {
-  double offered_rate_rps = 0;  // open loop
+  double offered_rate_rps = 0;   // open loop
   std::int32_t concurrency = 0;  // closed loop
   double output_tokens_per_s = 0;
   double input_tokens_per_s = 0;

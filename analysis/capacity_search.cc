@@ -11,6 +11,10 @@ std::optional<double> rate_from_knee(double concurrency, double mean_e2e_ns) {
   return concurrency / (mean_e2e_ns / 1e9);
 }
 
+std::optional<double> rate_from_knee(const Knee& knee) {
+  return rate_from_knee(knee.point.concurrency, knee.point.mean_e2e_ns);
+}
+
 std::string_view to_string(SearchEnd e) {
   switch (e) {
     case SearchEnd::kRunning: return "running";
@@ -87,7 +91,8 @@ std::optional<SearchStep> CapacitySearch::plan_next() {
       step.rate_rps = std::max(*hi_ / options_.expand_factor, min);
     } else {
       const double width = *hi_ - *lo_;
-      if (width <= std::max(options_.relative_resolution * *lo_, options_.absolute_resolution_rps)) {
+      if (width <=
+          std::max(options_.relative_resolution * *lo_, options_.absolute_resolution_rps)) {
         confirming_ = true;
         confirm_rate_ = *lo_;
       } else {

@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/knee.h"
 #include "analysis/verdict.h"
 
 namespace llmcap::analysis {
@@ -44,9 +45,9 @@ struct CapacitySearchOptions {
   double initial_rate_rps = 1;
   double min_rate_rps = 0.1;
   double max_rate_rps = 10000;
-  double expand_factor = 2.0;           // > 1
-  double relative_resolution = 0.05;    // bracket width relative to the passing rate
-  double absolute_resolution_rps = 0;   // or absolute width; whichever is larger stops
+  double expand_factor = 2.0;          // > 1
+  double relative_resolution = 0.05;   // bracket width relative to the passing rate
+  double absolute_resolution_rps = 0;  // or absolute width; whichever is larger stops
   int inconclusive_retries = 1;
   double confirm_duration_factor = 3.0;  // confirm step length relative to a search step
   double confirm_step_down = 0.05;       // relative step down after a failed confirm
@@ -56,6 +57,8 @@ struct CapacitySearchOptions {
 
 // Little's law: concurrency / mean E2E (s). nullopt when either is ≤ 0.
 std::optional<double> rate_from_knee(double concurrency, double mean_e2e_ns);
+// The same from a sweep's knee (knee.h); nullopt when the knee point has no mean_e2e_ns.
+std::optional<double> rate_from_knee(const Knee& knee);
 
 struct SearchStep {
   double rate_rps = 0;
@@ -84,7 +87,7 @@ struct CapacitySearchResult {
   std::optional<double> qualified_rate_rps;  // only when kConfirmed
   std::optional<double> highest_pass_rps;    // best short-step pass seen
   std::optional<double> lowest_fail_rps;
-  bool at_max_rate = false;                  // qualified rate equals max_rate_rps
+  bool at_max_rate = false;  // qualified rate equals max_rate_rps
   int steps = 0;
   int inconclusive_treated_as_fail = 0;
   std::vector<SearchTrial> trials;

@@ -20,7 +20,8 @@ std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
   TargetComparison c;
   c.baseline = baseline.name;
   c.target = target.name;
-  c.throughput_ratio = target.qualified_output_tokens_per_s / baseline.qualified_output_tokens_per_s;
+  c.throughput_ratio =
+      target.qualified_output_tokens_per_s / baseline.qualified_output_tokens_per_s;
   c.price_ratio = target.hourly_price / baseline.hourly_price;
   c.relative_cost_per_token = c.price_ratio / c.throughput_ratio;
   return c;

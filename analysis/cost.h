@@ -29,7 +29,7 @@ std::optional<double> cost_per_million_output_tokens(double hourly_price,
 
 struct TargetOffer {
   std::string name;
-  double hourly_price = 0;                  // per instance
+  double hourly_price = 0;                   // per instance
   double qualified_output_tokens_per_s = 0;  // per instance; 0: no qualified capacity
 };
 

@@ -18,8 +18,7 @@ std::optional<Knee> find_knee(std::vector<SweepPoint> points, const KneeOptions&
   for (std::size_t i = 1; i < points.size(); ++i) {
     const int added = points[i].concurrency - points[i - 1].concurrency;
     if (added <= 0) continue;  // duplicate level: ignore the repeat
-    const double gain =
-        (points[i].output_tokens_per_s - points[i - 1].output_tokens_per_s) / added;
+    const double gain = (points[i].output_tokens_per_s - points[i - 1].output_tokens_per_s) / added;
     if (gain < options.gain_fraction * knee.initial_gain_per_stream &&
         points[i].latency_ns > points[i - 1].latency_ns) {
       knee.found = true;

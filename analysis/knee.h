@@ -21,7 +21,7 @@ namespace llmcap::analysis {
 struct SweepPoint {
   std::int32_t concurrency = 0;
   double output_tokens_per_s = 0;
-  double latency_ns = 0;  // rises with load (e.g. P95 E2E or mean TPOT)
+  double latency_ns = 0;   // rises with load (e.g. P95 E2E or mean TPOT)
   double mean_e2e_ns = 0;  // for Little's law (capacity_search.h); 0 when unknown
 };
 
@@ -30,11 +30,11 @@ struct KneeOptions {
 };
 
 struct Knee {
-  bool found = false;            // false: the sweep ended before the knee
-  std::size_t index = 0;         // into the sorted points
-  SweepPoint point;              // the knee level
-  double initial_gain_per_stream = 0;   // g0, tokens/s per stream
-  double gain_after_per_stream = 0;     // marginal gain past the knee (0 when !found)
+  bool found = false;                  // false: the sweep ended before the knee
+  std::size_t index = 0;               // into the sorted points
+  SweepPoint point;                    // the knee level
+  double initial_gain_per_stream = 0;  // g0, tokens/s per stream
+  double gain_after_per_stream = 0;    // marginal gain past the knee (0 when !found)
 };
 
 // nullopt when points is empty or the lowest concurrency is ≤ 0.

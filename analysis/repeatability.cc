@@ -11,8 +11,8 @@ namespace llmcap::analysis {
 namespace {
 
 // Two-sided critical values of Student's t. Rows: df 1..30, 40, 60, 120, ∞.
-constexpr std::array<int, 34> kDf = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
-                                     13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+constexpr std::array<int, 34> kDf = {1,  2,  3,  4,  5,  6,  7,  8,  9,   10,     11, 12,
+                                     13, 14, 15, 16, 17, 18, 19, 20, 21,  22,     23, 24,
                                      25, 26, 27, 28, 29, 30, 40, 60, 120, 1 << 30};
 constexpr std::array<double, 34> kT90 = {
     6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782,

@@ -30,7 +30,7 @@ struct Repeatability {
   std::size_t runs = 0;
   std::size_t runs_with_value = 0;
   double mean = 0, min = 0, max = 0, stddev = 0;
-  double relative_spread = 0;  // (max − min) / mean
+  double relative_spread = 0;             // (max − min) / mean
   std::optional<double> ci_low, ci_high;  // n ≥ 2 values
   std::optional<double> t_critical;
   bool inconclusive = false;

@@ -18,8 +18,8 @@ std::string_view to_string(SlaMetric m) {
 }
 
 std::optional<SlaMetric> parse_sla_metric(std::string_view s) {
-  for (SlaMetric m : {SlaMetric::kTtft, SlaMetric::kTtftService, SlaMetric::kTpot,
-                      SlaMetric::kItl, SlaMetric::kE2e}) {
+  for (SlaMetric m : {SlaMetric::kTtft, SlaMetric::kTtftService, SlaMetric::kTpot, SlaMetric::kItl,
+                      SlaMetric::kE2e}) {
     if (to_string(m) == s) return m;
   }
   return std::nullopt;
@@ -60,12 +60,10 @@ std::optional<std::string> validate(const SlaSpec& spec) {
              number(b.limit_ms) + ")";
     }
   }
-  if (!std::isfinite(spec.max_error_rate) || spec.max_error_rate < 0 ||
-      spec.max_error_rate > 1) {
+  if (!std::isfinite(spec.max_error_rate) || spec.max_error_rate < 0 || spec.max_error_rate > 1) {
     return "max_error_rate: must be in [0, 1] (got " + number(spec.max_error_rate) + ")";
   }
-  if (!std::isfinite(spec.rate_tolerance) || spec.rate_tolerance < 0 ||
-      spec.rate_tolerance >= 1) {
+  if (!std::isfinite(spec.rate_tolerance) || spec.rate_tolerance < 0 || spec.rate_tolerance >= 1) {
     return "rate_tolerance: must be in [0, 1) (got " + number(spec.rate_tolerance) + ")";
   }
   if (!finite_non_negative(spec.max_schedule_lag_p99_ms)) {

@@ -73,8 +73,7 @@ std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& poin
   return sxy / sxx;
 }
 
-double output_tokens_in_window(const RequestSample& s, std::int64_t start_ns,
-                               std::int64_t end_ns) {
+double output_tokens_in_window(const RequestSample& s, std::int64_t start_ns, std::int64_t end_ns) {
   if (s.output_tokens <= 0 || s.t_first_token_ns < 0) return 0;
   const double tokens = s.output_tokens;
   if (!s.token_times_ns.empty() && s.token_times_ns.size() == s.token_events) {
@@ -174,8 +173,7 @@ StepStats compute_step_stats(const StepInput& in) {
   st.goodput_rps = static_cast<double>(st.met_slo) / st.window_s;
   const auto attainment_base = st.intended + st.dropped_arrivals;
   if (attainment_base > 0) {
-    st.sla_attainment =
-        static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
+    st.sla_attainment = static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
   }
   if (st.intended > 0) {
     const auto n = static_cast<double>(st.intended);

@@ -65,9 +65,9 @@ struct StepInput {
   std::span<const RequestSample> samples;  // not owned; must outlive the call
   std::int64_t window_start_ns = 0;
   std::int64_t window_end_ns = 0;
-  double offered_rate_rps = 0;     // open loop; 0 for closed loop
-  std::int32_t concurrency = 0;    // closed loop; 0 for open loop
-  LogHistogram itl_ns;             // pooled ITL gaps of the step (DOMAIN §2)
+  double offered_rate_rps = 0;         // open loop; 0 for closed loop
+  std::int32_t concurrency = 0;        // closed loop; 0 for open loop
+  LogHistogram itl_ns;                 // pooled ITL gaps of the step (DOMAIN §2)
   std::uint64_t dropped_arrivals = 0;  // arrivals not sent because the in-flight cap was hit
   std::optional<double> client_cpu_utilisation;  // 0..1 of the cores the agent used
   std::optional<double> schedule_lag_p99_ns;     // agent's own measurement, when it made one
@@ -101,12 +101,12 @@ struct StepStats {
   std::uint64_t intended = 0;
   std::uint64_t sent = 0;
   std::uint64_t completed_ok = 0;
-  std::uint64_t failed = 0;      // errors other than timeouts and cancellation
+  std::uint64_t failed = 0;  // errors other than timeouts and cancellation
   std::uint64_t timed_out = 0;
   std::uint64_t incomplete = 0;  // still running at step end, or cancelled by the drain
   std::uint64_t dropped_arrivals = 0;
   std::array<std::uint64_t, kErrorClassCount> errors_by_class{};  // index: ErrorClass value
-  std::uint64_t met_slo = 0;     // completed and met every per-request SLO
+  std::uint64_t met_slo = 0;  // completed and met every per-request SLO
 
   Summary ttft_ns;          // from t_intended
   Summary ttft_service_ns;  // from t_send
@@ -123,8 +123,8 @@ struct StepStats {
   double completion_rate_rps = 0;  // all finished requests (ok or error) in the window
   double achieved_rate_rps = 0;    // sends in the window
   double goodput_rps = 0;
-  double sla_attainment = 0;       // 0 when nothing was intended
-  double error_rate = 0;           // 0 when nothing was intended
+  double sla_attainment = 0;  // 0 when nothing was intended
+  double error_rate = 0;      // 0 when nothing was intended
   double incomplete_rate = 0;
   std::optional<double> in_flight_slope_rps;
 

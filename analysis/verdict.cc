@@ -61,8 +61,9 @@ std::optional<double> measured_ns(const StepStats& stats, const SlaBound& bound,
                                   TtftDefinition ttft_definition) {
   switch (bound.metric) {
     case SlaMetric::kTtft:
-      return ttft_definition == TtftDefinition::kService ? stats.ttft_service_ns.at(bound.percentile)
-                                                         : stats.ttft_ns.at(bound.percentile);
+      return ttft_definition == TtftDefinition::kService
+                 ? stats.ttft_service_ns.at(bound.percentile)
+                 : stats.ttft_ns.at(bound.percentile);
     case SlaMetric::kTtftService: return stats.ttft_service_ns.at(bound.percentile);
     case SlaMetric::kTpot: return stats.tpot_ns.at(bound.percentile);
     case SlaMetric::kItl: return stats.itl_ns.at(bound.percentile);
@@ -79,9 +80,7 @@ std::string fmt(double v, int decimals = 2) {
   return buf;
 }
 
-std::string percentile_label(double p) {
-  return std::fabs(p - 99.9) < 1e-9 ? "99.9" : fmt(p, 0);
-}
+std::string percentile_label(double p) { return std::fabs(p - 99.9) < 1e-9 ? "99.9" : fmt(p, 0); }
 
 // "≤ limit" check.
 VerdictReason at_most(CheckKind kind, double measured, double limit, std::string what,
@@ -131,7 +130,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
   const bool open_loop = st.offered_rate_rps > 0;
 
   for (const SlaBound& b : sla.bounds) {
-    const std::string name = std::string(to_string(b.metric)) + " P" + percentile_label(b.percentile);
+    const std::string name =
+        std::string(to_string(b.metric)) + " P" + percentile_label(b.percentile);
     const std::string code =
         std::string(to_string(b.metric)) + "_p" + percentile_label(b.percentile);
     const auto value_ns = measured_ns(st, b, sla.ttft_definition);
@@ -139,10 +139,11 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     if (!value_ns) {
       r = skipped(CheckKind::kBound, CheckStatus::kNotEvaluated, name + ": no data in the window");
     } else {
-      const char* which = b.metric == SlaMetric::kTtft
-                              ? (sla.ttft_definition == TtftDefinition::kService ? " (from send)"
-                                                                                 : " (from intended)")
-                              : "";
+      const char* which =
+          b.metric == SlaMetric::kTtft
+              ? (sla.ttft_definition == TtftDefinition::kService ? " (from send)"
+                                                                 : " (from intended)")
+              : "";
       r = at_most(CheckKind::kBound, *value_ns / 1e6, b.limit_ms, name + which, " ms", 1);
     }
     r.code = code;
@@ -154,8 +155,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
   if (st.intended > 0) {
     v.reasons.push_back(
         at_most(CheckKind::kErrorRate, st.error_rate, sla.max_error_rate, "error rate", "", 4));
-    v.reasons.push_back(at_most(CheckKind::kIncompleteRate, st.incomplete_rate,
-                                sla.max_error_rate, "incomplete share", "", 4));
+    v.reasons.push_back(at_most(CheckKind::kIncompleteRate, st.incomplete_rate, sla.max_error_rate,
+                                "incomplete share", "", 4));
   } else {
     v.reasons.push_back(skipped(CheckKind::kErrorRate, CheckStatus::kNotEvaluated,
                                 "error rate: no request intended in the window"));
@@ -169,8 +170,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
       expected > 0 ? std::max(sla.rate_tolerance, 3.0 / std::sqrt(expected)) : sla.rate_tolerance;
   if (open_loop) {
     v.reasons.push_back(at_least(CheckKind::kCompletionRate, st.completion_rate_rps,
-                                 st.offered_rate_rps * (1 - tolerance), "completion rate",
-                                 " rps", 2));
+                                 st.offered_rate_rps * (1 - tolerance), "completion rate", " rps",
+                                 2));
     if (st.in_flight_slope_rps) {
       const double slope = *st.in_flight_slope_rps;
       const double limit = sla.backlog_growth_fraction * st.offered_rate_rps;
@@ -210,8 +211,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     v.reasons.push_back(at_most(CheckKind::kClientCpu, *st.client_cpu_utilisation,
                                 sla.max_client_cpu_utilisation, "client CPU", "", 2));
   } else {
-    v.reasons.push_back(skipped(CheckKind::kClientCpu, CheckStatus::kNotApplicable,
-                                "client CPU: not measured"));
+    v.reasons.push_back(
+        skipped(CheckKind::kClientCpu, CheckStatus::kNotApplicable, "client CPU: not measured"));
   }
   v.reasons.push_back(at_least(CheckKind::kSampleCount, static_cast<double>(st.intended),
                                static_cast<double>(sla.min_requests),
@@ -219,7 +220,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
 
   bool client_miss = false, server_miss = false, no_data = false;
   for (const auto& r : v.reasons) {
-    if (r.status == CheckStatus::kMissed) (is_client_side(r.kind) ? client_miss : server_miss) = true;
+    if (r.status == CheckStatus::kMissed)
+      (is_client_side(r.kind) ? client_miss : server_miss) = true;
     if (r.status == CheckStatus::kNotEvaluated && r.kind == CheckKind::kBound) no_data = true;
   }
   if (client_miss) {

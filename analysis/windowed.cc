@@ -19,7 +19,8 @@ std::vector<const RequestSample*> by_intended(std::span<const RequestSample> sam
   std::vector<const RequestSample*> out;
   out.reserve(samples.size());
   for (const auto& s : samples) out.push_back(&s);
-  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->t_intended_ns < b->t_intended_ns; });
+  std::sort(out.begin(), out.end(),
+            [](auto* a, auto* b) { return a->t_intended_ns < b->t_intended_ns; });
   return out;
 }
 
@@ -29,7 +30,8 @@ std::pair<std::size_t, std::size_t> range(const std::vector<const RequestSample*
                              [](auto* s, std::int64_t t) { return s->t_intended_ns < t; });
   auto hi = std::lower_bound(lo, sorted.end(), end,
                              [](auto* s, std::int64_t t) { return s->t_intended_ns < t; });
-  return {static_cast<std::size_t>(lo - sorted.begin()), static_cast<std::size_t>(hi - sorted.begin())};
+  return {static_cast<std::size_t>(lo - sorted.begin()),
+          static_cast<std::size_t>(hi - sorted.begin())};
 }
 
 }  // namespace
@@ -44,8 +46,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> make_windows(const WindowOpti
   return out;
 }
 
-WindowedCompliance windowed_compliance(std::span<const RequestSample> samples,
-                                       const SlaSpec& sla, const WindowOptions& options) {
+WindowedCompliance windowed_compliance(std::span<const RequestSample> samples, const SlaSpec& sla,
+                                       const WindowOptions& options) {
   const auto sorted = by_intended(samples);
   WindowedCompliance out;
   out.bounds.resize(sla.bounds.size());
@@ -78,7 +80,8 @@ WindowedCompliance windowed_compliance(std::span<const RequestSample> samples,
         }
       }
     }
-    w.error_rate = w.intended > 0 ? static_cast<double>(errors) / static_cast<double>(w.intended) : 0;
+    w.error_rate =
+        w.intended > 0 ? static_cast<double>(errors) / static_cast<double>(w.intended) : 0;
     const bool error_ok = w.error_rate <= sla.max_error_rate;
     bool all = error_ok;
     for (std::size_t b = 0; b < sla.bounds.size(); ++b) {

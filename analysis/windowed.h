@@ -61,8 +61,8 @@ struct WindowedCompliance {
 // Throws std::invalid_argument naming the field when window_ns ≤ 0 or end ≤ start.
 std::vector<std::pair<std::int64_t, std::int64_t>> make_windows(const WindowOptions& options);
 
-WindowedCompliance windowed_compliance(std::span<const RequestSample> samples,
-                                       const SlaSpec& sla, const WindowOptions& options);
+WindowedCompliance windowed_compliance(std::span<const RequestSample> samples, const SlaSpec& sla,
+                                       const WindowOptions& options);
 
 struct TimelinePoint {
   std::int64_t start_ns = 0;

@@ -57,6 +57,11 @@ TEST(CapacitySearch, GoodInitialGuessFromLittlesLaw) {
   EXPECT_DOUBLE_EQ(*guess, 8);
   EXPECT_FALSE(rate_from_knee(0, 2e9).has_value());
   EXPECT_FALSE(rate_from_knee(16, 0).has_value());
+  Knee knee;
+  knee.point = {16, 1600, 1.5e9, 2e9};
+  EXPECT_DOUBLE_EQ(*rate_from_knee(knee), 8);
+  knee.point.mean_e2e_ns = 0;
+  EXPECT_FALSE(rate_from_knee(knee).has_value());
   CapacitySearchOptions o;
   o.initial_rate_rps = *guess;
   const auto r = drive(o, threshold(8.5));

@@ -82,9 +82,10 @@ TEST(QualifiedCapacity, NoPassingStepIsStated) {
 }
 
 TEST(QualifiedCapacity, ConcurrencySweepAndNonMonotonicFlag) {
-  const std::vector<JudgedStep> steps = {closed_step(1, Outcome::kPass), closed_step(4, Outcome::kFail),
-                                         closed_step(8, Outcome::kPass), closed_step(16, Outcome::kPass),
-                                         closed_step(32, Outcome::kFail)};
+  const std::vector<JudgedStep> steps = {
+      closed_step(1, Outcome::kPass), closed_step(4, Outcome::kFail),
+      closed_step(8, Outcome::kPass), closed_step(16, Outcome::kPass),
+      closed_step(32, Outcome::kFail)};
   const auto c = qualified_capacity(steps);
   ASSERT_TRUE(c.closed_loop.point.has_value());
   EXPECT_EQ(c.closed_loop.point->concurrency, 16);

@@ -25,8 +25,9 @@ TEST(Cost, RelativeCostIsPriceRatioOverThroughputRatio) {
   EXPECT_DOUBLE_EQ(c->relative_cost_per_token, 1.5 / 1.24);
   EXPECT_NEAR(c->relative_cost_per_token, 1.21, 0.005);
   // Consistent with the per-token costs themselves.
-  EXPECT_NEAR(*cost_per_million_output_tokens(3.0, 1240) / *cost_per_million_output_tokens(2.0, 1000),
-              c->relative_cost_per_token, 1e-12);
+  EXPECT_NEAR(
+      *cost_per_million_output_tokens(3.0, 1240) / *cost_per_million_output_tokens(2.0, 1000),
+      c->relative_cost_per_token, 1e-12);
   EXPECT_FALSE(compare_targets(a, {"none", 3.0, 0}).has_value());
 }
 

@@ -28,14 +28,17 @@ TEST(Knee, ThresholdIsConfigurable) {
   EXPECT_EQ(find_knee(pts)->point.concurrency, 8);
   const auto k = find_knee(pts, {0.3});
   EXPECT_TRUE(k->found);
-  EXPECT_EQ(k->point.concurrency, 4);  // 25 < 30 after 4
+  EXPECT_EQ(k->point.concurrency, 4);                      // 25 < 30 after 4
   EXPECT_EQ(find_knee(pts, {0.6})->point.concurrency, 2);  // 55 < 60 after 2
 }
 
 TEST(Knee, DomainRtx4090SweepHasNoKneeYet) {
   // DOMAIN §6: Mistral-7B on an RTX 4090, 210/377/644/975/1190 tok/s at 4/8/16/32/48.
-  std::vector<SweepPoint> pts = {{4, 210, 53e6, 0},   {8, 377, 100e6, 0}, {16, 644, 200e6, 0},
-                                 {32, 975, 400e6, 0}, {48, 1190, 840e6, 0}};
+  std::vector<SweepPoint> pts = {{4, 210, 53e6, 0},
+                                 {8, 377, 100e6, 0},
+                                 {16, 644, 200e6, 0},
+                                 {32, 975, 400e6, 0},
+                                 {48, 1190, 840e6, 0}};
   const auto k = find_knee(pts);
   EXPECT_FALSE(k->found);  // last marginal gain 13.4 > 0.1 × 52.5
   EXPECT_EQ(k->point.concurrency, 48);

@@ -92,7 +92,8 @@ TEST(LogHistogram, FromBucketsRoundTrip) {
   LogHistogram h;
   for (double v : {0.0, 0.5, 1.0, 2.0, 3.0, 1e6, 2e6, 2e6, 5e11}) h.record(v);
   h.record(1e13);  // overflow
-  const auto rebuilt = LogHistogram::from_buckets(h.buckets(), h.sum(), h.min(), h.max(), h.overflow());
+  const auto rebuilt =
+      LogHistogram::from_buckets(h.buckets(), h.sum(), h.min(), h.max(), h.overflow());
   EXPECT_EQ(rebuilt, h);
   EXPECT_EQ(rebuilt.count(), 10u);
   EXPECT_EQ(h.buckets().front().index, -1);  // zero bucket
@@ -114,13 +115,13 @@ TEST(LogHistogram, EdgeCases) {
   h.record(-3);              // negative → 0
   EXPECT_DOUBLE_EQ(h.min(), 0);
   EXPECT_DOUBLE_EQ(h.quantile(1), 0);
-  h.record(1000, 9);         // count > 1
+  h.record(1000, 9);  // count > 1
   EXPECT_EQ(h.count(), 10u);
   EXPECT_NEAR(h.quantile(0.5), 1000, 10);
   EXPECT_DOUBLE_EQ(h.quantile(0.0), 0);
   EXPECT_DOUBLE_EQ(h.quantile(2.0), 1000);  // q clamped; result clamped to max
   EXPECT_DOUBLE_EQ(h.max(), 1000);
-  h.record(1e15);            // beyond 2^40: clamped and counted
+  h.record(1e15);  // beyond 2^40: clamped and counted
   EXPECT_EQ(h.overflow(), 1u);
   EXPECT_DOUBLE_EQ(h.max(), 1099511627776.0);
   h.clear();

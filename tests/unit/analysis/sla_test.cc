@@ -41,8 +41,8 @@ TEST(SlaSpec, ValidateNamesTheField) {
 }
 
 TEST(SlaSpec, NamesRoundTrip) {
-  for (SlaMetric m : {SlaMetric::kTtft, SlaMetric::kTtftService, SlaMetric::kTpot,
-                      SlaMetric::kItl, SlaMetric::kE2e}) {
+  for (SlaMetric m : {SlaMetric::kTtft, SlaMetric::kTtftService, SlaMetric::kTpot, SlaMetric::kItl,
+                      SlaMetric::kE2e}) {
     EXPECT_EQ(parse_sla_metric(to_string(m)), m);
   }
   EXPECT_FALSE(parse_sla_metric("latency").has_value());
@@ -67,7 +67,7 @@ TEST(MeetsSlos, EveryBoundPerRequest) {
   SlaSpec sla;
   sla.bounds = {{SlaMetric::kTtft, 95, 400}, {SlaMetric::kTpot, 95, 35}};
   EXPECT_TRUE(meets_slos(testing::ok_sample(0, 0, 200 * kMs), sla));
-  EXPECT_FALSE(meets_slos(testing::ok_sample(0, 0, 500 * kMs), sla));           // TTFT
+  EXPECT_FALSE(meets_slos(testing::ok_sample(0, 0, 500 * kMs), sla));                // TTFT
   EXPECT_FALSE(meets_slos(testing::ok_sample(0, 0, 200 * kMs, 50, 40 * kMs), sla));  // TPOT
   // Errors and incomplete requests are misses.
   EXPECT_FALSE(meets_slos(testing::failed_sample(0, 0, ErrorClass::kHttp5xx), sla));

@@ -72,7 +72,7 @@ TEST(StepStats, OutcomesAreCountedSeparately) {
   }
   const StepStats st = compute_step_stats(steady_input(samples));
   EXPECT_EQ(st.intended, 600u);
-  EXPECT_EQ(st.failed, 24u);     // 12 × 5xx + 12 × 429
+  EXPECT_EQ(st.failed, 24u);  // 12 × 5xx + 12 × 429
   EXPECT_EQ(st.timed_out, 12u);
   EXPECT_EQ(st.incomplete, 24u);  // 12 cancelled + 12 unfinished
   EXPECT_EQ(st.completed_ok, 540u);

@@ -21,8 +21,8 @@ TEST(Percentile, LinearInterpolationBetweenClosestRanks) {
 TEST(Percentile, OneToHundred) {
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);
-  EXPECT_NEAR(*percentile(v, 90), 90.1, 1e-9);    // h = 89.1
-  EXPECT_NEAR(*percentile(v, 99), 99.01, 1e-9);   // h = 98.01
+  EXPECT_NEAR(*percentile(v, 90), 90.1, 1e-9);   // h = 89.1
+  EXPECT_NEAR(*percentile(v, 99), 99.01, 1e-9);  // h = 98.01
   EXPECT_NEAR(*percentile(v, 99.9), 99.901, 1e-9);
 }
 

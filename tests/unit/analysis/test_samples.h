@@ -14,7 +14,8 @@ inline constexpr std::int64_t kSec = 1'000'000'000;
 // after the send, then output_tokens − 1 further tokens tpot apart (one token per event).
 inline RequestSample ok_sample(std::uint64_t index, std::int64_t t_intended_ns,
                                std::int64_t ttft_service_ns, std::int32_t output_tokens = 101,
-                               std::int64_t tpot_ns = 10 * kMs, std::int64_t send_lag_ns = 1 * kMs) {
+                               std::int64_t tpot_ns = 10 * kMs,
+                               std::int64_t send_lag_ns = 1 * kMs) {
   RequestSample s;
   s.index = index;
   s.t_intended_ns = t_intended_ns;

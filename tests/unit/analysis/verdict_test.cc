@@ -91,8 +91,8 @@ TEST(Verdict, TtftDefinitionSelectsTheSummary) {
 
 TEST(Verdict, ItlE2eAndServiceBoundsAndCodes) {
   SlaSpec s;
-  s.bounds = {{SlaMetric::kItl, 99, 20}, {SlaMetric::kE2e, 99.9, 5000},
-              {SlaMetric::kTtftService, 50, 100}};
+  s.bounds = {
+      {SlaMetric::kItl, 99, 20}, {SlaMetric::kE2e, 99.9, 5000}, {SlaMetric::kTtftService, 50, 100}};
   const StepVerdict v = judge_step(healthy(), s);
   EXPECT_EQ(reason(v, "itl_p99").status, CheckStatus::kMissed);
   EXPECT_DOUBLE_EQ(*reason(v, "itl_p99").measured, 25);
@@ -199,7 +199,7 @@ TEST(Verdict, ClientBottlenecksAreInconclusive) {
 
 TEST(Verdict, ClientMissOverridesServerMiss) {
   StepStats st = healthy();
-  st.ttft_ns = flat(5000 * kMsD);  // would fail ...
+  st.ttft_ns = flat(5000 * kMsD);        // would fail ...
   st.schedule_lag_p99_ns = 4000 * kMsD;  // ... but the client was late by seconds
   EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kInconclusive);
 }

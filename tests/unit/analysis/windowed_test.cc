@@ -98,12 +98,14 @@ TEST(WindowedCompliance, ItlFromRecordedTokenTimes) {
 
 TEST(WindowedTimeline, FixedAndSliding) {
   const auto samples = samples_with_slow_middle();
-  const auto fixed = windowed_p95_ttft(samples, {0, 90 * kSec, 30 * kSec}, TtftDefinition::kIntended);
+  const auto fixed =
+      windowed_p95_ttft(samples, {0, 90 * kSec, 30 * kSec}, TtftDefinition::kIntended);
   ASSERT_EQ(fixed.size(), 3u);
   EXPECT_EQ(fixed[0].count, 300u);
   EXPECT_DOUBLE_EQ(*fixed[0].p95_ttft_ns, 201.0 * kMs);
   EXPECT_DOUBLE_EQ(*fixed[1].p95_ttft_ns, 2001.0 * kMs);
-  const auto service = windowed_p95_ttft(samples, {0, 90 * kSec, 30 * kSec}, TtftDefinition::kService);
+  const auto service =
+      windowed_p95_ttft(samples, {0, 90 * kSec, 30 * kSec}, TtftDefinition::kService);
   EXPECT_DOUBLE_EQ(*service[0].p95_ttft_ns, 200.0 * kMs);
 
   const auto sliding =
@@ -112,8 +114,8 @@ TEST(WindowedTimeline, FixedAndSliding) {
   EXPECT_EQ(sliding.back().start_ns, 80 * kSec);
   EXPECT_DOUBLE_EQ(*sliding[6].p95_ttft_ns, 2001.0 * kMs);  // [30, 40)
   // A window with no requests has no P95.
-  const auto empty = windowed_p95_ttft(samples, {200 * kSec, 230 * kSec, 30 * kSec},
-                                       TtftDefinition::kIntended);
+  const auto empty =
+      windowed_p95_ttft(samples, {200 * kSec, 230 * kSec, 30 * kSec}, TtftDefinition::kIntended);
   ASSERT_EQ(empty.size(), 1u);
   EXPECT_EQ(empty[0].count, 0u);
   EXPECT_FALSE(empty[0].p95_ttft_ns.has_value());
