@@ -97,6 +97,7 @@ struct SimServerState {
   std::unique_ptr<SimTokenizer> tokenizer;
   std::unique_ptr<net::HttpServer> http;
   std::atomic<std::uint64_t> next_request{0};
+  std::atomic<bool> stopped{false};  // set by SimServer::stop(); read by sleeping handlers
   std::time_t started_at = 0;
 };
 
@@ -189,10 +190,15 @@ std::string request_id(bool chat, std::uint64_t seed, std::uint64_t index) {
 
 std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
 
-asio::awaitable<void> sleep_ms(std::int64_t ms) {
+// Sleeps `ms` (slow headers, stalls) in short slices so stop() ends the wait promptly; the
+// connection's executor runs the timer, `stopped` is the only cross-thread state.
+asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  timer.expires_after(std::chrono::milliseconds(ms));
-  co_await timer.async_wait(use_nothrow);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!s.stopped && std::chrono::steady_clock::now() < until) {
+    timer.expires_at(std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    co_await timer.async_wait(use_nothrow);
+  }
 }
 
 Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
@@ -204,7 +210,7 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
 
   const std::uint64_t index = s->next_request.fetch_add(1);
   const FaultDecision fault = s->faults->decide(index);
-  if (fault.slow_headers_ms > 0) co_await sleep_ms(fault.slow_headers_ms);
+  if (fault.slow_headers_ms > 0) co_await sleep_ms(*s, fault.slow_headers_ms);
   if (fault.kind == FaultKind::kServerError)
     co_return error_response(500, "simulated internal error (fault injection)", "");
   if (fault.kind == FaultKind::kRateLimited) {
@@ -273,7 +279,7 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
         s->runner->cancel(engine_id);
         if (!pending_text.empty()) co_await stream.write(sse(chunk(g, id, created, model, pending_text, nullptr)));
         if (fault.kind == FaultKind::kStall) {
-          co_await sleep_ms(s->options.faults.stall_ms);
+          co_await sleep_ms(*s, s->options.faults.stall_ms);
         } else if (fault.kind == FaultKind::kMalformed) {
           // A truncated JSON event, then the stream ends without [DONE].
           co_await stream.write("data: {\"id\":\"" + id + "\",\"choices\":[{\"text\":\n\n");
@@ -449,6 +455,7 @@ std::uint16_t SimServer::port() const { return state_ ? state_->http->port() : 0
 
 void SimServer::stop() {
   if (!state_) return;
+  state_->stopped = true;
   state_->http->stop();
   state_->runner->stop();
 }
