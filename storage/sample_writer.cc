@@ -24,6 +24,10 @@ Result<std::unique_ptr<SampleWriter>> SampleWriter::open(const std::string& path
   db_options.busy_timeout_ms = options.busy_timeout_ms;
   Result<Database> db = Database::open(path, db_options);
   if (!db.ok()) return db.status();
+  if (options.max_page_count > 0) {
+    Status s = db->exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count));
+    if (!s.ok()) return s;
+  }
   Result<SampleInserter> inserter = SampleInserter::create(*db);
   if (!inserter.ok()) {
     return Status(inserter.code(), "sample writer on " + path + ": " + inserter.status().message() +
@@ -165,6 +169,7 @@ void SampleWriter::finish(Batch& batch) {
     }
   }
   if (!result.ok() && since_barrier_.ok()) since_barrier_ = result;
+  if (!result.ok() && since_completion_.ok()) since_completion_ = result;
   std::vector<std::pair<Callback, Status>> done = std::move(batch.done);
   batch = Batch{};
   for (auto& [callback, own] : done) {
@@ -182,7 +187,14 @@ void SampleWriter::process(std::deque<Item>& work) {
     } else if (auto* completion = std::get_if<Completion>(&item)) {
       ensure_open(batch);
       Status own = batch.error;
-      if (batch.error.ok()) {
+      if (own.ok() && !since_completion_.ok()) {
+        own = Status(since_completion_.code(),
+                     "step " + std::to_string(completion->completion.step_id) +
+                         " not completed: some of its samples failed to commit: " +
+                         since_completion_.message());
+      }
+      since_completion_ = Status();
+      if (own.ok()) {
         // A savepoint keeps a failing completion (unknown step, already completed) from taking
         // the step's samples down with it.
         own = db_.exec("SAVEPOINT step_completion");
@@ -197,16 +209,16 @@ void SampleWriter::process(std::deque<Item>& work) {
             own = Status(ErrorCode::kIoError, "transaction rolled back during step completion");
           }
         }
-        if (!own.ok()) {
-          // Disk full / I/O inside the completion poisons the transaction; conflicts don't.
-          if (own.code() != ErrorCode::kNotFound && own.code() != ErrorCode::kConflict) {
-            batch.error = own;
-          } else {
-            std::lock_guard lock(mutex_);
-            ++stats_.errors;
-            stats_.last_error = own;
-          }
+        // Disk full / I/O inside the completion poisons the transaction (SQLite may have rolled
+        // it back already); a missing or already completed step does not.
+        if (!own.ok() && own.code() != ErrorCode::kNotFound && own.code() != ErrorCode::kConflict) {
+          batch.error = own;
         }
+      }
+      if (!own.ok() && batch.error.ok()) {
+        std::lock_guard lock(mutex_);
+        ++stats_.errors;
+        stats_.last_error = own;
       }
       batch.done.emplace_back(std::move(completion->done), own);
       // Commit now: the caller is waiting for the step to be durable before the next one.

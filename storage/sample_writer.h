@@ -48,6 +48,9 @@ struct SampleWriterOptions {
   // Rows per transaction (bigger batches amortise the commit; smaller ones bound latency).
   std::size_t max_rows_per_transaction = 20'000;
   int busy_timeout_ms = 5000;
+  // When > 0: PRAGMA max_page_count for the writer's connection, a cap on how far its inserts
+  // may grow the file (a disk quota; tests use it to simulate a full disk). 0 = no cap.
+  std::int64_t max_page_count = 0;
 };
 
 struct SampleWriterStats {
@@ -83,7 +86,9 @@ class SampleWriter {
 
   // Commits the step completion in the transaction of the rows enqueued before it, then calls
   // `done` with: ok; the completion's own error (kNotFound/kConflict — the samples are still
-  // committed); or the transaction's error (samples and completion both lost).
+  // committed); or a write error. A write error — in this transaction, or in any transaction
+  // since the previous complete_step (rows of this step were lost) — means the step is NOT
+  // completed: a completed step always has all of its accepted samples.
   void complete_step(StepCompletion completion, Callback done);
   // Calls `done` once everything enqueued before it is committed (or failed): ok when no
   // transaction failed since the previous barrier, else the first such error.
@@ -125,6 +130,7 @@ class SampleWriter {
   Database db_;              // writer thread only
   SampleInserter inserter_;  // writer thread only
   Status since_barrier_;     // writer thread only: first failure since the last barrier
+  Status since_completion_;  // writer thread only: first failure since the last completion
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
