@@ -1,0 +1,708 @@
+#include "server/plan_executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/burst.h"
+#include "analysis/capacity.h"
+#include "analysis/capacity_search.h"
+#include "analysis/cost.h"
+#include "analysis/knee.h"
+#include "analysis/repeatability.h"
+#include "analysis/step_stats.h"
+#include "analysis/verdict.h"
+#include "analysis/windowed.h"
+#include "api/result_json.h"
+#include "server/embedded_sims.h"
+
+namespace llmcap::server {
+
+using nlohmann::json;
+
+const char* to_string(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::kConcurrencySweep: return "concurrency_sweep";
+    case PhaseKind::kRateSweep: return "rate_sweep";
+    case PhaseKind::kCapacitySearch: return "capacity_search";
+    case PhaseKind::kBurst: return "burst";
+    case PhaseKind::kSoak: return "soak";
+  }
+  return "unknown";
+}
+
+std::string phase_key(std::size_t target_index, std::size_t phase_index, int repeat_index) {
+  return std::to_string(target_index) + "/" + std::to_string(phase_index) + "/" +
+         std::to_string(repeat_index);
+}
+
+namespace {
+
+std::shared_ptr<spdlog::logger> log() {
+  if (auto l = spdlog::get("server")) return l;
+  return spdlog::default_logger();
+}
+
+constexpr double kNsPerS = 1e9;
+
+std::string rate_label(double rps) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f rps", rps);
+  return buf;
+}
+
+// Seeds differ per step but are equal across targets, so every target sees the same prompts.
+std::uint64_t step_seed(std::uint64_t plan_seed, std::size_t phase, int repeat, int step) {
+  std::uint64_t x = plan_seed ^ (0x9e3779b97f4a7c15ULL * (phase + 1)) ^
+                    (0xbf58476d1ce4e5b9ULL * static_cast<std::uint64_t>(repeat + 1)) ^
+                    (0x94d049bb133111ebULL * static_cast<std::uint64_t>(step + 1));
+  x ^= x >> 31;
+  return x;
+}
+
+// One judged step, kept for the target's capacity and the phase analyses.
+struct StepRecord {
+  analysis::JudgedStep judged;
+  analysis::StepVerdict verdict;
+  std::vector<analysis::RequestSample> samples;  // kept only for burst/soak analyses
+  std::vector<analysis::InFlightPoint> in_flight;
+};
+
+class TargetRun {
+ public:
+  TargetRun(const RunPlan& plan, const RunTarget& target, std::size_t target_index,
+            ExecutionSink& sink, std::stop_token stop, const ResumeState& resume,
+            std::int64_t& global_step, std::int64_t planned_steps)
+      : plan_(plan),
+        target_(target),
+        target_index_(target_index),
+        sink_(sink),
+        stop_(std::move(stop)),
+        resume_(resume),
+        global_step_(global_step),
+        planned_steps_(planned_steps) {}
+
+  // Runs every phase; returns the target's results document.
+  json run(std::string& error, bool& cancelled);
+
+ private:
+  json run_phase(const RunPhase& phase, std::size_t phase_index, int repeat, std::string& error);
+  // Runs one step; nullopt when cancelled before it produced anything or the sink failed.
+  std::optional<StepRecord> run_step(const RunPhase& phase, std::size_t phase_index, int repeat,
+                                     int step_index, agent::LoadSpec load, double duration_s,
+                                     std::string label, json params, json& phase_steps,
+                                     std::string& error, bool keep_samples = false);
+  json sweep_analysis(const std::vector<StepRecord>& steps);
+
+  const RunPlan& plan_;
+  const RunTarget& target_;
+  std::size_t target_index_;
+  ExecutionSink& sink_;
+  std::stop_token stop_;
+  const ResumeState& resume_;
+  std::int64_t& global_step_;
+  std::int64_t planned_steps_;
+  std::string model_;
+  std::vector<analysis::JudgedStep> all_judged_;
+  int client_bound_steps_ = 0;
+  std::optional<analysis::SweepPoint> knee_;
+  std::optional<double> qualified_rate_;
+};
+
+std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t phase_index,
+                                              int repeat, int step_index, agent::LoadSpec load,
+                                              double duration_s, std::string label, json params,
+                                              json& phase_steps, std::string& error,
+                                              bool keep_samples) {
+  if (stop_.stop_requested()) return std::nullopt;
+  StepContext ctx;
+  ctx.target_index = target_index_;
+  ctx.target = target_.name;
+  ctx.phase_index = phase_index;
+  ctx.phase = phase.name;
+  ctx.kind = phase.kind;
+  ctx.repeat_index = repeat;
+  ctx.step_index = step_index;
+  ctx.global_step = global_step_;
+  ctx.label = std::move(label);
+  ctx.params = std::move(params);
+  ctx.planned_s = phase.warmup_s + duration_s;
+  ctx.planned_steps = planned_steps_;
+
+  agent::StepSpec spec;
+  spec.target = target_.spec;
+  if (!model_.empty()) spec.target.model = model_;
+  spec.deadlines = plan_.deadlines;
+  spec.workload = target_.workload;
+  spec.load = std::move(load);
+  spec.warmup_s = phase.warmup_s;
+  spec.duration_s = duration_s;
+  spec.drain = phase.drain;
+  spec.seed = step_seed(plan_.seed, phase_index, repeat, step_index);
+  sink_.on_step_started(ctx);
+
+  agent::StepRunner runner;
+  auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
+  agent::StepResult result = runner.run(spec, stop_, progress);
+  ++global_step_;
+  if (!result.fatal_error.empty()) {
+    error = "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " +
+            result.fatal_error;
+    return std::nullopt;
+  }
+  if (model_.empty()) model_ = result.model;
+
+  analysis::StepInput input;
+  input.samples = result.samples;
+  input.window_start_ns = result.window_start_ns;
+  input.window_end_ns = result.window_end_ns;
+  if (spec.load.kind == agent::LoadKind::kOpen) {
+    // Offered rate over the measurement window (the profile may vary: bursts).
+    const double t0 = static_cast<double>(result.window_start_ns) / kNsPerS;
+    const double t1 = static_cast<double>(result.window_end_ns) / kNsPerS;
+    input.offered_rate_rps =
+        t1 > t0 ? (spec.load.rate.cumulative(t1) - spec.load.rate.cumulative(t0)) / (t1 - t0) : 0;
+  } else {
+    input.concurrency = spec.load.concurrency;
+  }
+  input.itl_ns = result.itl_ns;
+  input.dropped_arrivals = result.dropped_arrivals;
+  input.client_cpu_utilisation = result.client_cpu_utilisation;
+  if (result.schedule_lag.count > 0)
+    input.schedule_lag_p99_ns = static_cast<double>(result.schedule_lag.p99_ns);
+  input.sla = plan_.sla;
+  for (const auto& [t, n] : result.in_flight_series) input.in_flight.push_back({t, double(n)});
+
+  StepRecord record;
+  record.judged.stats = analysis::compute_step_stats(input);
+  record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
+  record.judged.outcome = result.cancelled ? analysis::Outcome::kInconclusive
+                                           : record.verdict.outcome;
+  bool client_bound = false;
+  for (const auto* r : record.verdict.deciding()) {
+    client_bound = client_bound || analysis::is_client_side(r->kind);
+  }
+  if (client_bound && record.verdict.outcome == analysis::Outcome::kInconclusive)
+    ++client_bound_steps_;
+
+  json step_json{
+      {"global_step", ctx.global_step},
+      {"target", target_.name},
+      {"phase", phase.name},
+      {"phase_kind", to_string(phase.kind)},
+      {"repeat", repeat},
+      {"step", step_index},
+      {"label", ctx.label},
+      {"params", ctx.params},
+      {"partial", result.cancelled || !result.completed},
+      {"model", result.model},
+      {"stats", api::step_stats_json(record.judged.stats)},
+      {"verdict", api::verdict_json(record.verdict)},
+      {"client_bound", client_bound},
+      {"client",
+       json{{"cpu_utilisation", result.client_cpu_utilisation},
+            {"schedule_lag_p99_ms", static_cast<double>(result.schedule_lag.p99_ns) / 1e6},
+            {"schedule_lag_max_ms", static_cast<double>(result.schedule_lag.max_ns) / 1e6},
+            {"timer_lag_p99_ms", static_cast<double>(result.timer_lag.p99_ns) / 1e6},
+            {"connections_opened", result.connections_opened}}},
+      {"calibration",
+       json{{"method", result.calibration.method},
+            {"tokens_per_word", result.calibration.tokens_per_word_final},
+            {"planned_input_mean_tokens", result.calibration.planned_input_mean_tokens},
+            {"real_input_mean_tokens", result.calibration.real_input_mean_tokens},
+            {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
+            {"note", result.calibration.note}}},
+  };
+  if (!sink_.on_step_finished(ctx, result, step_json, error)) return std::nullopt;
+  phase_steps.push_back(step_json);
+  all_judged_.push_back(record.judged);
+  if (keep_samples) {
+    record.samples = std::move(result.samples);
+    record.in_flight = input.in_flight;
+  }
+  log()->info("{} {} {}: {} — {:.1f} out tok/s, P95 TTFT {:.0f} ms, P95 TPOT {:.1f} ms, err {:.2f}%",
+              target_.name, phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
+              record.judged.stats.output_tokens_per_s, record.judged.stats.ttft_ns.p95 / 1e6,
+              record.judged.stats.tpot_ns.p95 / 1e6, record.judged.stats.error_rate * 100);
+  return record;
+}
+
+json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
+  std::vector<analysis::SweepPoint> points;
+  for (const auto& s : steps) {
+    const auto& st = s.judged.stats;
+    points.push_back({st.concurrency, st.output_tokens_per_s, st.e2e_ns.p95, st.e2e_ns.mean});
+  }
+  auto knee = analysis::find_knee(points);
+  if (!knee) return json{{"found", false}};
+  if (knee->point.mean_e2e_ns > 0) knee_ = knee->point;
+  return json{{"found", knee->found},
+              {"concurrency", knee->point.concurrency},
+              {"output_tokens_per_s", knee->point.output_tokens_per_s},
+              {"mean_e2e_ms", knee->point.mean_e2e_ns / 1e6},
+              {"initial_gain_per_stream", knee->initial_gain_per_stream},
+              {"gain_after_per_stream", knee->gain_after_per_stream}};
+}
+
+json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int repeat,
+                          std::string& error) {
+  json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
+  json steps = json::array();
+  auto finish = [&](json extra) {
+    doc["steps"] = steps;
+    for (auto& [k, v] : extra.items()) doc[k] = v;
+    return doc;
+  };
+
+  switch (phase.kind) {
+    case PhaseKind::kConcurrencySweep: {
+      std::vector<StepRecord> records;
+      int i = 0;
+      for (const auto level : phase.levels) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kClosed;
+        load.concurrency = level;
+        auto r = run_step(phase, phase_index, repeat, i++, load, phase.duration_s,
+                          "c=" + std::to_string(level), json{{"concurrency", level}}, steps, error);
+        if (!r) break;
+        records.push_back(std::move(*r));
+      }
+      return finish(json{{"knee", sweep_analysis(records)}});
+    }
+    case PhaseKind::kRateSweep: {
+      int i = 0;
+      for (const auto rate : phase.rates_rps) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kOpen;
+        load.rate = agent::RateProfile::constant(rate);
+        load.inter_arrival = phase.arrival;
+        load.burstiness = phase.burstiness;
+        load.in_flight_cap = phase.max_in_flight;
+        if (!run_step(phase, phase_index, repeat, i++, load, phase.duration_s, rate_label(rate),
+                      json{{"rate_rps", rate}}, steps, error))
+          break;
+      }
+      return finish(json::object());
+    }
+    case PhaseKind::kCapacitySearch: {
+      analysis::CapacitySearchOptions o;
+      std::string start_reason;
+      if (phase.start_rps > 0) {
+        o.initial_rate_rps = phase.start_rps;
+        start_reason = "start_from";
+      } else if (phase.low_rps > 0 && phase.high_rps > phase.low_rps) {
+        o.initial_rate_rps = std::sqrt(phase.low_rps * phase.high_rps);
+        start_reason = "bracket midpoint (geometric)";
+      } else if (knee_) {
+        o.initial_rate_rps =
+            analysis::rate_from_knee(knee_->concurrency, knee_->mean_e2e_ns).value_or(1.0);
+        start_reason = "Little's law at the sweep's knee (c=" +
+                       std::to_string(knee_->concurrency) + ")";
+      } else {
+        o.initial_rate_rps = 1.0;
+        start_reason = "no knee available: 1 rps";
+      }
+      if (phase.high_rps > 0) o.max_rate_rps = phase.high_rps;
+      if (phase.low_rps > 0) o.min_rate_rps = phase.low_rps;
+      o.initial_rate_rps = std::clamp(o.initial_rate_rps, o.min_rate_rps, o.max_rate_rps);
+      o.relative_resolution = phase.resolution;
+      o.max_steps = phase.max_steps;
+      o.confirm_duration_factor = phase.confirm_duration_s / std::max(1.0, phase.duration_s);
+      analysis::CapacitySearch search(o);
+      int i = 0;
+      while (auto next = search.next_rate()) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kOpen;
+        load.rate = agent::RateProfile::constant(next->rate_rps);
+        load.inter_arrival = phase.arrival;
+        load.burstiness = phase.burstiness;
+        load.in_flight_cap = phase.max_in_flight;
+        const std::string label =
+            (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
+            (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
+        auto r = run_step(phase, phase_index, repeat, i++, load,
+                          phase.duration_s * next->duration_factor, label,
+                          json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps,
+                          error);
+        if (!r) break;
+        if (next->confirm) all_judged_.back().confirm = true;
+        search.report(next->rate_rps, r->judged.outcome);
+      }
+      const auto& res = search.result();
+      if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;
+      json s = api::search_json(res);
+      s["start_rate_rps"] = o.initial_rate_rps;
+      s["start_reason"] = start_reason;
+      return finish(json{{"search", s}});
+    }
+    case PhaseKind::kBurst: {
+      // Pre-burst baseline of one window, the burst, then the observation period.
+      const double pre_s = phase.window_s;
+      const double total_s = pre_s + phase.burst_s + phase.observe_s;
+      agent::LoadSpec load;
+      load.kind = agent::LoadKind::kOpen;
+      load.rate = agent::RateProfile::burst(phase.base_rps, phase.multiplier,
+                                            phase.warmup_s + pre_s, phase.burst_s);
+      load.inter_arrival = phase.arrival;
+      load.burstiness = phase.burstiness;
+      load.in_flight_cap = phase.max_in_flight;
+      char label[64];
+      std::snprintf(label, sizeof label, "burst %.2f rps ×%.1f for %.0f s", phase.base_rps,
+                    phase.multiplier, phase.burst_s);
+      auto r = run_step(phase, phase_index, repeat, 0, load, total_s, label,
+                        json{{"base_rps", phase.base_rps},
+                             {"multiplier", phase.multiplier},
+                             {"burst_s", phase.burst_s},
+                             {"observe_s", phase.observe_s}},
+                        steps, error, /*keep_samples=*/true);
+      if (!r) return finish(json::object());
+      analysis::BurstRecoveryInput in;
+      in.samples = r->samples;
+      in.in_flight = r->in_flight;
+      in.burst_start_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s) * kNsPerS);
+      in.burst_end_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
+      in.observation_end_ns = static_cast<std::int64_t>((phase.warmup_s + total_s) * kNsPerS);
+      in.window_ns = static_cast<std::int64_t>(phase.window_s * kNsPerS);
+      in.ttft_definition = plan_.sla.ttft_definition;
+      for (const auto& b : plan_.sla.bounds) {
+        if (b.metric == analysis::SlaMetric::kTtft && std::abs(b.percentile - 95) < 1e-9)
+          in.ttft_p95_limit_ms = b.limit_ms;
+      }
+      const auto rec = analysis::burst_recovery(in);
+      analysis::WindowOptions wo{0, in.observation_end_ns,
+                                 std::max<std::int64_t>(in.window_ns / 5, 1'000'000'000)};
+      json timeline = json::array();
+      for (const auto& p : analysis::windowed_p95_ttft(r->samples, wo, in.ttft_definition)) {
+        timeline.push_back(json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
+                                {"count", p.count},
+                                {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6)
+                                                              : json(nullptr)}});
+      }
+      json in_flight = json::array();
+      for (const auto& p : r->in_flight) {
+        if (in_flight.empty() || p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
+          in_flight.push_back(json{{"t_ns", p.t_ns}, {"in_flight", p.in_flight}});
+      }
+      return finish(json{
+          {"burst",
+           json{{"recovered", rec.recovered},
+                {"recovery_s", rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS)
+                                               : json(nullptr)},
+                {"latency_recovered_s", rec.latency_recovered_ns
+                                            ? json(double(*rec.latency_recovered_ns) / kNsPerS)
+                                            : json(nullptr)},
+                {"backlog_drained_s", rec.backlog_drained_ns
+                                          ? json(double(*rec.backlog_drained_ns) / kNsPerS)
+                                          : json(nullptr)},
+                {"pre_burst_in_flight", rec.pre_burst_in_flight},
+                {"peak_in_flight", rec.peak_in_flight},
+                {"statement", rec.recovered ? "recovered" : "did not recover within the window"},
+                {"timeline", timeline},
+                {"in_flight", in_flight}}}});
+    }
+    case PhaseKind::kSoak: {
+      double rate = phase.soak_rps;
+      if (phase.soak_at_qualified) {
+        if (!qualified_rate_) {
+          return finish(json{{"soak", json{{"skipped", true},
+                                           {"statement", "no qualified rate to soak at (the "
+                                                         "capacity search found none)"}}}});
+        }
+        rate = *qualified_rate_;
+      }
+      agent::LoadSpec load;
+      load.kind = agent::LoadKind::kOpen;
+      load.rate = agent::RateProfile::constant(rate);
+      load.inter_arrival = phase.arrival;
+      load.burstiness = phase.burstiness;
+      load.in_flight_cap = phase.max_in_flight;
+      auto r = run_step(phase, phase_index, repeat, 0, load, phase.duration_s,
+                        "soak " + rate_label(rate), json{{"rate_rps", rate}}, steps, error,
+                        /*keep_samples=*/true);
+      if (!r) return finish(json::object());
+      analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
+                                 static_cast<std::int64_t>(phase.window_s * kNsPerS)};
+      const auto wc = analysis::windowed_compliance(r->samples, plan_.sla, wo);
+      json bounds = json::array();
+      for (const auto& b : wc.bounds) {
+        bounds.push_back(json{{"metric", std::string(analysis::to_string(b.bound.metric))},
+                              {"percentile", b.bound.percentile},
+                              {"limit_ms", b.bound.limit_ms},
+                              {"windows_with_data", b.windows_with_data},
+                              {"windows_held", b.windows_held},
+                              {"share_held", b.share_held}});
+      }
+      return finish(json{{"soak", json{{"rate_rps", rate},
+                                       {"window_s", phase.window_s},
+                                       {"windows", wc.windows.size()},
+                                       {"bounds", bounds},
+                                       {"error_rate_share_held", wc.error_rate_share_held},
+                                       {"all_held_share", wc.all_held_share}}}});
+    }
+  }
+  return finish(json::object());
+}
+
+json TargetRun::run(std::string& error, bool& cancelled) {
+  json phases = json::array();
+  std::vector<std::optional<double>> search_repeats;
+  for (std::size_t p = 0; p < plan_.phases.size() && error.empty(); ++p) {
+    const auto& phase = plan_.phases[p];
+    for (int rep = 0; rep < std::max(1, phase.repeat) && error.empty(); ++rep) {
+      if (stop_.stop_requested()) break;
+      const auto key = phase_key(target_index_, p, rep);
+      json doc;
+      if (auto it = resume_.completed_phases.find(key); it != resume_.completed_phases.end()) {
+        doc = it->second;  // resumed: reuse the stored phase and what later phases need
+        doc["resumed"] = true;
+        if (doc.contains("knee") && doc["knee"].value("found", false)) {
+          analysis::SweepPoint k;
+          k.concurrency = doc["knee"].value("concurrency", 0);
+          k.output_tokens_per_s = doc["knee"].value("output_tokens_per_s", 0.0);
+          k.mean_e2e_ns = doc["knee"].value("mean_e2e_ms", 0.0) * 1e6;
+          knee_ = k;
+        }
+        if (doc.contains("search") && doc["search"]["qualified_rate_rps"].is_number())
+          qualified_rate_ = doc["search"]["qualified_rate_rps"].get<double>();
+      } else {
+        doc = run_phase(phase, p, rep, error);
+        StepContext ctx;
+        ctx.target_index = target_index_;
+        ctx.target = target_.name;
+        ctx.phase_index = p;
+        ctx.phase = phase.name;
+        ctx.kind = phase.kind;
+        ctx.repeat_index = rep;
+        ctx.global_step = global_step_;
+        if (error.empty() && !stop_.stop_requested()) sink_.on_phase_finished(ctx, doc);
+      }
+      if (phase.kind == PhaseKind::kCapacitySearch) {
+        const auto& s = doc.contains("search") ? doc["search"] : json();
+        search_repeats.push_back(s.is_object() && s["qualified_rate_rps"].is_number()
+                                     ? std::optional<double>(s["qualified_rate_rps"].get<double>())
+                                     : std::nullopt);
+      }
+      phases.push_back(std::move(doc));
+    }
+  }
+  cancelled = stop_.stop_requested();
+
+  // Qualified capacity over every judged step of this target (DOMAIN §3). Steps of resumed
+  // phases are rebuilt from their stored documents' figures.
+  const auto capacity = analysis::qualified_capacity(all_judged_);
+  json cap = api::capacity_json(capacity);
+  json qualified = nullptr;
+  const analysis::QualifiedPoint* point = nullptr;
+  std::string basis;
+  if (capacity.open_loop.point) {
+    point = &*capacity.open_loop.point;
+    basis = "open_loop";
+  } else if (capacity.closed_loop.point) {
+    point = &*capacity.closed_loop.point;
+    basis = "closed_loop";
+  }
+  if (point) {
+    qualified = api::qualified_point_json(*point);
+    qualified["basis"] = basis;
+    const auto cost = analysis::cost_per_million_output_tokens(target_.price_per_hour,
+                                                               point->output_tokens_per_s);
+    qualified["cost_per_million_output_tokens"] = cost ? json(*cost) : json(nullptr);
+  }
+  json doc{{"name", target_.name},
+           {"base_url", target_.base_url},
+           {"simulated", EmbeddedSimulators::is_sim_url(target_.base_url)},
+           {"model", model_.empty() ? target_.spec.model : model_},
+           {"precision", target_.precision},
+           {"api", std::string(agent::to_string(target_.spec.api))},
+           {"workload",
+            json{{"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
+                 {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
+                 {"overridden", target_.workload_overridden}}},
+           {"hardware", json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json,
+                                    nullptr, false)},
+           {"price_per_hour", target_.price_per_hour},
+           {"currency", target_.currency},
+           {"phases", phases},
+           {"capacity", cap},
+           {"qualified", qualified},
+           {"client_bound_steps", client_bound_steps_}};
+  if (search_repeats.size() > 1) {
+    const auto rep = analysis::assess_repeatability(search_repeats);
+    doc["repeatability"] = json{{"runs", rep.runs},
+                                {"mean_rps", rep.mean},
+                                {"min_rps", rep.min},
+                                {"max_rps", rep.max},
+                                {"relative_spread", rep.relative_spread},
+                                {"ci_low_rps", rep.ci_low ? json(*rep.ci_low) : json(nullptr)},
+                                {"ci_high_rps", rep.ci_high ? json(*rep.ci_high) : json(nullptr)},
+                                {"inconclusive", rep.inconclusive},
+                                {"reason", rep.reason}};
+  }
+  return doc;
+}
+
+}  // namespace
+
+PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink)
+    : sims_(sims), sink_(sink) {}
+
+std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
+  std::int64_t per_target = 0;
+  for (const auto& p : plan.phases) {
+    std::int64_t n = 0;
+    switch (p.kind) {
+      case PhaseKind::kConcurrencySweep: n = static_cast<std::int64_t>(p.levels.size()); break;
+      case PhaseKind::kRateSweep: n = static_cast<std::int64_t>(p.rates_rps.size()); break;
+      case PhaseKind::kCapacitySearch: n = p.max_steps; break;
+      case PhaseKind::kBurst:
+      case PhaseKind::kSoak: n = 1; break;
+    }
+    per_target += n * std::max(1, p.repeat);
+  }
+  return per_target * static_cast<std::int64_t>(plan.targets.size());
+}
+
+ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
+                                  const ResumeState& resume) {
+  ExecutionResult out;
+  json targets = json::array();
+  std::int64_t global_step = resume.completed_steps;
+  const auto planned = planned_steps(plan);
+  std::vector<analysis::TargetOffer> offers;
+  bool all_qualified = !plan.targets.empty();
+
+  for (std::size_t t = 0; t < plan.targets.size() && out.error.empty(); ++t) {
+    if (stop.stop_requested()) break;
+    RunTarget target = plan.targets[t];
+    std::string description;
+    if (EmbeddedSimulators::is_sim_url(target.base_url)) {
+      auto resolved = sims_.resolve(target.base_url, target.sim_options_json, plan.seed);
+      if (!resolved.error.empty()) {
+        out.error = "target " + target.name + ": simulator cannot start: " + resolved.error;
+        break;
+      }
+      target.spec.base_url = resolved.base_url;
+      description = resolved.description;
+    } else {
+      target.spec.base_url = target.base_url;
+    }
+    sink_.on_target_started(target, target.spec.base_url, description);
+    bool cancelled = false;
+    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned);
+    json doc = run.run(out.error, cancelled);
+    if (!description.empty()) doc["simulator"] = description;
+    const bool qualified = doc["qualified"].is_object();
+    all_qualified = all_qualified && qualified;
+    offers.push_back({target.name, target.price_per_hour,
+                      qualified ? doc["qualified"].value("output_tokens_per_s", 0.0) : 0.0});
+    targets.push_back(std::move(doc));
+    if (cancelled) break;
+  }
+  out.cancelled = stop.stop_requested();
+
+  json results{{"plan", plan.name},
+               {"workload_fingerprint", plan.fingerprint},
+               {"comparison_label", plan.per_target_optimised ? "per-target optimised"
+                                                              : "same-config"},
+               {"targets", targets}};
+  // Comparison against the first target (DOMAIN §4: relative cost = price ratio / throughput
+  // ratio), only between targets that qualified.
+  json comparisons = json::array();
+  for (std::size_t i = 1; i < offers.size(); ++i) {
+    if (auto c = analysis::compare_targets(offers[0], offers[i]))
+      comparisons.push_back(api::comparison_json(*c));
+  }
+  results["comparison"] = comparisons;
+  if (plan.demand && !offers.empty()) {
+    results["demand_plan"] = api::demand_plan_json(
+        analysis::plan_demand(*plan.demand, offers, plan.hours_per_month));
+  }
+  results["all_qualified"] = all_qualified && offers.size() == plan.targets.size();
+  out.all_qualified = results["all_qualified"].get<bool>();
+  results["state"] = !out.error.empty() ? "failed" : out.cancelled ? "cancelled" : "succeeded";
+  if (!out.error.empty()) results["error"] = out.error;
+  out.results = std::move(results);
+  return out;
+}
+
+std::string capacity_table_text(const json& results) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %-14s %-6s %-10s %9s %11s %9s %9s %9s %6s %9s %9s  %s\n",
+                "target", "model", "prec", "in/out", "rate", "out tok/s", "P95 TTFT", "P95 TPOT",
+                "P95 E2E", "err%", "price/h", "$/M tok", "verdict");
+  out += line;
+  const json& targets = results.contains("targets") ? results["targets"] : json::array();
+  for (const auto& t : targets) {
+    const auto& q = t["qualified"];
+    char inout[32];
+    std::snprintf(inout, sizeof inout, "%.0f/%.0f",
+                  t["workload"].value("input_tokens_mean", 0.0),
+                  t["workload"].value("output_tokens_mean", 0.0));
+    std::string labels;
+    if (t.value("simulated", false)) labels += " simulated";
+    if (t.value("client_bound_steps", 0) > 0) labels += " client-bound-steps";
+    if (q.is_object()) {
+      char rate[32];
+      if (q.value("basis", "") == "open_loop")
+        std::snprintf(rate, sizeof rate, "%.2f rps", q.value("offered_rate_rps", 0.0));
+      else
+        std::snprintf(rate, sizeof rate, "c=%d", q.value("concurrency", 0));
+      const auto& cost = q["cost_per_million_output_tokens"];
+      std::snprintf(line, sizeof line,
+                    "%-16s %-14s %-6s %-10s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f %9s  "
+                    "PASS%s\n",
+                    t.value("name", "").c_str(), t.value("model", "").c_str(),
+                    t.value("precision", "").c_str(), inout, rate,
+                    q.value("output_tokens_per_s", 0.0), q["ttft_ms"].value("p95", 0.0),
+                    q["tpot_ms"].value("p95", 0.0), q["e2e_ms"].value("p95", 0.0),
+                    q.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0),
+                    cost.is_number() ? (std::to_string(cost.get<double>()).substr(0, 6)).c_str()
+                                     : "-",
+                    labels.c_str());
+    } else {
+      std::snprintf(line, sizeof line,
+                    "%-16s %-14s %-6s %-10s %9s %11s %9s %9s %9s %6s %9.2f %9s  NO CAPACITY%s\n",
+                    t.value("name", "").c_str(), t.value("model", "").c_str(),
+                    t.value("precision", "").c_str(), inout, "-", "-", "-", "-", "-", "-",
+                    t.value("price_per_hour", 0.0), "-", labels.c_str());
+    }
+    out += line;
+  }
+  out += "comparison: " + results.value("comparison_label", std::string("same-config")) + "\n";
+  for (const auto& c : results.value("comparison", json::array())) {
+    std::snprintf(line, sizeof line,
+                  "  %s vs %s: throughput ×%.2f, price ×%.2f, relative cost per token ×%.2f\n",
+                  c.value("target", "").c_str(), c.value("baseline", "").c_str(),
+                  c.value("throughput_ratio", 0.0), c.value("price_ratio", 0.0),
+                  c.value("relative_cost_per_token", 0.0));
+    out += line;
+  }
+  if (results.contains("demand_plan")) {
+    const auto& d = results["demand_plan"];
+    std::snprintf(line, sizeof line,
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month\n",
+                  d.value("demand_output_tokens_per_s", 0.0),
+                  d.value("required_output_tokens_per_s", 0.0), d.value("hours_per_month", 0.0));
+    out += line;
+    for (const auto& l : d.value("lines", json::array())) {
+      if (l.value("feasible", false)) {
+        std::snprintf(line, sizeof line, "  %-16s %3lld instance(s)  %10.2f /h  %12.2f /month%s\n",
+                      l.value("target", "").c_str(),
+                      static_cast<long long>(l.value("instances", 0)),
+                      l.value("hourly_cost", 0.0), l.value("monthly_cost", 0.0),
+                      d["cheapest"].is_string() && d["cheapest"] == l["target"] ? "  <- cheapest"
+                                                                                  : "");
+      } else {
+        std::snprintf(line, sizeof line, "  %-16s not feasible (no qualified capacity)\n",
+                      l.value("target", "").c_str());
+      }
+      out += line;
+    }
+  }
+  return out;
+}
+
+}  // namespace llmcap::server

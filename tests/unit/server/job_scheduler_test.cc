@@ -1,0 +1,135 @@
+#include "server/job_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <set>
+
+namespace llmcap::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A RunFn whose jobs block until released (or stopped), recording what ran concurrently.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable_any cv;  // stop-token aware waits
+  std::set<std::string> released;
+  std::set<std::string> running;
+  std::vector<std::string> order;
+  int max_parallel = 0;
+  std::vector<std::string> stopped;
+
+  JobScheduler::RunFn fn() {
+    return [this](const std::string& id, std::stop_token stop) {
+      std::unique_lock lock(mu);
+      running.insert(id);
+      order.push_back(id);
+      max_parallel = std::max<int>(max_parallel, static_cast<int>(running.size()));
+      cv.notify_all();
+      cv.wait_for(lock, stop, 10s, [&] { return released.count(id) > 0; });
+      if (stop.stop_requested()) stopped.push_back(id);
+      running.erase(id);
+      cv.notify_all();
+    };
+  }
+  void release(const std::string& id) {
+    std::lock_guard lock(mu);
+    released.insert(id);
+    cv.notify_all();
+  }
+  bool wait_running(const std::string& id) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 5s, [&] { return running.count(id) > 0; });
+  }
+  bool wait_done(const std::string& id) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 5s, [&] {
+      return running.count(id) == 0 &&
+             std::find(order.begin(), order.end(), id) != order.end();
+    });
+  }
+};
+
+TEST(JobScheduler, RunsInPriorityThenFifoOrder) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  ASSERT_EQ(s.submit("a", {"t1"}), JobScheduler::SubmitResult::kQueued);
+  ASSERT_TRUE(g.wait_running("a"));
+  s.submit("b", {"t1"}, 0);
+  s.submit("c", {"t1"}, 5);
+  s.submit("d", {"t1"}, 0);
+  for (const char* id : {"a", "c", "b", "d"}) {
+    ASSERT_TRUE(g.wait_running(id)) << id;
+    g.release(id);
+    ASSERT_TRUE(g.wait_done(id)) << id;
+  }
+  EXPECT_EQ(g.order, (std::vector<std::string>{"a", "c", "b", "d"}));
+}
+
+TEST(JobScheduler, NeverRunsTwoJobsOnOneTarget) {
+  Gate g;
+  JobScheduler s({2, 10}, g.fn());
+  s.submit("a", {"gpu1"});
+  ASSERT_TRUE(g.wait_running("a"));
+  s.submit("b", {"gpu1", "gpu2"});  // shares gpu1: must wait
+  s.submit("c", {"gpu3"});          // independent: may run beside a
+  ASSERT_TRUE(g.wait_running("c"));
+  {
+    std::lock_guard lock(g.mu);
+    EXPECT_EQ(g.running.count("b"), 0u);
+  }
+  g.release("a");
+  ASSERT_TRUE(g.wait_running("b"));
+  g.release("b");
+  g.release("c");
+  ASSERT_TRUE(g.wait_done("b"));
+  EXPECT_EQ(g.max_parallel, 2);
+}
+
+TEST(JobScheduler, QueueLimitAndDuplicates) {
+  Gate g;
+  JobScheduler s({1, 2}, g.fn());
+  s.submit("a", {"t"});
+  ASSERT_TRUE(g.wait_running("a"));
+  EXPECT_EQ(s.submit("b", {"t"}), JobScheduler::SubmitResult::kQueued);
+  EXPECT_EQ(s.submit("b", {"t"}), JobScheduler::SubmitResult::kDuplicate);
+  EXPECT_EQ(s.submit("c", {"t"}), JobScheduler::SubmitResult::kQueued);
+  EXPECT_EQ(s.submit("d", {"t"}), JobScheduler::SubmitResult::kQueueFull);
+  EXPECT_EQ(s.queued(), 2u);
+  g.release("a");
+  g.release("b");
+  g.release("c");
+}
+
+TEST(JobScheduler, CancelQueuedAndRunning) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  s.submit("a", {"t"});
+  ASSERT_TRUE(g.wait_running("a"));
+  s.submit("b", {"t"});
+  EXPECT_EQ(s.cancel("b"), JobScheduler::CancelResult::kRemovedFromQueue);
+  EXPECT_EQ(s.cancel("a"), JobScheduler::CancelResult::kStopRequested);
+  ASSERT_TRUE(g.wait_done("a"));
+  EXPECT_EQ(g.stopped, std::vector<std::string>{"a"});
+  EXPECT_EQ(s.cancel("zzz"), JobScheduler::CancelResult::kNotActive);
+}
+
+TEST(JobScheduler, ShutdownStopsRunningJobsAfterGrace) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  s.submit("a", {"t"});
+  ASSERT_TRUE(g.wait_running("a"));
+  const auto t0 = std::chrono::steady_clock::now();
+  s.shutdown(100ms);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 90ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_EQ(g.stopped, std::vector<std::string>{"a"});
+  EXPECT_EQ(s.submit("x", {"t"}), JobScheduler::SubmitResult::kShuttingDown);
+}
+
+}  // namespace
+}  // namespace llmcap::server
