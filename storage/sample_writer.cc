@@ -20,6 +20,11 @@ struct SampleWriter::Batch {
 
 Result<std::unique_ptr<SampleWriter>> SampleWriter::open(const std::string& path,
                                                          SampleWriterOptions options) {
+  if (path == ":memory:" || path.empty()) {
+    return Status(ErrorCode::kInvalid,
+                  "sample writer: database '" + path +
+                      "' cannot be shared between connections; use a (temporary) file");
+  }
   DatabaseOptions db_options;
   db_options.busy_timeout_ms = options.busy_timeout_ms;
   Result<Database> db = Database::open(path, db_options);
@@ -170,6 +175,7 @@ void SampleWriter::finish(Batch& batch) {
   }
   if (!result.ok() && since_barrier_.ok()) since_barrier_ = result;
   if (!result.ok() && since_completion_.ok()) since_completion_ = result;
+  if (options_.on_batch) options_.on_batch(latency_ns, rows, result);
   std::vector<std::pair<Callback, Status>> done = std::move(batch.done);
   batch = Batch{};
   for (auto& [callback, own] : done) {

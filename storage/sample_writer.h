@@ -51,6 +51,10 @@ struct SampleWriterOptions {
   // When > 0: PRAGMA max_page_count for the writer's connection, a cap on how far its inserts
   // may grow the file (a disk quota; tests use it to simulate a full disk). 0 = no cap.
   std::int64_t max_page_count = 0;
+  // Called on the writer thread after every transaction (committed or failed) with its duration
+  // and row count, e.g. to feed a latency histogram. Must be quick and must not call back into
+  // the writer's blocking methods. Empty = none.
+  std::function<void(std::int64_t latency_ns, std::size_t rows, const Status& result)> on_batch;
 };
 
 struct SampleWriterStats {
@@ -72,7 +76,8 @@ class SampleWriter {
   using Callback = std::function<void(Status)>;
 
   // Opens its own connection to the (migrated) database at `path` and starts the thread.
-  // Fails with the open error, or kInvalid when the sample tables are missing.
+  // Fails with the open error, or kInvalid when the sample tables are missing or `path` is
+  // ":memory:" (a private in-memory database per connection; use a temporary file instead).
   static Result<std::unique_ptr<SampleWriter>> open(const std::string& path,
                                                     SampleWriterOptions options = {});
   ~SampleWriter();

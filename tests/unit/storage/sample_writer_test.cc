@@ -197,6 +197,40 @@ TEST_F(SampleWriterTest, FullQueueDropsWholeBatchWithoutBlocking) {
   EXPECT_EQ(writer->stats().rows_written, 150u);
 }
 
+TEST_F(SampleWriterTest, OnBatchSeesEveryTransaction) {
+  const std::int64_t step = begin_step(0);
+  std::atomic<std::size_t> rows_seen{0};
+  std::atomic<int> batches{0};
+  SampleWriterOptions options;
+  options.max_rows_per_transaction = 250;
+  options.on_batch = [&](std::int64_t latency_ns, std::size_t n, const Status& s) {
+    EXPECT_GE(latency_ns, 0);
+    EXPECT_TRUE(s.ok());
+    rows_seen += n;
+    ++batches;
+  };
+  auto writer = open_writer(options);
+  ASSERT_TRUE(writer->enqueue(rows(step, 0, 1000)));
+  ASSERT_TRUE(writer->flush().ok());
+  EXPECT_EQ(rows_seen.load(), 1000u);
+  EXPECT_EQ(static_cast<std::uint64_t>(batches.load()), writer->stats().batches);
+  EXPECT_GE(batches.load(), 4);
+}
+
+TEST_F(SampleWriterTest, MemoryDatabaseIsRefused) {
+  Result<std::unique_ptr<SampleWriter>> w = SampleWriter::open(":memory:");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.code(), ErrorCode::kInvalid);
+  EXPECT_NE(w.status().message().find("file"), std::string::npos);
+}
+
+TEST_F(SampleWriterTest, UnmigratedDatabaseIsRefused) {
+  Result<std::unique_ptr<SampleWriter>> w = SampleWriter::open(dir_.file("empty.db"));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.code(), ErrorCode::kInvalid);
+  EXPECT_NE(w.status().message().find("migrations"), std::string::npos);
+}
+
 TEST_F(SampleWriterTest, DestructorDrainsTheQueue) {
   const std::int64_t step = begin_step(0);
   {
