@@ -14,7 +14,7 @@
 
 #include "net/http_server.h"
 
-namespace llmcap::testing {
+namespace llmcap::fakes {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
@@ -50,7 +50,7 @@ std::int32_t words_in(const std::string& text) {
 }  // namespace
 
 struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl> {
-  Impl(Script s, ScriptedTargetOptions o) : script(s), options(std::move(o)) {}
+  Impl(Script s, ScriptedTargetOptions o) : options(std::move(o)), script(s) {}
 
   asio::io_context io{1};
   std::unique_ptr<net::HttpServer> server;
@@ -104,12 +104,18 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
   Script s;
   ServedStream rec;
   std::size_t slot = 0;
+  std::uint64_t stream_no = 0;
   {
     std::lock_guard lock(mu);
     s = script;
-    rec.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+    stream_no = next_id++;
+    rec.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(stream_no);
   }
   rec.t_received_ns = t0;
+  const std::int64_t phase_ns =
+      s.phase_spread_us > 0
+          ? static_cast<std::int64_t>((stream_no * 7919) % static_cast<std::uint64_t>(s.phase_spread_us)) * 1000
+          : 0;
   json doc = json::parse(req.body, nullptr, false);
   if (!doc.is_object()) co_return HttpResponse::json(400, R"({"error":"body is not JSON"})");
   std::string prompt_text;
@@ -132,9 +138,10 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
     slot = served.size();
     served.push_back(rec);
   }
-  auto record_write = [this, slot](std::int64_t t) {
+  auto record_write = [this, slot](std::int64_t before, std::int64_t after) {
     std::lock_guard lock(mu);
-    served[slot].token_write_ns.push_back(t);
+    served[slot].token_write_ns.push_back(before);
+    served[slot].token_written_ns.push_back(after);
   };
 
   if (s.headers_delay_us > 0) co_await sleep_until(t0 + s.headers_delay_us * 1000);
@@ -186,14 +193,24 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
     co_return co_await out.write(std::string_view(bytes).substr(half));
   };
 
-  if (!(co_await out.start(200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}})))
-    co_return std::nullopt;
+  // Built before the co_await: GCC 12 cannot keep an initializer_list's array across one.
+  net::HeaderList headers;
+  headers.emplace_back("Content-Type", "text/event-stream");
+  headers.emplace_back("Cache-Control", "no-cache");
+  if (!(co_await out.start(200, std::move(headers)))) co_return std::nullopt;
   if (chat) {
     // Role-only first chunk (not a token event, DOMAIN §2).
     json c{{"id", rec.id}, {"object", "chat.completion.chunk"}, {"model", options.model},
            {"choices", json::array({json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
                                          {"finish_reason", nullptr}}})}};
     if (!(co_await send(frame(c.dump())))) co_return std::nullopt;
+  }
+  // Frames are built before the timed loop so the fake's per-event cost is one write.
+  std::vector<std::string> frames;
+  frames.reserve(static_cast<std::size_t>(n));
+  for (std::int32_t i = 0; i < n; ++i) {
+    const bool last = i == n - 1;
+    frames.push_back(frame(chunk(" tok", last ? "length" : nullptr, last && s.send_usage && s.llama_cpp_usage)));
   }
   for (std::int32_t i = 0; i < n; ++i) {
     if (i == s.stall_after_tokens) co_await sleep_until(now_ns() + s.stall_us * 1000);
@@ -204,12 +221,11 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
     if (i == s.malformed_after_tokens) {
       if (!(co_await send(frame("{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok")))) co_return std::nullopt;
     }
-    co_await sleep_until(t0 + (s.ttft_us + i * s.itl_us) * 1000);
-    const bool last = i == n - 1;
-    const bool usage_here = last && s.send_usage && s.llama_cpp_usage;
-    const std::string bytes = frame(chunk(" tok", last ? "length" : nullptr, usage_here));
-    record_write(now_ns());
-    if (!(co_await send(bytes))) co_return std::nullopt;
+    co_await sleep_until(t0 + phase_ns + (s.ttft_us + i * s.itl_us) * 1000);
+    const std::int64_t before = now_ns();
+    const bool sent = co_await send(frames[static_cast<std::size_t>(i)]);
+    record_write(before, now_ns());
+    if (!sent) co_return std::nullopt;
   }
   if (s.send_usage && !s.llama_cpp_usage) {
     json c{{"id", rec.id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
@@ -274,4 +290,4 @@ std::int32_t ScriptedTarget::count_tokens(const std::string& text) const {
   return impl_->count_tokens(text);
 }
 
-}  // namespace llmcap::testing
+}  // namespace llmcap::fakes

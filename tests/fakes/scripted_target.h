@@ -22,11 +22,14 @@
 #include <string>
 #include <vector>
 
-namespace llmcap::testing {
+namespace llmcap::fakes {
 
 struct Script {
   std::int64_t ttft_us = 50'000;
   std::int64_t itl_us = 20'000;
+  // Stream n's whole schedule is shifted by (n × 7919 µs) mod phase_spread_us, so concurrent
+  // streams do not all emit in the same instant (0 = synchronised, like one decode batch).
+  std::int64_t phase_spread_us = 0;
   std::int32_t tokens = 16;          // token events to send (≤ max_tokens of the request)
   bool honour_max_tokens = true;     // send min(tokens, max_tokens) events
   bool llama_cpp_usage = false;      // usage in the final chunk with choices (else vLLM shape)
@@ -56,6 +59,9 @@ struct ServedStream {
   std::string id;                          // response id sent in every chunk
   std::int64_t t_received_ns = 0;          // steady ns when the handler started
   std::vector<std::int64_t> token_write_ns;  // steady ns just before each token write
+  // steady ns when each token write completed; the bytes reached the kernel in
+  // [token_write_ns[k], token_written_ns[k]] (the server's own uncertainty under load).
+  std::vector<std::int64_t> token_written_ns;
   std::int32_t prompt_tokens = 0;
   std::int32_t max_tokens = -1;
   bool ignore_eos = false;
@@ -83,4 +89,4 @@ class ScriptedTarget {
   std::shared_ptr<Impl> impl_;
 };
 
-}  // namespace llmcap::testing
+}  // namespace llmcap::fakes
