@@ -63,7 +63,7 @@ struct NewStep {
 };
 
 struct SamplePage {
-  std::vector<SampleRow> rows;           // ascending id
+  std::vector<SampleRow> rows;                // by step, then ascending id
   std::optional<std::int64_t> next_after_id;  // pass as after_id for the next page; nullopt = end
 };
 
@@ -114,8 +114,10 @@ class JobStore {
   virtual Status complete_step(const StepCompletion& completion) = 0;
   virtual Result<std::vector<StepRecord>> list_steps(std::string_view job_id) = 0;
 
-  // Samples of a job (all steps, or one step) with id > after_id, ascending, at most limit
-  // (1..100000). kNotFound when the job does not exist; kInvalid for a bad limit.
+  // Samples of one step (id > after_id, ascending id), or of the whole job (ordered by step,
+  // then id; after_id is the previous page's next_after_id, 0 for the first page). At most
+  // limit (1..100000) rows. kNotFound: no such job, or the step is not this job's;
+  // kInvalid: bad limit, or after_id not a sample of this job.
   virtual Result<SamplePage> read_samples(std::string_view job_id, std::optional<std::int64_t> step_id,
                                           std::int64_t after_id, int limit) = 0;
   // Synchronous insert in one transaction (small volumes; bulk goes through SampleWriter).

@@ -640,7 +640,10 @@ Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
   LLMCAP_STORAGE_TRY(check_limit(limit, kMaxSamplePage, "limit"));
   LLMCAP_WITH_READER(db);
   LLMCAP_STORAGE_TRY(check_job_exists(db, job_id));
-  std::string sql = "SELECT " + std::string(kSampleColumns) + " FROM request_samples WHERE ";
+  // Pages are ordered by (step_id, id) and read one step at a time with an index range scan
+  // (step_id = ? AND id > ?), so paging through millions of rows stays linear overall.
+  std::vector<std::int64_t> steps;
+  std::int64_t first_after = after_id;
   if (step_id) {
     Result<Statement> owner = db.prepare("SELECT 1 FROM steps WHERE id = ? AND job_id = ?");
     if (!owner.ok()) return owner.status();
@@ -651,25 +654,52 @@ Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
       return Status(ErrorCode::kNotFound, "step " + std::to_string(*step_id) + " of job " +
                                               std::string(job_id) + " not found");
     }
-    sql += "step_id = :step";
+    steps.push_back(*step_id);
   } else {
-    sql += "step_id IN (SELECT id FROM steps WHERE job_id = :job)";
+    std::int64_t from_step = 0;
+    if (after_id > 0) {
+      Result<Statement> cursor = db.prepare(
+          "SELECT r.step_id FROM request_samples r JOIN steps s ON s.id = r.step_id"
+          " WHERE r.id = ? AND s.job_id = ?");
+      if (!cursor.ok()) return cursor.status();
+      cursor->bind(1, after_id).bind(2, job_id);
+      Result<bool> row = cursor->step();
+      if (!row.ok()) return row.status();
+      if (!row.value()) {
+        return Status(ErrorCode::kInvalid, "after_id: " + std::to_string(after_id) +
+                                               " is not a sample of job " + std::string(job_id));
+      }
+      from_step = cursor->column_int64(0);
+    }
+    Result<Statement> list =
+        db.prepare("SELECT id FROM steps WHERE job_id = ? AND id >= ? ORDER BY id");
+    if (!list.ok()) return list.status();
+    list->bind(1, job_id).bind(2, from_step);
+    for (;;) {
+      Result<bool> row = list->step();
+      if (!row.ok()) return row.status();
+      if (!row.value()) break;
+      steps.push_back(list->column_int64(0));
+    }
+    if (!steps.empty() && steps.front() != from_step) first_after = 0;
   }
-  sql += " AND id > :after ORDER BY id LIMIT :limit";
-  Result<Statement> st = db.prepare(sql);
+  Result<Statement> st = db.prepare("SELECT " + std::string(kSampleColumns) +
+                                    " FROM request_samples WHERE step_id = ? AND id > ?"
+                                    " ORDER BY id LIMIT ?");
   if (!st.ok()) return st.status();
-  if (step_id) {
-    st->bind(":step", *step_id);
-  } else {
-    st->bind(":job", job_id);
-  }
-  st->bind(":after", after_id).bind(":limit", limit + 1);
   SamplePage page;
-  for (;;) {
-    Result<bool> row = st->step();
-    if (!row.ok()) return row.status();
-    if (!row.value()) break;
-    page.rows.push_back(read_sample_row(*st));
+  const std::size_t want = static_cast<std::size_t>(limit) + 1;  // +1: is there another page?
+  for (std::size_t i = 0; i < steps.size() && page.rows.size() < want; ++i) {
+    st->reset();
+    st->bind(1, steps[i])
+        .bind(2, i == 0 ? first_after : 0)
+        .bind(3, want - page.rows.size());
+    for (;;) {
+      Result<bool> row = st->step();
+      if (!row.ok()) return row.status();
+      if (!row.value()) break;
+      page.rows.push_back(read_sample_row(*st));
+    }
   }
   if (page.rows.size() > static_cast<std::size_t>(limit)) {
     page.rows.pop_back();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "storage/sample_inserter.h"
 #include "storage/transaction.h"
 #include "tests/unit/storage/test_db.h"
@@ -444,7 +446,8 @@ TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {
     Result<Transaction> tx = Transaction::begin(*db);
     ASSERT_TRUE(tx.ok());
     for (int i = 0; i < 25; ++i) {
-      const std::int64_t step = i % 5 == 4 ? fother : (i < 12 ? f0 : f1);
+      // Rows of the two steps interleave (as if written concurrently): pages group them by step.
+      const std::int64_t step = i % 5 == 4 ? fother : (i % 2 == 0 ? f0 : f1);
       SampleRow r = sample(step, i);
       ASSERT_TRUE(ins->insert(r).ok());
       r.id = db->last_insert_rowid();
@@ -452,6 +455,8 @@ TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {
     }
     ASSERT_TRUE(tx->commit().ok());
   }
+  std::stable_sort(written.begin(), written.end(),
+                   [](const SampleRow& a, const SampleRow& b) { return a.step_id < b.step_id; });
   std::vector<SampleRow> read;
   std::int64_t after = 0;
   int pages = 0;
@@ -470,6 +475,12 @@ TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {
   ASSERT_TRUE(only_f1.ok());
   for (const SampleRow& r : only_f1->rows) EXPECT_EQ(r.step_id, f1);
   EXPECT_EQ(only_f1->rows.size(), 10u);
+  Result<SamplePage> f1_tail = (*file_store)->read_samples(fj.id, f1, only_f1->rows[4].id, 1000);
+  ASSERT_TRUE(f1_tail.ok());
+  EXPECT_EQ(f1_tail->rows.size(), 5u);
+  // A cursor from another job is refused rather than silently restarting.
+  Result<SamplePage> foreign = (*file_store)->read_samples(fo.id, std::nullopt, only_f1->rows[0].id, 10);
+  EXPECT_EQ(foreign.code(), ErrorCode::kInvalid);
   EXPECT_EQ((*file_store)->read_samples(fj.id, fother, 0, 10).code(), ErrorCode::kNotFound);
   EXPECT_EQ((*file_store)->read_samples("job_missing", std::nullopt, 0, 10).code(),
             ErrorCode::kNotFound);
