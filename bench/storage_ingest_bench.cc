@@ -106,7 +106,11 @@ void BM_SampleWriterIngest(benchmark::State& state) {
   state.counters["max_batch_ms"] = static_cast<double>(stats.max_batch_latency_ns) / 1e6;
   state.counters["errors"] = static_cast<double>(stats.errors);
 }
-BENCHMARK(BM_SampleWriterIngest)->Arg(1000)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SampleWriterIngest)
+    ->Arg(1000)
+    ->Arg(20000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -36,8 +36,8 @@ class IdGenerator {
  private:
   std::function<std::int64_t()> now_ms_;
   std::mutex mutex_;
-  std::mt19937_64 rng_;                  // guarded by mutex_
-  std::int64_t last_ms_ = -1;            // guarded by mutex_
+  std::mt19937_64 rng_;                         // guarded by mutex_
+  std::int64_t last_ms_ = -1;                   // guarded by mutex_
   std::array<std::uint8_t, 10> last_random_{};  // guarded by mutex_
 };
 

@@ -34,15 +34,14 @@ bool transition_allowed(JobState from, JobState to) {
     case JobState::kQueued:
       return to == JobState::kRunning || to == JobState::kCancelled || to == JobState::kFailed;
     case JobState::kRunning:
-      return to == JobState::kSucceeded || to == JobState::kFailed ||
-             to == JobState::kCancelled || to == JobState::kInterrupted;
+      return to == JobState::kSucceeded || to == JobState::kFailed || to == JobState::kCancelled ||
+             to == JobState::kInterrupted;
     case JobState::kInterrupted:
       return to == JobState::kQueued || to == JobState::kRunning || to == JobState::kCancelled ||
              to == JobState::kFailed;
     case JobState::kSucceeded:
     case JobState::kFailed:
-    case JobState::kCancelled:
-      return false;
+    case JobState::kCancelled: return false;
   }
   return false;
 }

@@ -2,7 +2,8 @@
 //
 //   queued ──> running ──> succeeded | failed | cancelled
 //     │           └──────> interrupted  (daemon stopped mid-job; marked at the next start-up)
-//     └──> cancelled | failed            interrupted ──> queued (resume) | running | cancelled | failed
+//     └──> cancelled | failed            interrupted ──> queued (resume) | running | cancelled |
+//     failed
 //
 // succeeded, failed and cancelled are terminal. Pure functions; thread-safe.
 #pragma once

@@ -38,7 +38,7 @@ struct CreateJobResult {
 
 struct JobFilter {
   std::optional<JobState> state;
-  std::optional<std::string> target;           // jobs with a target of this name
+  std::optional<std::string> target;            // jobs with a target of this name
   std::optional<std::int64_t> created_from_ms;  // inclusive
   std::optional<std::int64_t> created_to_ms;    // exclusive
   std::string cursor;                           // "" = first page; else JobPage::next_cursor
@@ -73,7 +73,7 @@ struct TelemetryPage {
 };
 
 struct AuditPage {
-  std::vector<AuditRecord> records;           // newest first
+  std::vector<AuditRecord> records;            // newest first
   std::optional<std::int64_t> next_before_id;  // pass as before_id; nullopt = end
 };
 
@@ -118,7 +118,8 @@ class JobStore {
   // then id; after_id is the previous page's next_after_id, 0 for the first page). At most
   // limit (1..100000) rows. kNotFound: no such job, or the step is not this job's;
   // kInvalid: bad limit, or after_id not a sample of this job.
-  virtual Result<SamplePage> read_samples(std::string_view job_id, std::optional<std::int64_t> step_id,
+  virtual Result<SamplePage> read_samples(std::string_view job_id,
+                                          std::optional<std::int64_t> step_id,
                                           std::int64_t after_id, int limit) = 0;
   // Synchronous insert in one transaction (small volumes; bulk goes through SampleWriter).
   virtual Status save_telemetry(const std::vector<TelemetryRow>& rows) = 0;

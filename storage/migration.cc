@@ -6,8 +6,8 @@ namespace llmcap::storage {
 
 Result<Migration> parse_migration(std::string_view file_name, std::string_view sql) {
   auto invalid = [&](std::string_view why) {
-    return Status(ErrorCode::kInvalid, "migration file '" + std::string(file_name) + "': " +
-                                           std::string(why) + " (expected NNNN_name.sql)");
+    return Status(ErrorCode::kInvalid, "migration file '" + std::string(file_name) +
+                                           "': " + std::string(why) + " (expected NNNN_name.sql)");
   };
   constexpr std::string_view kSuffix = ".sql";
   if (file_name.size() <= kSuffix.size() || !file_name.ends_with(kSuffix)) {

@@ -43,15 +43,13 @@ Status Migrator::validate() const {
     const int expected = static_cast<int>(i) + 1;
     const Migration& m = migrations_[i];
     if (i > 0 && m.version == migrations_[i - 1].version) {
-      return Status(ErrorCode::kInvalid, "duplicate migration version " +
-                                             std::to_string(m.version) + " (" +
-                                             file_name(migrations_[i - 1]) + ", " + file_name(m) +
-                                             ")");
+      return Status(ErrorCode::kInvalid,
+                    "duplicate migration version " + std::to_string(m.version) + " (" +
+                        file_name(migrations_[i - 1]) + ", " + file_name(m) + ")");
     }
     if (m.version != expected) {
       return Status(ErrorCode::kInvalid, "migration versions have a gap: expected " +
-                                             std::to_string(expected) + ", found " +
-                                             file_name(m));
+                                             std::to_string(expected) + ", found " + file_name(m));
     }
   }
   return Status();
@@ -117,13 +115,14 @@ Result<MigrationReport> Migrator::migrate(Database& db) const {
     if (Status s = db.exec(m.sql); !s.ok()) {
       return Status(s.code(), file_name(m) + ": " + s.message());
     }
-    Result<Statement> ins = db.prepare(
-        "INSERT INTO schema_migrations(version, name, applied_at_ms) VALUES (?, ?, ?)");
+    Result<Statement> ins =
+        db.prepare("INSERT INTO schema_migrations(version, name, applied_at_ms) VALUES (?, ?, ?)");
     if (!ins.ok()) return ins.status();
     if (Status s = ins->bind(1, m.version).bind(2, m.name).bind(3, now_ms_()).run(); !s.ok()) {
       return s;
     }
-    if (Status s = tx->commit(); !s.ok()) return Status(s.code(), file_name(m) + ": " + s.message());
+    if (Status s = tx->commit(); !s.ok())
+      return Status(s.code(), file_name(m) + ": " + s.message());
     report.applied.push_back(m.version);
   }
   report.to_version = latest;

@@ -22,9 +22,9 @@
 namespace llmcap::storage {
 
 struct MigrationReport {
-  int from_version = 0;       // schema version found (0 = empty database)
-  int to_version = 0;         // schema version now
-  std::vector<int> applied;   // versions applied by this call, ascending
+  int from_version = 0;      // schema version found (0 = empty database)
+  int to_version = 0;        // schema version now
+  std::vector<int> applied;  // versions applied by this call, ascending
 };
 
 class Migrator {

@@ -105,7 +105,7 @@ struct SampleRow {
   std::uint8_t error_class = 0;    // analysis::ErrorClass
   std::uint8_t finish_reason = 0;  // analysis::FinishReason
   bool output_tokens_estimated = false;
-  std::string error_message;               // "" is stored as NULL
+  std::string error_message;                 // "" is stored as NULL
   std::vector<std::int64_t> token_times_ns;  // empty is stored as NULL
 
   friend bool operator==(const SampleRow&, const SampleRow&) = default;
@@ -130,7 +130,7 @@ struct CapacityRecord {
 };
 
 struct AuditRecord {
-  std::int64_t id = 0;   // assigned on append
+  std::int64_t id = 0;     // assigned on append
   std::int64_t ts_ms = 0;  // 0 on append = "now" by the store's clock
   std::string actor;
   std::string action;  // e.g. "job.create", "job.cancel", "job.delete"

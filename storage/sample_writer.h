@@ -58,17 +58,17 @@ struct SampleWriterOptions {
 };
 
 struct SampleWriterStats {
-  std::size_t queue_depth_rows = 0;     // accepted, not yet committed or failed
-  std::uint64_t rows_written = 0;       // request samples committed
+  std::size_t queue_depth_rows = 0;  // accepted, not yet committed or failed
+  std::uint64_t rows_written = 0;    // request samples committed
   std::uint64_t telemetry_rows_written = 0;
-  std::uint64_t rows_dropped = 0;       // refused by enqueue (queue full)
-  std::uint64_t rows_failed = 0;        // accepted but lost in a failed transaction
-  std::uint64_t batches = 0;            // transactions attempted
-  std::uint64_t errors = 0;             // failed transactions / step completions
+  std::uint64_t rows_dropped = 0;          // refused by enqueue (queue full)
+  std::uint64_t rows_failed = 0;           // accepted but lost in a failed transaction
+  std::uint64_t batches = 0;               // transactions attempted
+  std::uint64_t errors = 0;                // failed transactions / step completions
   std::int64_t last_batch_latency_ns = 0;  // begin → commit of the last transaction
   std::int64_t avg_batch_latency_ns = 0;
   std::int64_t max_batch_latency_ns = 0;
-  Status last_error;                    // ok until something fails
+  Status last_error;  // ok until something fails
 };
 
 class SampleWriter {

@@ -10,8 +10,8 @@
 namespace llmcap::storage {
 namespace {
 
-#define LLMCAP_STORAGE_TRY(expr)         \
-  do {                                   \
+#define LLMCAP_STORAGE_TRY(expr)                                            \
+  do {                                                                      \
     if (Status try_status_ = (expr); !try_status_.ok()) return try_status_; \
   } while (0)
 
@@ -61,8 +61,8 @@ Status load_targets(Database& db, JobRecord& job) {
     Result<bool> row = st->step();
     if (!row.ok()) return row.status();
     if (!row.value()) return Status();
-    job.targets.push_back(TargetRecord{st->column_text(0), st->column_text(1),
-                                       st->column_text(2), st->column_optional_double(3)});
+    job.targets.push_back(TargetRecord{st->column_text(0), st->column_text(1), st->column_text(2),
+                                       st->column_optional_double(3)});
   }
 }
 
@@ -150,8 +150,7 @@ StepRecord read_step_columns(const Statement& st) {
 Status check_limit(int limit, int max, std::string_view field) {
   if (limit < 1 || limit > max) {
     return Status(ErrorCode::kInvalid, std::string(field) + ": must be between 1 and " +
-                                           std::to_string(max) + ", got " +
-                                           std::to_string(limit));
+                                           std::to_string(max) + ", got " + std::to_string(limit));
   }
   return Status();
 }
@@ -169,8 +168,9 @@ Status check_new_job(const NewJob& job) {
   }
   for (std::size_t i = 0; i < job.secrets.size(); ++i) {
     if (!names.contains(job.secrets[i].target)) {
-      return Status(ErrorCode::kInvalid, "secrets[" + std::to_string(i) + "].target: unknown target '" +
-                                             job.secrets[i].target + "'");
+      return Status(ErrorCode::kInvalid, "secrets[" + std::to_string(i) +
+                                             "].target: unknown target '" + job.secrets[i].target +
+                                             "'");
     }
   }
   if (job.idempotency_key.has_value() && job.idempotency_key->empty()) {
@@ -219,8 +219,8 @@ Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::open(const std::string& 
   }
   Result<Database> reader = Database::open(path, db_options);
   if (!reader.ok()) return reader.status();
-  return std::unique_ptr<SqliteJobStore>(new SqliteJobStore(
-      std::move(writer).value(), std::move(reader).value(), std::move(options)));
+  return std::unique_ptr<SqliteJobStore>(
+      new SqliteJobStore(std::move(writer).value(), std::move(reader).value(), std::move(options)));
 }
 
 Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::from_connection(
@@ -232,8 +232,8 @@ Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::from_connection(
 
 // Runs `read(Database&)` on the reader connection (or the writer when there is only one),
 // holding the mutex that guards it.
-#define LLMCAP_WITH_READER(db_var)                                                   \
-  std::unique_lock read_lock_(reader_.has_value() ? read_mutex_ : write_mutex_);   \
+#define LLMCAP_WITH_READER(db_var)                                               \
+  std::unique_lock read_lock_(reader_.has_value() ? read_mutex_ : write_mutex_); \
   Database& db_var = reader_.has_value() ? *reader_ : writer_
 
 // ---- jobs ---------------------------------------------------------------------------------
@@ -305,8 +305,8 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
     }
   }
   if (!job.secrets.empty()) {
-    Result<Statement> st = writer_.prepare(
-        "INSERT INTO job_secrets (job_id, target, key, value) VALUES (?,?,?,?)");
+    Result<Statement> st =
+        writer_.prepare("INSERT INTO job_secrets (job_id, target, key, value) VALUES (?,?,?,?)");
     if (!st.ok()) return st.status();
     for (const SecretRecord& s : job.secrets) {
       st->reset();
@@ -416,7 +416,8 @@ Result<JobRecord> SqliteJobStore::update_state(std::string_view job_id, JobState
   }
   Result<Statement> st = writer_.prepare(
       "UPDATE jobs SET state = :state,"
-      " started_at_ms = CASE WHEN :running THEN coalesce(started_at_ms, :now) ELSE started_at_ms END,"
+      " started_at_ms = CASE WHEN :running THEN coalesce(started_at_ms, :now) ELSE started_at_ms "
+      "END,"
       " finished_at_ms = CASE WHEN :terminal THEN :now ELSE finished_at_ms END,"
       " error_message = CASE WHEN :error != '' THEN :error ELSE error_message END"
       " WHERE id = :id");
@@ -450,8 +451,8 @@ Result<JobRecord> SqliteJobStore::request_cancel(std::string_view job_id) {
   Result<JobState> state = read_state(writer_, job_id);
   if (!state.ok()) return state.status();
   if (is_terminal(*state)) {
-    return Status(ErrorCode::kConflict, "job " + std::string(job_id) + " is already " +
-                                            std::string(to_string(*state)));
+    return Status(ErrorCode::kConflict,
+                  "job " + std::string(job_id) + " is already " + std::string(to_string(*state)));
   }
   // Nothing runs a queued or interrupted job, so it is cancelled here and now.
   const bool immediate = *state != JobState::kRunning;
@@ -461,10 +462,8 @@ Result<JobRecord> SqliteJobStore::request_cancel(std::string_view job_id) {
       " finished_at_ms = CASE WHEN :immediate THEN :now ELSE finished_at_ms END"
       " WHERE id = :id");
   if (!st.ok()) return st.status();
-  LLMCAP_STORAGE_TRY(st->bind(":immediate", immediate ? 1 : 0)
-                         .bind(":now", now_ms())
-                         .bind(":id", job_id)
-                         .run());
+  LLMCAP_STORAGE_TRY(
+      st->bind(":immediate", immediate ? 1 : 0).bind(":now", now_ms()).bind(":id", job_id).run());
   Result<JobRecord> job = read_job(writer_, job_id);
   if (!job.ok()) return job.status();
   LLMCAP_STORAGE_TRY(tx->commit());
@@ -477,7 +476,8 @@ Result<std::vector<JobRecord>> SqliteJobStore::mark_interrupted_at_startup() {
   if (!tx.ok()) return tx.status();
   std::vector<std::string> ids;
   {
-    Result<Statement> st = writer_.prepare("SELECT id FROM jobs WHERE state = 'running' ORDER BY id");
+    Result<Statement> st =
+        writer_.prepare("SELECT id FROM jobs WHERE state = 'running' ORDER BY id");
     if (!st.ok()) return st.status();
     for (;;) {
       Result<bool> row = st->step();
@@ -691,9 +691,7 @@ Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
   const std::size_t want = static_cast<std::size_t>(limit) + 1;  // +1: is there another page?
   for (std::size_t i = 0; i < steps.size() && page.rows.size() < want; ++i) {
     st->reset();
-    st->bind(1, steps[i])
-        .bind(2, i == 0 ? first_after : 0)
-        .bind(3, want - page.rows.size());
+    st->bind(1, steps[i]).bind(2, i == 0 ? first_after : 0).bind(3, want - page.rows.size());
     for (;;) {
       Result<bool> row = st->step();
       if (!row.ok()) return row.status();
@@ -732,9 +730,8 @@ Result<TelemetryPage> SqliteJobStore::read_telemetry(std::int64_t step_id, std::
     Result<bool> row = st->step();
     if (!row.ok()) return row.status();
     if (!row.value()) break;
-    page.rows.push_back(TelemetryRow{st->column_int64(0), st->column_int64(1),
-                                     st->column_int64(2), st->column_text(3), st->column_text(4),
-                                     st->column_double(5)});
+    page.rows.push_back(TelemetryRow{st->column_int64(0), st->column_int64(1), st->column_int64(2),
+                                     st->column_text(3), st->column_text(4), st->column_double(5)});
   }
   if (page.rows.size() > static_cast<std::size_t>(limit)) {
     page.rows.pop_back();
@@ -813,9 +810,9 @@ Result<AuditPage> SqliteJobStore::list_audit(std::optional<std::string> job_id,
     Result<bool> row = st->step();
     if (!row.ok()) return row.status();
     if (!row.value()) break;
-    page.records.push_back(AuditRecord{st->column_int64(0), st->column_int64(1),
-                                       st->column_text(2), st->column_text(3),
-                                       st->column_optional_text(4), st->column_text(5)});
+    page.records.push_back(AuditRecord{st->column_int64(0), st->column_int64(1), st->column_text(2),
+                                       st->column_text(3), st->column_optional_text(4),
+                                       st->column_text(5)});
   }
   if (page.records.size() > static_cast<std::size_t>(limit)) {
     page.records.pop_back();

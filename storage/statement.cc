@@ -45,9 +45,9 @@ Statement& Statement::bind(int index, double value) {
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
-  return check_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
-                                        SQLITE_UTF8),
-                    index);
+  return check_bind(
+      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
 }
 
 Statement& Statement::bind(int index, std::nullptr_t) {
@@ -58,8 +58,8 @@ Statement& Statement::bind_blob(int index, std::span<const std::byte> bytes) {
   if (bytes.empty()) {
     return check_bind(sqlite3_bind_zeroblob(stmt_, index, 0), index);
   }
-  return check_bind(
-      sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT), index);
+  return check_bind(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
+                    index);
 }
 
 int Statement::index_of(std::string_view name) const {

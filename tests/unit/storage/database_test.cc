@@ -44,8 +44,7 @@ TEST(DatabaseTest, BadSqlIsInvalidWithSqliteMessage) {
   Result<Statement> st = db->prepare("SELEC nonsense");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), ErrorCode::kInvalid);
-  EXPECT_NE(st.status().message().find("syntax error"), std::string::npos)
-      << st.status().message();
+  EXPECT_NE(st.status().message().find("syntax error"), std::string::npos) << st.status().message();
   Status s = db->exec("CREATE TABLE");
   EXPECT_EQ(s.code(), ErrorCode::kInvalid);
 }
@@ -123,8 +122,7 @@ TEST(StatusFromSqliteTest, MapsPrimaryAndExtendedCodes) {
   EXPECT_TRUE(status_from_sqlite(SQLITE_OK, nullptr, "x").ok());
   EXPECT_TRUE(status_from_sqlite(SQLITE_DONE, nullptr, "x").ok());
   EXPECT_EQ(status_from_sqlite(SQLITE_FULL, nullptr, "x").code(), ErrorCode::kDiskFull);
-  EXPECT_EQ(status_from_sqlite(SQLITE_READONLY_DBMOVED, nullptr, "x").code(),
-            ErrorCode::kReadOnly);
+  EXPECT_EQ(status_from_sqlite(SQLITE_READONLY_DBMOVED, nullptr, "x").code(), ErrorCode::kReadOnly);
   EXPECT_EQ(status_from_sqlite(SQLITE_CORRUPT, nullptr, "x").code(), ErrorCode::kCorrupt);
   EXPECT_EQ(status_from_sqlite(SQLITE_NOTADB, nullptr, "x").code(), ErrorCode::kCorrupt);
   EXPECT_EQ(status_from_sqlite(SQLITE_BUSY_SNAPSHOT, nullptr, "x").code(), ErrorCode::kBusy);

@@ -5,8 +5,8 @@
 namespace llmcap::storage {
 namespace {
 
-constexpr JobState kAll[] = {JobState::kQueued,    JobState::kRunning,   JobState::kSucceeded,
-                             JobState::kFailed,    JobState::kCancelled, JobState::kInterrupted};
+constexpr JobState kAll[] = {JobState::kQueued, JobState::kRunning,   JobState::kSucceeded,
+                             JobState::kFailed, JobState::kCancelled, JobState::kInterrupted};
 
 TEST(JobStateTest, NamesRoundTrip) {
   for (JobState s : kAll) EXPECT_EQ(parse_job_state(to_string(s)), s);

@@ -18,9 +18,9 @@ TEST(ParseMigrationTest, ParsesVersionAndName) {
 }
 
 TEST(ParseMigrationTest, RejectsMalformedNamesNamingTheFile) {
-  for (const char* bad : {"initial.sql", "0001initial.sql", "0001_.sql", "_initial.sql",
-                          "0001_initial.txt", "00a1_initial.sql", "0000_zero.sql", ".sql",
-                          "99999999999_huge.sql"}) {
+  for (const char* bad :
+       {"initial.sql", "0001initial.sql", "0001_.sql", "_initial.sql", "0001_initial.txt",
+        "00a1_initial.sql", "0000_zero.sql", ".sql", "99999999999_huge.sql"}) {
     Result<Migration> m = parse_migration(bad, "");
     ASSERT_FALSE(m.ok()) << bad;
     EXPECT_EQ(m.code(), ErrorCode::kInvalid);

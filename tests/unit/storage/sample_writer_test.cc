@@ -292,7 +292,7 @@ TEST_F(SampleWriterTest, DiskFullIsReportedAndTheDatabaseStaysIntact) {
   EXPECT_EQ(completed.code(), ErrorCode::kDiskFull) << completed.to_string();
   Result<std::vector<StepRecord>> steps = store_->list_steps(job_id_);
   ASSERT_TRUE(steps.ok());
-  EXPECT_FALSE((*steps)[0].finished_at_ms.has_value());  // not marked complete
+  EXPECT_FALSE((*steps)[0].finished_at_ms.has_value());     // not marked complete
   EXPECT_EQ(writer->flush().code(), ErrorCode::kDiskFull);  // failures since the last barrier
   // The writer keeps running: with nothing more to write, the next flush is ok.
   EXPECT_TRUE(writer->flush().ok());

@@ -382,7 +382,11 @@ TEST_F(SqliteJobStoreTest, CapacityUpsert) {
 TEST_F(SqliteJobStoreTest, AuditAppendAndPage) {
   JobRecord job = create();
   for (int i = 0; i < 5; ++i) {
-    AuditRecord r{0, 0, "bob", "action" + std::to_string(i), i % 2 == 0 ? std::optional(job.id) : std::nullopt,
+    AuditRecord r{0,
+                  0,
+                  "bob",
+                  "action" + std::to_string(i),
+                  i % 2 == 0 ? std::optional(job.id) : std::nullopt,
                   "d"};
     ASSERT_TRUE(store_->append_audit(r).ok());
   }
@@ -468,7 +472,7 @@ TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {
     if (!page->next_after_id) break;
     after = *page->next_after_id;
   }
-  EXPECT_EQ(pages, 3);  // 20 rows of this job in pages of 7
+  EXPECT_EQ(pages, 3);       // 20 rows of this job in pages of 7
   EXPECT_EQ(read, written);  // every field round-trips, including blobs and NULL text
 
   Result<SamplePage> only_f1 = (*file_store)->read_samples(fj.id, f1, 0, 1000);
@@ -479,7 +483,8 @@ TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {
   ASSERT_TRUE(f1_tail.ok());
   EXPECT_EQ(f1_tail->rows.size(), 5u);
   // A cursor from another job is refused rather than silently restarting.
-  Result<SamplePage> foreign = (*file_store)->read_samples(fo.id, std::nullopt, only_f1->rows[0].id, 10);
+  Result<SamplePage> foreign =
+      (*file_store)->read_samples(fo.id, std::nullopt, only_f1->rows[0].id, 10);
   EXPECT_EQ(foreign.code(), ErrorCode::kInvalid);
   EXPECT_EQ((*file_store)->read_samples(fj.id, fother, 0, 10).code(), ErrorCode::kNotFound);
   EXPECT_EQ((*file_store)->read_samples("job_missing", std::nullopt, 0, 10).code(),
@@ -515,7 +520,8 @@ TEST_F(SqliteJobStoreTest, ReadOnlyDatabaseGivesCleanErrors) {
   Result<Database> db = Database::open(path);
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db->exec("PRAGMA query_only = ON").ok());
-  Result<std::unique_ptr<SqliteJobStore>> ro = SqliteJobStore::from_connection(std::move(db).value());
+  Result<std::unique_ptr<SqliteJobStore>> ro =
+      SqliteJobStore::from_connection(std::move(db).value());
   ASSERT_TRUE(ro.ok());
   Result<CreateJobResult> created = (*ro)->create_job(job_with_targets({"a"}));
   EXPECT_EQ(created.code(), ErrorCode::kReadOnly) << created.status().to_string();

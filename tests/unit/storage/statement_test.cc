@@ -22,7 +22,10 @@ TEST_F(StatementTest, BindsByIndexAndReadsColumns) {
   Result<Statement> ins = db_->prepare("INSERT INTO t VALUES (?, ?, ?, ?)");
   ASSERT_TRUE(ins.ok());
   const std::byte blob[] = {std::byte{1}, std::byte{2}, std::byte{3}};
-  ASSERT_TRUE(ins->bind(1, std::int64_t{1} << 40).bind(2, 2.5).bind(3, "héllo").bind_blob(4, blob)
+  ASSERT_TRUE(ins->bind(1, std::int64_t{1} << 40)
+                  .bind(2, 2.5)
+                  .bind(3, "héllo")
+                  .bind_blob(4, blob)
                   .run()
                   .ok());
   Result<Statement> sel = db_->prepare("SELECT i, d, s, b FROM t");
@@ -43,7 +46,8 @@ TEST_F(StatementTest, BindsByIndexAndReadsColumns) {
 TEST_F(StatementTest, BindsByNameAndOptional) {
   Result<Statement> ins = db_->prepare("INSERT INTO t (i, s, d) VALUES (:i, :s, :d)");
   ASSERT_TRUE(ins.ok());
-  ASSERT_TRUE(ins->bind(":i", 7).bind(":s", std::optional<std::string>()).bind(":d", 1.0).run().ok());
+  ASSERT_TRUE(
+      ins->bind(":i", 7).bind(":s", std::optional<std::string>()).bind(":d", 1.0).run().ok());
   Result<Statement> sel = db_->prepare("SELECT i, s FROM t");
   ASSERT_TRUE(sel.ok());
   ASSERT_TRUE(*sel->step());
