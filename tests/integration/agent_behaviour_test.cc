@@ -1,0 +1,317 @@
+// Behaviour of the load generator end to end against tests/fakes/scripted_target: error
+// classes of misbehaving targets, stream shapes, model discovery, length calibration,
+// cancellation, drain and progress.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "agent/step_runner.h"
+#include "tests/fakes/scripted_target.h"
+
+namespace llmcap::agent {
+namespace {
+
+using analysis::ErrorClass;
+using fakes::Script;
+using fakes::ScriptedTarget;
+using fakes::ScriptedTargetOptions;
+
+constexpr std::int64_t kMs = 1'000'000;
+
+Script quick() {
+  Script s;
+  s.ttft_us = 5'000;
+  s.itl_us = 2'000;
+  s.tokens = 5;
+  return s;
+}
+
+StepSpec spec_for(const ScriptedTarget& fake, double duration_s = 0.15) {
+  StepSpec s;
+  s.target.base_url = fake.base_url();
+  s.target.model = "scripted-model";
+  s.workload.input_tokens = analysis::LengthDistribution::fixed(32);
+  s.workload.output_tokens = analysis::LengthDistribution::fixed(5);
+  s.workload.calibrate = false;
+  s.load.concurrency = 1;
+  s.duration_s = duration_s;
+  s.deadlines.first_token_ms = 2000;
+  s.deadlines.idle_ms = 2000;
+  return s;
+}
+
+struct FaultCase {
+  const char* name;
+  Script script;
+  ErrorClass expected;
+  const char* message_part;
+};
+
+TEST(AgentBehaviour, MisbehavingTargetsGiveTheRightErrorClass) {
+  std::vector<FaultCase> cases;
+  Script s = quick();
+  s.status = 429;
+  cases.push_back({"429", s, ErrorClass::kHttp429, "HTTP 429: {\"error\""});
+  s = quick();
+  s.status = 500;
+  cases.push_back({"500", s, ErrorClass::kHttp5xx, "scripted failure"});
+  s = quick();
+  s.malformed_after_tokens = 2;
+  cases.push_back({"malformed", s, ErrorClass::kProtocol, "malformed JSON in SSE event"});
+  s = quick();
+  s.reset_after_tokens = 2;
+  cases.push_back({"reset", s, ErrorClass::kProtocol, "connection closed mid-response"});
+  s = quick();
+  s.stall_after_tokens = 2;
+  s.stall_us = 2'000'000;
+  cases.push_back({"stall", s, ErrorClass::kTimeoutIdle, "deadline passed"});
+  s = quick();
+  s.headers_delay_us = 1'000'000;
+  cases.push_back({"slow headers", s, ErrorClass::kTimeoutFirstToken, "deadline passed"});
+  for (const auto& c : cases) {
+    ScriptedTarget fake(c.script);
+    StepSpec spec = spec_for(fake, 0.05);
+    spec.deadlines.idle_ms = 100;
+    spec.deadlines.first_token_ms = 200;
+    spec.drain_timeout_s = 5;
+    const StepResult r = StepRunner().run(spec);
+    ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+    ASSERT_FALSE(r.samples.empty()) << c.name;
+    for (const auto& x : r.samples) {
+      EXPECT_EQ(x.error, c.expected) << c.name << ": " << x.error_message;
+      EXPECT_NE(x.error_message.find(c.message_part), std::string::npos) << c.name << ": " << x.error_message;
+      EXPECT_LE(x.error_message.size(), 256u);
+    }
+    EXPECT_EQ(r.counts.failed, r.samples.size()) << c.name;
+    EXPECT_EQ(r.itl_ns.count(), 0u) << c.name;  // failed requests never pollute ITL (§7.10)
+    if (c.expected == ErrorClass::kProtocol && std::string(c.name) == "malformed") {
+      EXPECT_EQ(r.samples[0].token_events, 2u);  // what arrived before the bad event is kept
+    }
+  }
+}
+
+TEST(AgentBehaviour, ConnectRefusedIsAConnectError) {
+  std::uint16_t port = 0;
+  {
+    ScriptedTarget fake(quick());
+    port = fake.port();
+  }
+  StepSpec spec;
+  spec.target.base_url = "http://127.0.0.1:" + std::to_string(port);
+  spec.target.model = "m";
+  spec.workload.calibrate = false;
+  spec.duration_s = 0.05;
+  const StepResult r = StepRunner().run(spec);
+  ASSERT_FALSE(r.samples.empty());
+  EXPECT_EQ(r.samples[0].error, ErrorClass::kConnect) << r.samples[0].error_message;
+  EXPECT_EQ(r.samples[0].t_send_ns, -1);
+}
+
+TEST(AgentBehaviour, StreamShapesAllMeasureTheSame) {
+  for (int variant = 0; variant < 5; ++variant) {
+    Script s = quick();
+    ApiKind api = ApiKind::kCompletions;
+    if (variant == 1) s.llama_cpp_usage = true;
+    if (variant == 2) { s.crlf = true; s.comments = true; s.split_events = true; }
+    if (variant == 3) { s.send_usage = false; s.send_done = false; }
+    if (variant == 4) api = ApiKind::kChat;
+    ScriptedTarget fake(s);
+    StepSpec spec = spec_for(fake);
+    spec.target.api = api;
+    const StepResult r = StepRunner().run(spec);
+    ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+    ASSERT_FALSE(r.samples.empty());
+    for (const auto& x : r.samples) {
+      ASSERT_TRUE(x.ok()) << variant << ": " << x.error_message;
+      EXPECT_EQ(x.token_events, 5u) << variant;
+      EXPECT_EQ(x.output_tokens, 5) << variant;
+      EXPECT_EQ(x.output_tokens_estimated, variant == 3) << variant;
+      EXPECT_EQ(x.input_tokens >= 0, variant != 3) << variant;
+      EXPECT_EQ(x.finish_reason, analysis::FinishReason::kLength) << variant;
+      ASSERT_TRUE(x.ttft_service_ns());
+      EXPECT_GE(*x.ttft_service_ns(), 5 * kMs) << variant;  // never at the role-only chunk
+      EXPECT_LT(*x.ttft_service_ns(), 60 * kMs) << variant;
+    }
+  }
+}
+
+TEST(AgentBehaviour, ModelDiscoveryAndNonStreaming) {
+  ScriptedTarget fake(quick());
+  StepSpec spec = spec_for(fake);
+  spec.target.model.clear();
+  spec.target.stream = false;
+  const StepResult r = StepRunner().run(spec);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(r.model, "scripted-model");
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& x : r.samples) {
+    ASSERT_TRUE(x.ok()) << x.error_message;
+    EXPECT_EQ(x.output_tokens, 5);
+    EXPECT_EQ(x.t_first_token_ns, -1);
+    ASSERT_TRUE(x.e2e_ns());
+    EXPECT_GE(*x.e2e_ns(), 13 * kMs);  // ttft 5 + 4 × 2 ms
+  }
+}
+
+TEST(AgentBehaviour, CalibrationHitsThePlannedInputLength) {
+  struct Case {
+    bool tokenize;
+    ApiKind api;
+    double tokens_per_word;
+    const char* method;
+  };
+  const Case cases[] = {{true, ApiKind::kCompletions, 1.5, "tokenize"},
+                        {false, ApiKind::kCompletions, 1.25, "usage-probe"},
+                        {true, ApiKind::kChat, 1.5, "tokenize+usage-probe"},
+                        {false, ApiKind::kChat, 2.0, "usage-probe"}};
+  for (const auto& c : cases) {
+    ScriptedTargetOptions o;
+    o.tokenize_endpoint = c.tokenize;
+    o.tokens_per_word = c.tokens_per_word;
+    ScriptedTarget fake(quick(), o);
+    StepSpec spec = spec_for(fake);
+    spec.target.api = c.api;
+    spec.workload.calibrate = true;
+    spec.workload.input_tokens.kind = analysis::LengthDistribution::Kind::kUniform;
+    spec.workload.input_tokens.low = 100;
+    spec.workload.input_tokens.high = 1000;
+    spec.load.concurrency = 4;
+    const StepResult r = StepRunner().run(spec);
+    ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+    EXPECT_EQ(r.calibration.method, c.method);
+    EXPECT_NEAR(r.calibration.tokens_per_word_initial, c.tokens_per_word, 0.02) << c.method;
+    ASSERT_GT(r.calibration.samples_with_usage, 10u);
+    // Within rounding of one word (≤ tokens_per_word) of the plan, per request.
+    for (const auto& x : r.samples) {
+      ASSERT_TRUE(x.ok()) << x.error_message;
+      EXPECT_NEAR(x.input_tokens, x.planned_input_tokens, c.tokens_per_word + 0.5) << c.method;
+    }
+    EXPECT_LE(r.calibration.mean_abs_error_tokens, c.tokens_per_word);
+    std::printf("calibration %s api=%s: ratio %.3f overhead %.1f, planned mean %.1f real mean %.1f, "
+                "mean |err| %.2f tokens\n",
+                c.method, std::string(to_string(c.api)).c_str(), r.calibration.tokens_per_word_initial,
+                r.calibration.overhead_tokens, r.calibration.planned_input_mean_tokens,
+                r.calibration.real_input_mean_tokens, r.calibration.mean_abs_error_tokens);
+  }
+}
+
+TEST(AgentBehaviour, StopTokenCancelsInFlightRequestsPromptly) {
+  Script s = quick();
+  s.itl_us = 100'000;
+  s.tokens = 100;  // 10 s per request
+  ScriptedTarget fake(s);
+  StepSpec spec = spec_for(fake, 30);
+  spec.load.concurrency = 8;
+  std::stop_source stop;
+  std::atomic<int> progress_calls{0};
+  std::atomic<std::uint64_t> last_in_flight{0};
+  spec.progress_interval_ms = 50;
+  StepResult r;
+  std::thread worker([&] {
+    r = StepRunner().run(spec, stop.get_token(), [&](const StepProgress& p) {
+      ++progress_calls;
+      last_in_flight = p.in_flight;
+    });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto t0 = std::chrono::steady_clock::now();
+  stop.request_stop();
+  worker.join();
+  const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(stop_ms, 500);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.completed);
+  ASSERT_EQ(r.samples.size(), 8u);  // reported, not dropped
+  for (const auto& x : r.samples) {
+    EXPECT_EQ(x.error, ErrorClass::kCancelled);
+    EXPECT_GE(x.token_events, 2u);  // tokens received before the stop are kept
+  }
+  EXPECT_EQ(r.counts.cancelled, 8u);
+  EXPECT_GE(progress_calls.load(), 4);
+  EXPECT_EQ(last_in_flight.load(), 0u);  // the final call after drain
+}
+
+TEST(AgentBehaviour, DrainCancelVersusWait) {
+  Script s = quick();
+  s.itl_us = 50'000;
+  s.tokens = 10;  // ≈ 0.5 s per request
+  ScriptedTarget fake(s);
+  StepSpec spec = spec_for(fake, 0.2);
+  spec.workload.output_tokens = analysis::LengthDistribution::fixed(10);
+  spec.load.concurrency = 4;
+  spec.drain = DrainPolicy::kCancel;
+  StepResult r = StepRunner().run(spec);
+  EXPECT_EQ(r.counts.cancelled, 4u);
+  EXPECT_LT(r.end_ns, 400 * kMs);
+  spec.drain = DrainPolicy::kWait;
+  r = StepRunner().run(spec);
+  EXPECT_EQ(r.counts.cancelled, 0u);
+  EXPECT_EQ(r.counts.ok, 4u);
+  EXPECT_GE(r.end_ns, 450 * kMs);
+  ASSERT_FALSE(r.in_flight_series.empty());
+  EXPECT_EQ(r.in_flight_series.front().second, 0);
+  bool saw_four = false;
+  for (const auto& [t, n] : r.in_flight_series) saw_four |= n == 4;
+  EXPECT_TRUE(saw_four);
+}
+
+TEST(AgentBehaviour, OpenLoopCapDropsAndCounts) {
+  Script s = quick();
+  s.ttft_us = 500'000;
+  ScriptedTarget fake(s);
+  StepSpec spec = spec_for(fake, 0.5);
+  spec.load.kind = LoadKind::kOpen;
+  spec.load.rate = RateProfile::constant(100);
+  spec.load.inter_arrival = InterArrival::kConstant;
+  spec.load.in_flight_cap = 10;
+  const StepResult r = StepRunner().run(spec);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(r.samples.size(), 10u);
+  EXPECT_EQ(r.dropped_arrivals + r.samples.size(), r.counts.intended);
+  EXPECT_GE(r.dropped_arrivals, 35u);
+}
+
+TEST(AgentBehaviour, DatasetWorkloadAndBadDataset) {
+  ScriptedTarget fake(quick());
+  const std::string path = ::testing::TempDir() + "/agent_dataset.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"messages": [{"role": "user", "content": "one two three"}], "max_tokens": 3})" << "\n";
+    out << R"({"prompt": "four five", "max_tokens": 2})" << "\n";
+  }
+  StepSpec spec = spec_for(fake);
+  spec.target.api = ApiKind::kChat;
+  spec.workload.source = WorkloadSource::kDataset;
+  spec.workload.dataset_path = path;
+  spec.workload.dataset_order = DatasetOrder::kReplay;
+  StepResult r = StepRunner().run(spec);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  ASSERT_GE(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[0].output_tokens, 3);
+  EXPECT_EQ(r.samples[1].output_tokens, 2);
+  EXPECT_EQ(r.calibration.method, "dataset");
+
+  {
+    std::ofstream out(path);
+    out << R"({"prompt": "ok"})" << "\n" << "{broken" << "\n";
+  }
+  r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("dataset line 2: invalid JSON"), std::string::npos) << r.fatal_error;
+  EXPECT_TRUE(r.samples.empty());
+}
+
+TEST(AgentBehaviour, InvalidSpecIsAFatalErrorNamingTheField) {
+  StepSpec spec;
+  spec.target.base_url = "nope";
+  spec.load.concurrency = 0;
+  const StepResult r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("target.base_url"), std::string::npos);
+  EXPECT_NE(r.fatal_error.find("load.concurrency"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmcap::agent
