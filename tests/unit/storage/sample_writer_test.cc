@@ -231,6 +231,35 @@ TEST_F(SampleWriterTest, UnmigratedDatabaseIsRefused) {
   EXPECT_NE(w.status().message().find("migrations"), std::string::npos);
 }
 
+TEST_F(SampleWriterTest, RestartResumesAfterTheLastCommittedStep) {
+  const std::int64_t step0 = begin_step(0);
+  {
+    auto writer = open_writer();
+    ASSERT_TRUE(writer->enqueue(rows(step0, 0, 500)));
+    std::promise<Status> done;
+    writer->complete_step({step0, "{}", "pass", "{}", false, 1, std::nullopt},
+                          [&](Status s) { done.set_value(std::move(s)); });
+    ASSERT_TRUE(done.get_future().get().ok());
+    const std::int64_t step1 = begin_step(1);
+    ASSERT_TRUE(writer->enqueue(rows(step1, 500, 300)));
+    ASSERT_TRUE(writer->flush().ok());
+    // "Crash": the daemon goes away mid-step 1 (no completion); drop every connection.
+  }
+  store_.reset();
+  Result<std::unique_ptr<SqliteJobStore>> reopened = SqliteJobStore::open(path_);
+  ASSERT_TRUE(reopened.ok());
+  Result<std::vector<JobRecord>> interrupted = (*reopened)->mark_interrupted_at_startup();
+  ASSERT_TRUE(interrupted.ok());
+  ASSERT_EQ(interrupted->size(), 1u);
+  EXPECT_EQ((*interrupted)[0].id, job_id_);
+  EXPECT_EQ((*interrupted)[0].last_completed_step, 0);
+  // Step 0 and its samples survive; the half-done step 1 is gone, ready to be re-run.
+  Result<std::vector<StepRecord>> steps = (*reopened)->list_steps(job_id_);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ(count("request_samples"), 500);
+}
+
 TEST_F(SampleWriterTest, DestructorDrainsTheQueue) {
   const std::int64_t step = begin_step(0);
   {
