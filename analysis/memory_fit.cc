@@ -46,17 +46,18 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
                      hardware.name + ": budget " + gb_gib(fit.budget_bytes) + " (" +
                      std::to_string(input.gpu_memory_utilization) + " × " +
                      gb_gib(fit.memory_bytes) + "), weights " + gb_gib(fit.weight_bytes) +
-                     ", activation reserve " + gb_gib(fit.activation_reserve_bytes) +
-                     ", KV pool " + gb_gib(fit.kv_pool_bytes);
+                     ", activation reserve " + gb_gib(fit.activation_reserve_bytes) + ", KV pool " +
+                     gb_gib(fit.kv_pool_bytes);
   if (!fit.weights_fit) {
     text += ": the weights and reserve do not fit";
   } else {
     text += " = " + std::to_string(fit.kv_pool_tokens) + " tokens at " +
             std::to_string(static_cast<std::int64_t>(fit.kv_bytes_per_token)) +
             " bytes/token; one " + std::to_string(context) + "-token request needs " +
-            gb_gib(fit.kv_bytes_per_request) + "; " +
-            std::to_string(fit.max_concurrent_sequences) + " such requests fit";
-    if (!fit.one_sequence_fits) text += ": one full-length sequence does not fit";
+            gb_gib(fit.kv_bytes_per_request) + "; " + std::to_string(fit.max_concurrent_sequences) +
+            " such requests fit";
+    if (!fit.one_sequence_fits)
+      text += ": one full-length sequence does not fit";
     else if (!fit.fits)
       text += ", fewer than the " + std::to_string(input.concurrency) + " asked";
   }

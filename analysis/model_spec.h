@@ -27,15 +27,15 @@ std::string_view to_string(Dtype dtype);
 double bytes_per_param(Dtype dtype);
 
 struct ModelSpec {
-  std::string name;                   // profile name, e.g. "llama-3.1-8b"
-  double params = 0;                  // parameter count, e.g. 8.03e9
-  std::int64_t layers = 0;            // transformer blocks
-  std::int64_t hidden = 0;            // model width
-  std::int64_t heads = 0;             // query heads
-  std::int64_t kv_heads = 0;          // key/value heads (GQA); equals heads for MHA
-  std::int64_t head_dim = 0;          // per-head width
-  std::int64_t ffn = 0;               // MLP intermediate width
-  std::int64_t vocab = 0;             // vocabulary size
+  std::string name;                     // profile name, e.g. "llama-3.1-8b"
+  double params = 0;                    // parameter count, e.g. 8.03e9
+  std::int64_t layers = 0;              // transformer blocks
+  std::int64_t hidden = 0;              // model width
+  std::int64_t heads = 0;               // query heads
+  std::int64_t kv_heads = 0;            // key/value heads (GQA); equals heads for MHA
+  std::int64_t head_dim = 0;            // per-head width
+  std::int64_t ffn = 0;                 // MLP intermediate width
+  std::int64_t vocab = 0;               // vocabulary size
   std::int64_t max_context_tokens = 0;  // longest sequence the model supports
   // Peak activations + CUDA context + graphs reserved outside the KV pool (DOMAIN §4:
   // ≈ 4–7 GiB for 7–9B models); bytes.
@@ -51,8 +51,8 @@ struct HardwareSpec {
   double fp8_tflops = 0;             // dense FP8 rate; 0 when the GPU has no FP8 tensor cores
   double int8_tflops = 0;            // dense INT8 rate; 0 when unknown
   double tdp_watts = 0;
-  std::string form_factor;           // "PCIe", "SXM"
-  std::string interconnect;          // e.g. "PCIe 4, no NVLink"
+  std::string form_factor;   // "PCIe", "SXM"
+  std::string interconnect;  // e.g. "PCIe 4, no NVLink"
   // Achieved fractions of peak (DOMAIN §5): weight streaming ≈ 0.75–0.85, large GEMMs ≈
   // 0.70–0.80; plus a fixed per-step cost (scheduling, sampling, launches).
   double bandwidth_efficiency = 0.8;

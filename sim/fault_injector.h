@@ -12,17 +12,17 @@
 namespace llmcap::sim {
 
 struct FaultOptions {
-  double error_rate = 0;              // fraction of requests answered with HTTP 500
-  double rate_limit_rate = 0;         // fraction answered with HTTP 429
-  std::int64_t retry_after_s = 1;     // Retry-After value sent with 429
-  double stall_rate = 0;              // fraction of streams that stall
+  double error_rate = 0;                // fraction of requests answered with HTTP 500
+  double rate_limit_rate = 0;           // fraction answered with HTTP 429
+  std::int64_t retry_after_s = 1;       // Retry-After value sent with 429
+  double stall_rate = 0;                // fraction of streams that stall
   std::int64_t stall_after_tokens = 8;  // tokens sent before the stall
-  std::int64_t stall_ms = 600'000;    // how long a stalled stream holds the connection, then resets
-  double reset_rate = 0;              // fraction of streams reset (TCP RST)
+  std::int64_t stall_ms = 600'000;  // how long a stalled stream holds the connection, then resets
+  double reset_rate = 0;            // fraction of streams reset (TCP RST)
   std::int64_t reset_after_tokens = 8;
-  double malformed_rate = 0;          // fraction of streams that get a malformed chunk
+  double malformed_rate = 0;  // fraction of streams that get a malformed chunk
   std::int64_t malformed_after_tokens = 8;
-  double slow_headers_rate = 0;       // fraction of requests whose headers are delayed
+  double slow_headers_rate = 0;  // fraction of requests whose headers are delayed
   std::int64_t slow_headers_ms = 2000;
 
   bool any() const {
@@ -37,8 +37,8 @@ std::string_view to_string(FaultKind kind);
 
 struct FaultDecision {
   FaultKind kind = FaultKind::kNone;
-  std::int64_t after_tokens = 0;      // for stall / reset / malformed
-  std::int64_t slow_headers_ms = 0;   // 0 = no delay; combines with any kind
+  std::int64_t after_tokens = 0;     // for stall / reset / malformed
+  std::int64_t slow_headers_ms = 0;  // 0 = no delay; combines with any kind
 };
 
 class FaultInjector {

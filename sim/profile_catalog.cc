@@ -29,7 +29,8 @@ class EntryReader {
       if (fallback) return *fallback;
       throw std::invalid_argument(where_ + ": missing required field '" + key + "'");
     }
-    if (!it->is_number()) throw std::invalid_argument(where_ + ": field '" + key + "' must be a number");
+    if (!it->is_number())
+      throw std::invalid_argument(where_ + ": field '" + key + "' must be a number");
     const double v = it->get<double>();
     if (v < 0) throw std::invalid_argument(where_ + ": field '" + key + "' must be >= 0");
     return v;
@@ -47,7 +48,8 @@ class EntryReader {
       if (fallback) return *fallback;
       throw std::invalid_argument(where_ + ": missing required field '" + key + "'");
     }
-    if (!it->is_string()) throw std::invalid_argument(where_ + ": field '" + key + "' must be a string");
+    if (!it->is_string())
+      throw std::invalid_argument(where_ + ": field '" + key + "' must be a string");
     return it->get<std::string>();
   }
   void reject_unknown() const {
@@ -124,7 +126,7 @@ ProfileCatalog ProfileCatalog::builtin() {
 }
 
 std::optional<std::string> ProfileCatalog::add_json(std::string_view text,
-                                                     std::string_view source) {
+                                                    std::string_view source) {
   const std::string src(source);
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded()) return src + ": not valid JSON";
@@ -140,8 +142,10 @@ std::optional<std::string> ProfileCatalog::add_json(std::string_view text,
       if (!it->is_array()) return src + ": '" + key + "' must be an array";
       for (std::size_t i = 0; i < it->size(); ++i) {
         const std::string where = src + ": " + key + "[" + std::to_string(i) + "]";
-        if (key == "hardware") hw.push_back(parse_hardware((*it)[i], where));
-        else models.push_back(parse_model((*it)[i], where));
+        if (key == "hardware")
+          hw.push_back(parse_hardware((*it)[i], where));
+        else
+          models.push_back(parse_model((*it)[i], where));
       }
     }
   } catch (const std::invalid_argument& e) {
@@ -185,23 +189,26 @@ std::vector<std::string> ProfileCatalog::model_names() const {
 }
 
 std::string ProfileCatalog::listing() const {
-  std::string out = "GPUs (memory GB, bandwidth GB/s, BF16/FP8 TFLOPS, efficiency bw/compute, "
-                    "step overhead):\n";
+  std::string out =
+      "GPUs (memory GB, bandwidth GB/s, BF16/FP8 TFLOPS, efficiency bw/compute, "
+      "step overhead):\n";
   char line[256];
   for (const auto& [name, h] : hardware_) {
-    std::snprintf(line, sizeof line, "  %-16s %6.0f GB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
-                  name.c_str(), h.memory_bytes / 1e9, h.bandwidth_bytes_per_s / 1e9,
-                  h.bf16_tflops, h.fp8_tflops, h.bandwidth_efficiency, h.compute_efficiency,
+    std::snprintf(line, sizeof line,
+                  "  %-16s %6.0f GB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
+                  name.c_str(), h.memory_bytes / 1e9, h.bandwidth_bytes_per_s / 1e9, h.bf16_tflops,
+                  h.fp8_tflops, h.bandwidth_efficiency, h.compute_efficiency,
                   h.step_overhead_s * 1000.0, h.display_name.c_str());
     out += line;
   }
   out += "Models (params, layers, heads/KV heads, KV bytes/token at 16-bit, max context):\n";
   for (const auto& [name, m] : models_) {
-    std::snprintf(line, sizeof line, "  %-16s %6.2fB  %3lld layers  %3lld/%-3lld heads  %7.0f KiB/token  %lld tokens\n",
-                  name.c_str(), m.params / 1e9, static_cast<long long>(m.layers),
-                  static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
-                  analysis::kv_bytes_per_token(m) / 1024.0,
-                  static_cast<long long>(m.max_context_tokens));
+    std::snprintf(
+        line, sizeof line,
+        "  %-16s %6.2fB  %3lld layers  %3lld/%-3lld heads  %7.0f KiB/token  %lld tokens\n",
+        name.c_str(), m.params / 1e9, static_cast<long long>(m.layers),
+        static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
+        analysis::kv_bytes_per_token(m) / 1024.0, static_cast<long long>(m.max_context_tokens));
     out += line;
   }
   out += "Dtypes: bf16, fp16, fp8, int8, int4\n";

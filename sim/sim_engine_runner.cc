@@ -26,15 +26,16 @@ SimEngineRunner::SimEngineRunner(asio::io_context& io, BatchEngine engine, doubl
       wake_timer_(strand_) {}
 
 void SimEngineRunner::start() {
-  asio::co_spawn(strand_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
+  asio::co_spawn(
+      strand_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
 }
 
 std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
     std::uint64_t id, std::int64_t prompt_tokens, std::int64_t max_output_tokens,
     const asio::any_io_executor& consumer) {
   // Capacity for every token update plus slack, so try_send never blocks the runner.
-  auto channel = std::make_shared<TokenChannel>(
-      consumer, static_cast<std::size_t>(max_output_tokens) + 2);
+  auto channel =
+      std::make_shared<TokenChannel>(consumer, static_cast<std::size_t>(max_output_tokens) + 2);
   asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel] {
     if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens})) {
       channel->close();

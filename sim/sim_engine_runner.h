@@ -66,11 +66,11 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   void publish_state();
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  BatchEngine engine_;                 // strand only
+  BatchEngine engine_;  // strand only
   double time_scale_;
   SimMetrics& metrics_;
-  boost::asio::steady_timer step_timer_;  // strand only
-  boost::asio::steady_timer wake_timer_;  // strand only; cancelled when work arrives
+  boost::asio::steady_timer step_timer_;                // strand only
+  boost::asio::steady_timer wake_timer_;                // strand only; cancelled when work arrives
   std::unordered_map<std::uint64_t, Pending> pending_;  // strand only
   std::int64_t reported_preemptions_ = 0;               // strand only
   bool stopped_ = false;                                // strand only

@@ -52,21 +52,20 @@ SimMetrics::SimMetrics(const std::string& model_name)
                .Help("Histogram of time to first token in seconds.")
                .Register(*registry_)
                .Add(labels, prometheus::Histogram::BucketBoundaries{
-                                0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
-                                0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0});
+                                0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0});
   tpot_ = &prometheus::BuildHistogram()
                .Name("vllm:time_per_output_token_seconds")
                .Help("Histogram of time per output token in seconds.")
                .Register(*registry_)
                .Add(labels, prometheus::Histogram::BucketBoundaries{
-                                0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
-                                1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0});
+                                0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+                                2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0});
 }
 
 SimMetrics::~SimMetrics() = default;
 
-void SimMetrics::set_scheduler_state(std::int64_t running, std::int64_t waiting,
-                                     double kv_usage) {
+void SimMetrics::set_scheduler_state(std::int64_t running, std::int64_t waiting, double kv_usage) {
   running_->Set(static_cast<double>(running));
   waiting_->Set(static_cast<double>(waiting));
   kv_usage_->Set(kv_usage);

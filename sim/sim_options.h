@@ -13,17 +13,17 @@
 namespace llmcap::sim {
 
 struct SimOptions {
-  std::string hardware = "rtx4090-48g";  // GPU profile name (see ProfileCatalog::listing())
-  std::string model = "llama-3.1-8b";    // model profile name; also the served model name
-  std::string dtype = "bf16";            // weight dtype: bf16, fp16, fp8, int8, int4
-  std::string kv_cache_dtype = "auto";   // "auto" (16-bit, 2 bytes/element) or "fp8" (1 byte)
-  std::string profiles_file;             // extra/overriding profiles JSON; empty = none
-  std::string address = "127.0.0.1";     // listen address
-  std::uint16_t port = 8000;             // listen port; 0 picks a free one
-  std::uint64_t seed = 0;                // seeds generated text and fault decisions
-  double time_scale = 1.0;               // 10 = every simulated duration runs 10× faster
-  double gpu_memory_utilization = 0.9;   // fraction of GPU memory the engine uses (vLLM)
-  std::int64_t max_num_seqs = 256;       // running-batch cap (vLLM default)
+  std::string hardware = "rtx4090-48g";        // GPU profile name (see ProfileCatalog::listing())
+  std::string model = "llama-3.1-8b";          // model profile name; also the served model name
+  std::string dtype = "bf16";                  // weight dtype: bf16, fp16, fp8, int8, int4
+  std::string kv_cache_dtype = "auto";         // "auto" (16-bit, 2 bytes/element) or "fp8" (1 byte)
+  std::string profiles_file;                   // extra/overriding profiles JSON; empty = none
+  std::string address = "127.0.0.1";           // listen address
+  std::uint16_t port = 8000;                   // listen port; 0 picks a free one
+  std::uint64_t seed = 0;                      // seeds generated text and fault decisions
+  double time_scale = 1.0;                     // 10 = every simulated duration runs 10× faster
+  double gpu_memory_utilization = 0.9;         // fraction of GPU memory the engine uses (vLLM)
+  std::int64_t max_num_seqs = 256;             // running-batch cap (vLLM default)
   std::int64_t max_num_batched_tokens = 2048;  // tokens per step; chunked prefill
   // Longest sequence (prompt + output). 0 = the model's max context, capped to what the KV
   // pool holds. An explicit value that does not fit makes start() refuse.

@@ -92,7 +92,8 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
       if (!limits.served_model.empty() && r.model != limits.served_model)
         fail("model", "The model `" + r.model + "` does not exist.", 404);
     }
-    r.prompt_tokens = chat ? tokenizer.count(render_messages(body)) : prompt_tokens(body, tokenizer);
+    r.prompt_tokens =
+        chat ? tokenizer.count(render_messages(body)) : prompt_tokens(body, tokenizer);
     if (r.prompt_tokens < 1) fail(chat ? "messages" : "prompt", "the prompt has no tokens");
     std::int64_t max_tokens = optional_int(body, "max_tokens", -1);
     if (chat) max_tokens = optional_int(body, "max_completion_tokens", max_tokens);
@@ -107,7 +108,8 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
     if (body.contains("stream_options") && !body["stream_options"].is_null()) {
       const json& so = body["stream_options"];
       if (!so.is_object()) fail("stream_options", "'stream_options' must be an object");
-      if (!r.stream) fail("stream_options", "'stream_options' is only allowed when 'stream' is true");
+      if (!r.stream)
+        fail("stream_options", "'stream_options' is only allowed when 'stream' is true");
       r.include_usage = optional_bool(so, "include_usage");
     }
     if (body.contains("n") && optional_int(body, "n", 1) != 1) fail("n", "only n = 1 is simulated");

@@ -15,13 +15,13 @@ namespace llmcap::sim {
 
 struct GenerationRequest {
   bool chat = false;
-  std::string model;                  // as sent; empty when absent
+  std::string model;  // as sent; empty when absent
   std::int64_t prompt_tokens = 0;
-  std::int64_t max_tokens = 0;        // the output length the simulator produces
-  std::int64_t min_tokens = 0;        // accepted and validated; the sim never stops early
-  bool ignore_eos = false;            // accepted; the sim never emits EOS anyway
+  std::int64_t max_tokens = 0;  // the output length the simulator produces
+  std::int64_t min_tokens = 0;  // accepted and validated; the sim never stops early
+  bool ignore_eos = false;      // accepted; the sim never emits EOS anyway
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
 };
 
 struct RequestError {
@@ -42,8 +42,7 @@ struct ParseResult {
 };
 
 ParseResult parse_generation_request(std::string_view body, bool chat,
-                                     const SimTokenizer& tokenizer,
-                                     const GenerationLimits& limits);
+                                     const SimTokenizer& tokenizer, const GenerationLimits& limits);
 
 // The prompt text of a /tokenize body ({"prompt": ...} or {"messages": [...]}) or an error.
 struct TokenizeInput {

@@ -1,5 +1,6 @@
 #include "sim/sim_server.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -9,7 +10,6 @@
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 #include "net/http_server.h"
@@ -24,10 +24,10 @@
 namespace llmcap::sim {
 
 namespace asio = boost::asio;
-using nlohmann::json;
 using net::HttpRequest;
 using net::HttpResponse;
 using net::ResponseStream;
+using nlohmann::json;
 
 namespace {
 
@@ -45,8 +45,11 @@ HttpResponse error_response(int status, const std::string& message, const std::s
                      : status == 429 ? "RateLimitError"
                      : status >= 500 ? "InternalServerError"
                                      : "BadRequestError";
-  json body = {{"object", "error"}, {"message", message}, {"type", type},
-               {"param", param.empty() ? json() : json(param)}, {"code", status}};
+  json body = {{"object", "error"},
+               {"message", message},
+               {"type", type},
+               {"param", param.empty() ? json() : json(param)},
+               {"code", status}};
   return HttpResponse::json(status, body.dump());
 }
 
@@ -66,9 +69,12 @@ void validate(const SimOptions& o) {
     bad("kv_cache_dtype", "must be 'auto' or 'fp8'");
   const auto& f = o.faults;
   const std::pair<const char*, double> rates[] = {
-      {"faults.error_rate", f.error_rate},         {"faults.rate_limit_rate", f.rate_limit_rate},
-      {"faults.stall_rate", f.stall_rate},         {"faults.reset_rate", f.reset_rate},
-      {"faults.malformed_rate", f.malformed_rate}, {"faults.slow_headers_rate", f.slow_headers_rate}};
+      {"faults.error_rate", f.error_rate},
+      {"faults.rate_limit_rate", f.rate_limit_rate},
+      {"faults.stall_rate", f.stall_rate},
+      {"faults.reset_rate", f.reset_rate},
+      {"faults.malformed_rate", f.malformed_rate},
+      {"faults.slow_headers_rate", f.slow_headers_rate}};
   double sum = 0;
   for (const auto& [name, rate] : rates) {
     if (!(rate >= 0 && rate <= 1)) bad(name, "must be in [0, 1]");
@@ -138,8 +144,8 @@ HttpResponse models(const SimServerState& s) {
       {"tokenizer", "whitespace words, 1 token each"},
   };
   json entry = {{"id", s.model.name},         {"object", "model"},
-                {"created", s.started_at},     {"owned_by", "llmcap-sim"},
-                {"root", s.model.name},        {"max_model_len", s.max_model_len},
+                {"created", s.started_at},    {"owned_by", "llmcap-sim"},
+                {"root", s.model.name},       {"max_model_len", s.max_model_len},
                 {"metadata", std::move(meta)}};
   json body = {{"object", "list"}, {"data", json::array({std::move(entry)})}};
   return HttpResponse::json(200, body.dump());
@@ -157,11 +163,12 @@ HttpResponse tokenize(const SimServerState& s, const HttpRequest& req) {
 json chunk(const GenerationRequest& g, const std::string& id, std::time_t created,
            const std::string& model, const std::string& text, const char* finish_reason,
            bool role_only = false) {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+  json choice = {{"index", 0},
+                 {"logprobs", nullptr},
                  {"finish_reason", finish_reason ? json(finish_reason) : json()}};
   if (g.chat) {
-    choice["delta"] = role_only ? json{{"role", "assistant"}, {"content", ""}}
-                                : json{{"content", text}};
+    choice["delta"] =
+        role_only ? json{{"role", "assistant"}, {"content", ""}} : json{{"content", text}};
   } else {
     choice["text"] = text;
     choice["stop_reason"] = nullptr;
@@ -196,7 +203,8 @@ asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (!s.stopped && std::chrono::steady_clock::now() < until) {
-    timer.expires_at(std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    timer.expires_at(
+        std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
     co_await timer.async_wait(use_nothrow);
   }
 }
@@ -277,7 +285,8 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
     for (; have < n; ++have) {
       if (faulty_stream && sent + pending_tokens == fault.after_tokens) {
         s->runner->cancel(engine_id);
-        if (!pending_text.empty()) co_await stream.write(sse(chunk(g, id, created, model, pending_text, nullptr)));
+        if (!pending_text.empty())
+          co_await stream.write(sse(chunk(g, id, created, model, pending_text, nullptr)));
         if (fault.kind == FaultKind::kStall) {
           co_await sleep_ms(*s, s->options.faults.stall_ms);
         } else if (fault.kind == FaultKind::kMalformed) {
@@ -357,7 +366,8 @@ Result dispatch(StatePtr s, HttpRequest& req, ResponseStream& stream) {
   }
   const int status = path_known ? 405 : 404;
   const std::string message = path_known ? "method not allowed" : "no route for " + req.path;
-  return [](int st, std::string msg) -> Result { co_return error_response(st, msg, ""); }(status, message);
+  return [](int st, std::string msg) -> Result { co_return error_response(st, msg, ""); }(status,
+                                                                                          message);
 }
 
 }  // namespace handlers
@@ -378,13 +388,13 @@ void SimServer::start() {
   state->options = options_;
   auto hw = catalog.hardware(options_.hardware);
   if (!hw) {
-    throw std::runtime_error("unknown hardware '" + options_.hardware + "'; known: " +
-                             join(catalog.hardware_names()));
+    throw std::runtime_error("unknown hardware '" + options_.hardware +
+                             "'; known: " + join(catalog.hardware_names()));
   }
   auto model = catalog.model(options_.model);
   if (!model) {
-    throw std::runtime_error("unknown model '" + options_.model + "'; known: " +
-                             join(catalog.model_names()));
+    throw std::runtime_error("unknown model '" + options_.model +
+                             "'; known: " + join(catalog.model_names()));
   }
   auto dtype = analysis::parse_dtype(options_.dtype);
   if (!dtype) {
@@ -403,14 +413,17 @@ void SimServer::start() {
   analysis::MemoryFitInput in;
   in.dtype = *dtype;
   in.kv_bytes_per_element = options_.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
-  in.context_tokens = options_.max_model_len > 0 ? options_.max_model_len : model->max_context_tokens;
+  in.context_tokens =
+      options_.max_model_len > 0 ? options_.max_model_len : model->max_context_tokens;
   in.concurrency = 1;
   in.gpu_memory_utilization = options_.gpu_memory_utilization;
-  in.activation_reserve_bytes =
-      options_.activation_reserve_gib >= 0 ? options_.activation_reserve_gib * analysis::kBytesPerGiB : -1;
+  in.activation_reserve_bytes = options_.activation_reserve_gib >= 0
+                                    ? options_.activation_reserve_gib * analysis::kBytesPerGiB
+                                    : -1;
   in.block_tokens = 16;
   state->fit = analysis::estimate_memory_fit(*model, *hw, in);
-  if (!state->fit.weights_fit) throw std::runtime_error("model does not fit: " + state->fit.explanation);
+  if (!state->fit.weights_fit)
+    throw std::runtime_error("model does not fit: " + state->fit.explanation);
   if (options_.max_model_len > 0) {
     if (!state->fit.one_sequence_fits)
       throw std::runtime_error("max_model_len does not fit: " + state->fit.explanation);
@@ -470,8 +483,8 @@ std::int64_t SimServer::max_model_len() const { return state_ ? state_->max_mode
 SingleRequestPrediction SimServer::predict_single(std::int64_t prompt_tokens,
                                                   std::int64_t output_tokens) const {
   if (!state_) throw std::logic_error("SimServer not started");
-  SingleRequestPrediction p =
-      BatchEngine::predict_single(*state_->roofline, state_->engine_config, prompt_tokens, output_tokens);
+  SingleRequestPrediction p = BatchEngine::predict_single(*state_->roofline, state_->engine_config,
+                                                          prompt_tokens, output_tokens);
   const double k = options_.time_scale;
   return SingleRequestPrediction{p.ttft_s / k, p.tpot_s / k, p.e2e_s / k};
 }
@@ -488,8 +501,8 @@ std::string SimServer::describe() const {
                 analysis::to_gib(s.fit.kv_pool_bytes), static_cast<long long>(s.fit.kv_pool_tokens),
                 static_cast<long long>(s.max_model_len),
                 static_cast<long long>(s.engine_config.max_num_seqs),
-                static_cast<long long>(s.engine_config.max_num_batched_tokens), s.options.time_scale,
-                static_cast<unsigned>(s.http ? s.http->port() : 0));
+                static_cast<long long>(s.engine_config.max_num_batched_tokens),
+                s.options.time_scale, static_cast<unsigned>(s.http ? s.http->port() : 0));
   return buf;
 }
 

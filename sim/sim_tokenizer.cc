@@ -24,7 +24,7 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-constexpr std::array<std::string_view, 16> kOnsets = {"b", "d", "f", "g", "k", "l", "m", "n",
+constexpr std::array<std::string_view, 16> kOnsets = {"b", "d", "f", "g", "k", "l", "m",  "n",
                                                       "p", "r", "s", "t", "v", "z", "th", "st"};
 constexpr std::array<std::string_view, 8> kVowels = {"a", "e", "i", "o", "u", "ai", "ou", "ea"};
 

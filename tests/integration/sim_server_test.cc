@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -12,8 +14,6 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -31,7 +31,7 @@ using nlohmann::json;
 
 struct Reply {
   int status = 0;
-  std::string body;                                           // whole body (also for SSE)
+  std::string body;                                               // whole body (also for SSE)
   std::vector<std::pair<Clock::time_point, std::string>> chunks;  // chunk arrival, data
   std::string retry_after;
   std::string content_type;
@@ -173,8 +173,11 @@ double metric(const std::string& text, const std::string& name) {
 TEST(SimServerTest, StreamingCompletionsFormatWithUsageAndDone) {
   Sim sim(fast());
   const Reply r = post(sim.port(), "/v1/completions",
-                       {{"model", "llama-3.1-8b"}, {"prompt", "a b c d e"}, {"max_tokens", 5},
-                        {"ignore_eos", true}, {"stream", true},
+                       {{"model", "llama-3.1-8b"},
+                        {"prompt", "a b c d e"},
+                        {"max_tokens", 5},
+                        {"ignore_eos", true},
+                        {"stream", true},
                         {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.content_type, "text/event-stream");
@@ -202,7 +205,8 @@ TEST(SimServerTest, ChatStreamingRoleChunkAndTokensPerEvent) {
   Sim sim(o);
   const Reply r = post(sim.port(), "/v1/chat/completions",
                        {{"messages", {{{"role", "user"}, {"content", "hi there"}}}},
-                        {"max_tokens", 7}, {"stream", true}});
+                        {"max_tokens", 7},
+                        {"stream", true}});
   ASSERT_EQ(r.status, 200) << r.body;
   const auto events = sse_data(r.body);
   ASSERT_EQ(events.size(), 5u) << r.body;  // role + 3 + 3 + 1 tokens + [DONE], no usage asked
@@ -233,8 +237,10 @@ TEST(SimServerTest, NonStreamingAndDeterministicText) {
     EXPECT_EQ(j["usage"]["completion_tokens"], 12);
     EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
     const std::string text = j["choices"][0]["text"];
-    if (round == 0) first_text = text;
-    else EXPECT_EQ(text, first_text);  // same seed, same text
+    if (round == 0)
+      first_text = text;
+    else
+      EXPECT_EQ(text, first_text);  // same seed, same text
   }
   const Reply chat = [&] {
     Sim sim(o);
@@ -306,7 +312,8 @@ TEST(SimServerTest, RefusesToStartWithTheNumbers) {
     too_long.start();
     FAIL() << "131072-token sequence fitted on 24 GB";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("one full-length sequence does not fit"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("one full-length sequence does not fit"),
+              std::string::npos)
         << e.what();
   }
   o.hardware = "no-such-gpu";
@@ -386,8 +393,10 @@ struct Measured {
 
 Measured measure_stream(std::uint16_t port, int prompt_words, int max_tokens) {
   const Reply r = post(port, "/v1/completions",
-                       {{"prompt", words(prompt_words)}, {"max_tokens", max_tokens},
-                        {"ignore_eos", true}, {"stream", true}});
+                       {{"prompt", words(prompt_words)},
+                        {"max_tokens", max_tokens},
+                        {"ignore_eos", true},
+                        {"stream", true}});
   Measured m;
   Clock::time_point first, last;
   for (const auto& [t, data] : r.chunks) {
@@ -398,14 +407,16 @@ Measured measure_stream(std::uint16_t port, int prompt_words, int max_tokens) {
     }
   }
   m.ttft_s = std::chrono::duration<double>(first - r.sent).count();
-  if (m.tokens >= 2) m.tpot_s = std::chrono::duration<double>(last - first).count() / (m.tokens - 1);
+  if (m.tokens >= 2)
+    m.tpot_s = std::chrono::duration<double>(last - first).count() / (m.tokens - 1);
   return m;
 }
 
 TEST(SimServerTest, SingleRequestReproducesItsOwnPredictionWithin3Percent) {
   SimOptions o = fast();
-  // Real step times (≈ 0.8 s of chunked prefill for 6000 tokens, ≈ 22 ms decode) dwarf timer jitter; the
-  // median of three sequential requests absorbs a scheduling hiccup on a shared machine.
+  // Real step times (≈ 0.8 s of chunked prefill for 6000 tokens, ≈ 22 ms decode) dwarf timer
+  // jitter; the median of three sequential requests absorbs a scheduling hiccup on a shared
+  // machine.
   o.time_scale = 1;
   Sim sim(o);
   const auto predicted = sim.server().predict_single(6000, 24);
@@ -424,9 +435,10 @@ TEST(SimServerTest, SingleRequestReproducesItsOwnPredictionWithin3Percent) {
       << "measured " << ttft << " predicted " << predicted.ttft_s;
   EXPECT_NEAR(tpot, predicted.tpot_s, 0.03 * predicted.tpot_s)
       << "measured " << tpot << " predicted " << predicted.tpot_s;
-  std::printf("single request 6000 in / 24 out on rtx4090-48g (median of 3): TTFT %.2f ms "
-              "(predicted %.2f), TPOT %.3f ms (predicted %.3f)\n",
-              ttft * 1000, predicted.ttft_s * 1000, tpot * 1000, predicted.tpot_s * 1000);
+  std::printf(
+      "single request 6000 in / 24 out on rtx4090-48g (median of 3): TTFT %.2f ms "
+      "(predicted %.2f), TPOT %.3f ms (predicted %.3f)\n",
+      ttft * 1000, predicted.ttft_s * 1000, tpot * 1000, predicted.tpot_s * 1000);
 }
 
 TEST(SimServerTest, A100PcieFasterPerTokenThan4090AtConcurrency1) {
@@ -464,8 +476,9 @@ LoadResult long_context_load(const std::string& hw) {
   std::vector<std::thread> clients;
   for (int i = 0; i < 16; ++i) {
     clients.emplace_back([&, i] {
-      const Reply r = post(sim.port(), "/v1/completions",
-                           {{"prompt", words(2000 + i)}, {"max_tokens", 200}, {"ignore_eos", true}});
+      const Reply r =
+          post(sim.port(), "/v1/completions",
+               {{"prompt", words(2000 + i)}, {"max_tokens", 200}, {"ignore_eos", true}});
       if (r.status == 200) ++ok;
     });
   }
@@ -482,8 +495,8 @@ LoadResult long_context_load(const std::string& hw) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   joiner.join();
-  out.preemptions = metric(call(sim.port(), http::verb::get, "/metrics").body,
-                           "vllm:num_preemptions_total");
+  out.preemptions =
+      metric(call(sim.port(), http::verb::get, "/metrics").body, "vllm:num_preemptions_total");
   out.ok = ok;
   return out;
 }
@@ -501,10 +514,11 @@ TEST(SimServerTest, Rtx4090With24GBHitsKvLimitFirstUnderLongContexts) {
   EXPECT_EQ(big.preemptions, 0);
   EXPECT_LT(big.max_kv_usage, 0.5);
   EXPECT_GT(small.max_waiting + small.preemptions, big.max_waiting + big.preemptions);
-  std::printf("16 x 2.2k-token requests: 24g max waiting %.0f, preemptions %.0f, max KV %.2f; "
-              "48g max waiting %.0f, preemptions %.0f, max KV %.2f\n",
-              small.max_waiting, small.preemptions, small.max_kv_usage, big.max_waiting,
-              big.preemptions, big.max_kv_usage);
+  std::printf(
+      "16 x 2.2k-token requests: 24g max waiting %.0f, preemptions %.0f, max KV %.2f; "
+      "48g max waiting %.0f, preemptions %.0f, max KV %.2f\n",
+      small.max_waiting, small.preemptions, small.max_kv_usage, big.max_waiting, big.preemptions,
+      big.max_kv_usage);
 }
 
 }  // namespace

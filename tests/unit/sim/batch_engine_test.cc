@@ -116,8 +116,8 @@ TEST(BatchEngineTest, QueuesWhenPoolIsFullWithoutPreemptingForAdmission) {
 TEST(BatchEngineTest, RejectsRequestsThatCanNeverFit) {
   BatchEngine e(roofline_4090(), config(4));  // 64 tokens
   EXPECT_FALSE(e.add({1, 60, 10}));
-  EXPECT_TRUE(e.add({2, 60, 5}));   // peak 64 cached tokens
-  EXPECT_FALSE(e.add({2, 1, 1}));   // duplicate id
+  EXPECT_TRUE(e.add({2, 60, 5}));  // peak 64 cached tokens
+  EXPECT_FALSE(e.add({2, 1, 1}));  // duplicate id
   EXPECT_FALSE(e.add({3, 0, 1}));
 }
 
@@ -145,7 +145,8 @@ TEST(BatchEngineTest, PredictSingleMatchesHandCalculation) {
 TEST(BatchEngineTest, DeterministicSequenceOfSteps) {
   auto run = [] {
     BatchEngine e(roofline_4090(), config(64, 8, 256));
-    for (std::uint64_t id = 1; id <= 12; ++id) e.add({id, 30 + static_cast<std::int64_t>(id) * 7, 20});
+    for (std::uint64_t id = 1; id <= 12; ++id)
+      e.add({id, 30 + static_cast<std::int64_t>(id) * 7, 20});
     std::vector<double> durations;
     while (!e.idle()) durations.push_back(e.step().cost.total_s);
     return durations;

@@ -36,7 +36,7 @@ TEST(ProfileCatalogTest, BuiltinFiguresMatchDomainTables) {
   EXPECT_EQ(m48.memory_bytes, 2 * m24.memory_bytes);
   // KV bytes/token at 16 bits, DOMAIN §6 last column.
   const std::pair<const char*, double> kv[] = {
-      {"llama-3.1-8b", 128}, {"llama-3.1-70b", 320}, {"qwen2.5-7b", 56}, {"qwen2.5-14b", 192},
+      {"llama-3.1-8b", 128}, {"llama-3.1-70b", 320}, {"qwen2.5-7b", 56},  {"qwen2.5-14b", 192},
       {"qwen2.5-32b", 256},  {"qwen2.5-72b", 320},   {"mistral-7b", 128}, {"llama-2-7b", 512}};
   for (const auto& [name, kib] : kv) {
     EXPECT_DOUBLE_EQ(analysis::kv_bytes_per_token(*c.model(name)), kib * 1024) << name;
@@ -60,7 +60,8 @@ TEST(ProfileCatalogTest, StrictErrorsNameTheField) {
   ProfileCatalog c;
   auto err = c.add_json(R"({"models": [{"name": "x", "params": 1e9, "layers": 2, "hidden": 8,
       "heads": 2, "kv_heads": 2, "head_dim": 4, "ffn": 8, "vocab": 10, "max_context_tokens": 8,
-      "colour": "red"}]})", "u.json");
+      "colour": "red"}]})",
+                        "u.json");
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("models[0]"), std::string::npos) << *err;
   EXPECT_NE(err->find("'colour'"), std::string::npos) << *err;

@@ -19,9 +19,8 @@ BatchEngine engine(std::int64_t blocks = 10000) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   EngineConfig cfg;
   cfg.kv_pool_blocks = blocks;
-  return BatchEngine(Roofline(*c.model("llama-3.1-8b"), *c.hardware("h100-sxm"),
-                              analysis::Dtype::kBf16),
-                     cfg);
+  return BatchEngine(
+      Roofline(*c.model("llama-3.1-8b"), *c.hardware("h100-sxm"), analysis::Dtype::kBf16), cfg);
 }
 
 // Receives every token update of one request; records the counts seen.
@@ -45,28 +44,36 @@ TEST(SimEngineRunnerTest, DeliversCumulativeCountsOnTimersAndUpdatesMetrics) {
   runner->start();
   std::vector<std::int64_t> a, b;
   bool closed_a = false, closed_b = false;
-  asio::co_spawn(io, drain(runner->submit(1, 100, 5, io.get_executor()), 5, a, closed_a), asio::detached);
-  asio::co_spawn(io, drain(runner->submit(2, 50, 3, io.get_executor()), 3, b, closed_b), asio::detached);
+  asio::co_spawn(io, drain(runner->submit(1, 100, 5, io.get_executor()), 5, a, closed_a),
+                 asio::detached);
+  asio::co_spawn(io, drain(runner->submit(2, 50, 3, io.get_executor()), 3, b, closed_b),
+                 asio::detached);
   const auto start = std::chrono::steady_clock::now();
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    asio::steady_timer t(io);
-    while (a.size() < 5 || b.size() < 3) {
-      t.expires_after(std::chrono::milliseconds(1));
-      co_await t.async_wait(asio::use_awaitable);
-    }
-    runner->stop();
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer t(io);
+        while (a.size() < 5 || b.size() < 3) {
+          t.expires_after(std::chrono::milliseconds(1));
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        runner->stop();
+      },
+      asio::detached);
   io.run_for(std::chrono::seconds(10));
-  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(a, (std::vector<std::int64_t>{1, 2, 3, 4, 5}));
   EXPECT_EQ(b, (std::vector<std::int64_t>{1, 2, 3}));
   EXPECT_FALSE(closed_a);
   // Five steps of ≥ 2 ms overhead each at time_scale 10: at least 1 ms of real time passed.
   EXPECT_GE(elapsed_s, 0.001);
   const std::string text = metrics.serialize();
-  EXPECT_NE(text.find("vllm:generation_tokens_total{model_name=\"m\"} 8"), std::string::npos) << text;
+  EXPECT_NE(text.find("vllm:generation_tokens_total{model_name=\"m\"} 8"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("vllm:request_success_total{model_name=\"m\"} 2"), std::string::npos);
-  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 2"), std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 2"),
+            std::string::npos);
 }
 
 TEST(SimEngineRunnerTest, RejectedRequestClosesChannelAndStopClosesOpenOnes) {
@@ -76,9 +83,11 @@ TEST(SimEngineRunnerTest, RejectedRequestClosesChannelAndStopClosesOpenOnes) {
   runner->start();
   std::vector<std::int64_t> rejected_seen, long_seen;
   bool rejected_closed = false, long_closed = false;
-  asio::co_spawn(io, drain(runner->submit(1, 100, 5, io.get_executor()), 5, rejected_seen, rejected_closed),
-                 asio::detached);
-  asio::co_spawn(io, drain(runner->submit(2, 10, 50, io.get_executor()), 50, long_seen, long_closed),
+  asio::co_spawn(
+      io, drain(runner->submit(1, 100, 5, io.get_executor()), 5, rejected_seen, rejected_closed),
+      asio::detached);
+  asio::co_spawn(io,
+                 drain(runner->submit(2, 10, 50, io.get_executor()), 50, long_seen, long_closed),
                  asio::detached);
   asio::steady_timer t(io);
   t.expires_after(std::chrono::milliseconds(100));

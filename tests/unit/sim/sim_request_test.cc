@@ -48,14 +48,16 @@ TEST(SimRequestTest, ChatMessagesUseTheTemplate) {
 }
 
 TEST(SimRequestTest, ErrorsNameTheParam) {
-  auto r = parse_generation_request(R"({"prompt": "a", "max_tokens": 0})", false, kTokenizer, kLimits);
+  auto r =
+      parse_generation_request(R"({"prompt": "a", "max_tokens": 0})", false, kTokenizer, kLimits);
   EXPECT_EQ(r.error.param, "max_tokens");
   r = parse_generation_request(R"({"prompt": "a", "max_tokens": 5, "min_tokens": 6})", false,
                                kTokenizer, kLimits);
   EXPECT_EQ(r.error.param, "min_tokens");
   r = parse_generation_request(R"({"model": "gpt-4", "prompt": "a"})", false, kTokenizer, kLimits);
   EXPECT_EQ(r.error.status, 404);
-  r = parse_generation_request(R"({"prompt": "a b", "max_tokens": 99})", false, kTokenizer, kLimits);
+  r = parse_generation_request(R"({"prompt": "a b", "max_tokens": 99})", false, kTokenizer,
+                               kLimits);
   ASSERT_FALSE(r.request);
   EXPECT_NE(r.error.message.find("maximum context length is 100"), std::string::npos);
   r = parse_generation_request(R"({"prompt": "   "})", false, kTokenizer, kLimits);

@@ -22,7 +22,8 @@ TEST(SimTokenizerTest, OneTokenPerWhitespaceWord) {
 
 TEST(SimTokenizerTest, ChatTemplateAddsOneTokenPerMessagePlusOne) {
   const SimTokenizer t(32000);
-  const std::string text = SimTokenizer::render_chat({{"system", "be brief"}, {"user", "hi there you"}});
+  const std::string text =
+      SimTokenizer::render_chat({{"system", "be brief"}, {"user", "hi there you"}});
   EXPECT_EQ(t.count(text), 2 + 3 + 2 + 1);
 }
 
