@@ -6,8 +6,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+extern char** environ;
 
 #include "agent/step_runner.h"
 #include "tests/fakes/scripted_target.h"
@@ -302,6 +312,62 @@ TEST(AgentBehaviour, DatasetWorkloadAndBadDataset) {
   r = StepRunner().run(spec);
   EXPECT_NE(r.fatal_error.find("dataset line 2: invalid JSON"), std::string::npos) << r.fatal_error;
   EXPECT_TRUE(r.samples.empty());
+}
+
+// A free loopback port (bound then released; the server binds it right after).
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// https:// against `openssl s_server -www` with a self-signed certificate: the system store
+// rejects it (kTls), the CA-file option and the explicit insecure option accept it.
+TEST(AgentBehaviour, TlsVerificationOptions) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl CLI";
+  const std::string dir = ::testing::TempDir();
+  const std::string cert = dir + "/agent_tls_cert.pem", key = dir + "/agent_tls_key.pem";
+  const std::string gen = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
+                          " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 > /dev/null 2>&1";
+  ASSERT_EQ(std::system(gen.c_str()), 0);
+  const std::uint16_t port = free_port();
+  const std::string port_s = std::to_string(port);
+  std::vector<std::string> args = {"openssl", "s_server", "-quiet", "-www", "-accept", port_s,
+                                   "-cert", cert, "-key", key};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "openssl", nullptr, nullptr, argv.data(), environ), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  StepSpec spec;
+  spec.target.base_url = "https://127.0.0.1:" + port_s;
+  spec.workload.calibrate = false;
+  spec.duration_s = 0.05;
+  // Model discovery exercises connect + handshake + one exchange; s_server answers with an
+  // HTML page, so a successful handshake shows as "returned no model id".
+  StepResult r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("certificate verify failed"), std::string::npos) << r.fatal_error;
+  spec.target.tls.ca_file = cert;
+  r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("returned no model id"), std::string::npos) << r.fatal_error;
+  spec.target.tls.ca_file.clear();
+  spec.target.tls.verify_peer = false;
+  r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("returned no model id"), std::string::npos) << r.fatal_error;
+  spec.target.tls.verify_peer = true;
+  spec.target.tls.ca_file = dir + "/missing.pem";
+  r = StepRunner().run(spec);
+  EXPECT_NE(r.fatal_error.find("target.tls: cannot load CA file"), std::string::npos) << r.fatal_error;
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
 }
 
 TEST(AgentBehaviour, InvalidSpecIsAFatalErrorNamingTheField) {
