@@ -318,7 +318,21 @@ TEST(SimServerTest, RefusesToStartWithTheNumbers) {
   }
   o.hardware = "no-such-gpu";
   SimServer unknown(io, o);
-  EXPECT_THROW(unknown.start(), std::runtime_error);
+  try {
+    unknown.start();
+    FAIL() << "unknown GPU accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-80g-pcie"), std::string::npos) << e.what();
+  }
+  o = fast();
+  o.time_scale = 0;
+  SimServer bad_scale(io, o);
+  try {
+    bad_scale.start();
+    FAIL() << "time_scale 0 accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("time_scale"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SimServerTest, FaultInjection) {
