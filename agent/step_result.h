@@ -43,6 +43,10 @@ struct StepCounts {
   std::uint64_t failed = 0;     // errors incl. timeouts, excl. cancelled
   std::uint64_t cancelled = 0;  // cancelled at drain or by stop (reported, never dropped)
   std::uint64_t output_tokens = 0;  // sum of output_tokens of ok samples
+  // ok samples whose output_tokens differ from the planned max_tokens (§7.6: the server did
+  // not honour the length; with ignore_eos this should be 0) and how many had no usage.
+  std::uint64_t output_length_mismatch = 0;
+  std::uint64_t usage_missing = 0;
 };
 
 struct StepResult {
@@ -64,7 +68,10 @@ struct StepResult {
 
   CpuUsage cpu;                      // agent thread and process CPU over the step
   double client_cpu_utilisation = 0; // cpu.thread_utilisation()
-  LagStats schedule_lag;             // t_send − t_intended over sent requests
+  LagStats schedule_lag;             // t_send − t_intended over sent requests (§2; includes
+                                     // connect + TLS of requests that opened a connection)
+  LagStats dispatch_lag;             // the same minus connect and TLS time: the agent's own
+                                     // delay (use this one to judge client saturation, §3)
   LagStats timer_lag;                // open loop: wake-up time − scheduled arrival
   CalibrationInfo calibration;
   StepCounts counts;

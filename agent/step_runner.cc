@@ -503,10 +503,31 @@ void StepRun::finalize() {
   result.response_ids = std::move(ids);
 
   std::vector<std::int64_t> lags;
+  std::vector<std::int64_t> dispatch;
   lags.reserve(result.samples.size());
-  for (const auto& s : result.samples)
-    if (s.t_send_ns >= 0) lags.push_back(s.t_send_ns - s.t_intended_ns);
+  dispatch.reserve(result.samples.size());
+  for (const auto& s : result.samples) {
+    if (s.t_send_ns < 0) continue;
+    lags.push_back(s.t_send_ns - s.t_intended_ns);
+    dispatch.push_back(s.t_send_ns - s.t_intended_ns - std::max<std::int64_t>(0, s.connect_ns) -
+                       std::max<std::int64_t>(0, s.tls_ns));
+    if (!s.ok()) continue;
+    if (s.output_tokens_estimated || s.input_tokens < 0) ++result.counts.usage_missing;
+    if (s.planned_output_tokens > 0 && s.output_tokens != s.planned_output_tokens)
+      ++result.counts.output_length_mismatch;
+  }
   result.schedule_lag = lag_stats(std::move(lags));
+  result.dispatch_lag = lag_stats(std::move(dispatch));
+  if (result.counts.output_length_mismatch > 0) {
+    logger()->warn("{} of {} ok requests returned a different output length than planned "
+                   "(max_tokens{}): the target may not honour the length (DOMAIN §7.6)",
+                   result.counts.output_length_mismatch, result.counts.ok,
+                   spec.workload.ignore_eos ? " + ignore_eos" : "");
+  }
+  if (result.counts.usage_missing > 0) {
+    logger()->warn("{} ok requests had no usage: output tokens counted from events (estimated)",
+                   result.counts.usage_missing);
+  }
   result.timer_lag = lag_stats(std::move(timer_lags));
 
   auto& info = result.calibration;

@@ -146,7 +146,19 @@ TEST(AgentBehaviour, StreamShapesAllMeasureTheSame) {
       EXPECT_GE(*x.ttft_service_ns(), 5 * kMs) << variant;  // never at the role-only chunk
       EXPECT_LT(*x.ttft_service_ns(), 60 * kMs) << variant;
     }
+    EXPECT_EQ(r.counts.usage_missing, variant == 3 ? r.counts.ok : 0u) << variant;
+    EXPECT_EQ(r.counts.output_length_mismatch, 0u) << variant;
+    EXPECT_LE(r.dispatch_lag.max_ns, r.schedule_lag.max_ns) << variant;
   }
+}
+
+TEST(AgentBehaviour, ShortOutputsAreCountedAsLengthMismatches) {
+  Script s = quick();
+  s.tokens = 3;  // the target stops early although max_tokens = 5
+  ScriptedTarget fake(s);
+  const StepResult r = StepRunner().run(spec_for(fake));
+  ASSERT_GT(r.counts.ok, 0u);
+  EXPECT_EQ(r.counts.output_length_mismatch, r.counts.ok);
 }
 
 TEST(AgentBehaviour, ModelDiscoveryAndNonStreaming) {
