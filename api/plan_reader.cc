@@ -1,0 +1,840 @@
+#include "api/plan_reader.h"
+
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace llmcap::api {
+
+using nlohmann::json;
+
+namespace {
+
+std::string escape_pointer(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+// Reads one JSON object at a path: typed getters record errors with paths, remember which
+// keys were read, and finish() reports every key nobody read as unknown.
+class ObjectReader {
+ public:
+  ObjectReader(const json* value, std::string path, std::vector<FieldError>& errors)
+      : value_(value), path_(std::move(path)), errors_(errors) {
+    if (value_ != nullptr && !value_->is_object()) {
+      error("", "must be an object");
+      value_ = nullptr;
+    }
+  }
+  bool ok() const { return value_ != nullptr; }
+  std::string path(std::string_view key) const { return path_ + "/" + escape_pointer(key); }
+  void error(std::string_view key, std::string message) {
+    errors_.push_back({key.empty() ? path_ : path(key), std::move(message)});
+  }
+
+  const json* get(std::string_view key) {
+    if (!value_) return nullptr;
+    read_.insert(std::string(key));
+    auto it = value_->find(key);
+    return it == value_->end() ? nullptr : &*it;
+  }
+  bool has(std::string_view key) const { return value_ && value_->contains(key); }
+
+  template <typename T>
+  void number(std::string_view key, T& out, double lo, double hi, bool integer = false,
+              bool required = false) {
+    const json* v = get(key);
+    if (!v) {
+      if (required) error(key, "is required");
+      return;
+    }
+    if (!v->is_number() || v->is_boolean()) {
+      error(key, integer ? "must be an integer" : "must be a number");
+      return;
+    }
+    const double d = v->get<double>();
+    if (!std::isfinite(d)) {
+      error(key, "must be a finite number");
+      return;
+    }
+    if (integer && (!v->is_number_integer() && std::floor(d) != d)) {
+      error(key, "must be an integer");
+      return;
+    }
+    if (d < lo || d > hi) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "must be between %g and %g (got %g)", lo, hi, d);
+      error(key, buf);
+      return;
+    }
+    out = static_cast<T>(d);
+  }
+
+  void string(std::string_view key, std::string& out, bool required = false,
+              std::size_t max_len = 2048) {
+    const json* v = get(key);
+    if (!v) {
+      if (required) error(key, "is required");
+      return;
+    }
+    if (!v->is_string()) {
+      error(key, "must be a string");
+      return;
+    }
+    const auto& s = v->get_ref<const std::string&>();
+    if (s.size() > max_len) {
+      error(key, "must be at most " + std::to_string(max_len) + " characters");
+      return;
+    }
+    out = s;
+  }
+
+  void one_of(std::string_view key, std::string& out, const std::vector<std::string>& allowed) {
+    std::string s = out;
+    const auto before = errors_.size();
+    string(key, s);
+    if (errors_.size() != before) return;
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      error(key, "must be one of " + list + " (got '" + s + "')");
+      return;
+    }
+    out = s;
+  }
+
+  void boolean(std::string_view key, bool& out) {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_boolean()) {
+      error(key, "must be true or false");
+      return;
+    }
+    out = v->get<bool>();
+  }
+
+  void finish() {
+    if (!value_) return;
+    for (const auto& [k, v] : value_->items()) {
+      if (read_.count(k) == 0) errors_.push_back({path(k), "unknown key"});
+    }
+  }
+
+ private:
+  const json* value_;
+  std::string path_;
+  std::vector<FieldError>& errors_;
+  std::set<std::string> read_;
+};
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// A length distribution: {"fixed": N} or {"distribution": ..., ...}.
+void read_lengths(const json* v, const std::string& path, analysis::LengthDistribution& out,
+                  std::vector<FieldError>& errors, const PlanLimits& limits) {
+  if (!v) return;
+  if (v->is_number_integer()) {
+    const auto n = v->get<std::int64_t>();
+    if (n < 1 || n > 1'000'000) {
+      errors.push_back({path, "must be between 1 and 1000000 tokens"});
+      return;
+    }
+    out = analysis::LengthDistribution::fixed(static_cast<std::int32_t>(n));
+    return;
+  }
+  ObjectReader r(v, path, errors);
+  if (!r.ok()) return;
+  constexpr double kMax = 1'000'000;
+  if (r.has("fixed")) {
+    std::int32_t n = 0;
+    const auto before = errors.size();
+    r.number("fixed", n, 1, kMax, true);
+    if (errors.size() == before) out = analysis::LengthDistribution::fixed(n);
+    r.number("min", out.min_tokens, 1, kMax, true);
+    r.number("max", out.max_tokens, 1, kMax, true);
+    r.finish();
+    return;
+  }
+  std::string kind = "fixed";
+  r.one_of("distribution", kind, {"fixed", "uniform", "normal", "lognormal", "empirical"});
+  analysis::LengthDistribution d;
+  if (kind == "fixed") d.kind = analysis::LengthDistribution::Kind::kFixed;
+  if (kind == "uniform") d.kind = analysis::LengthDistribution::Kind::kUniform;
+  if (kind == "normal") d.kind = analysis::LengthDistribution::Kind::kNormal;
+  if (kind == "lognormal") d.kind = analysis::LengthDistribution::Kind::kLognormal;
+  if (kind == "empirical") d.kind = analysis::LengthDistribution::Kind::kEmpirical;
+  const bool needs_mean = kind == "fixed" || kind == "normal" || kind == "lognormal";
+  r.number("mean", d.mean, 1, kMax, false, needs_mean);
+  r.number("stddev", d.stddev, 0, kMax);
+  r.number("low", d.low, 1, kMax, true, kind == "uniform");
+  r.number("high", d.high, 1, kMax, true, kind == "uniform");
+  r.number("min", d.min_tokens, 1, kMax, true);
+  r.number("max", d.max_tokens, 1, kMax, true);
+  if (const json* vals = r.get("values")) {
+    if (!vals->is_array() || vals->empty()) {
+      r.error("values", "must be a non-empty array of token counts");
+    } else if (static_cast<int>(vals->size()) > limits.max_list_items * 64) {
+      r.error("values", "has too many items");
+    } else {
+      for (std::size_t i = 0; i < vals->size(); ++i) {
+        const auto& x = (*vals)[i];
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 1 ||
+            x.get<std::int64_t>() > 1'000'000) {
+          errors.push_back({r.path("values") + "/" + std::to_string(i),
+                            "must be an integer between 1 and 1000000"});
+        } else {
+          d.values.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+        }
+      }
+    }
+  } else if (kind == "empirical") {
+    r.error("values", "is required for an empirical distribution");
+  }
+  if (kind == "uniform" && d.low > d.high) r.error("low", "must not exceed high");
+  if (d.min_tokens > d.max_tokens) r.error("min", "must not exceed max");
+  r.finish();
+  out = d;
+}
+
+void read_workload(const json* v, const std::string& path, PlanWorkload& w,
+                   std::vector<FieldError>& errors, const PlanLimits& limits) {
+  ObjectReader r(v, path, errors);
+  if (!r.ok()) return;
+  read_lengths(r.get("input_tokens"), r.path("input_tokens"), w.input_tokens, errors, limits);
+  read_lengths(r.get("output_tokens"), r.path("output_tokens"), w.output_tokens, errors, limits);
+  if (const json* ds = r.get("dataset")) {
+    ObjectReader d(ds, r.path("dataset"), errors);
+    d.string("path", w.dataset_path, true, 4096);
+    d.one_of("mode", w.dataset_mode, {"sample", "replay"});
+    d.finish();
+  }
+  r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
+  r.number("temperature", w.temperature, 0, 2);
+  r.boolean("ignore_eos", w.ignore_eos);
+  r.boolean("min_tokens", w.min_tokens);
+  r.boolean("stream", w.stream);
+  r.boolean("record_token_times", w.record_token_times);
+  if (const json* eb = r.get("extra_body")) {
+    if (!eb->is_object()) {
+      r.error("extra_body", "must be an object");
+    } else {
+      for (const char* reserved : {"model", "prompt", "messages", "stream", "max_tokens"}) {
+        if (eb->contains(reserved))
+          errors.push_back({r.path("extra_body") + "/" + reserved,
+                            "is set by llmcap from the workload; remove it"});
+      }
+      w.extra_body_json = eb->dump();
+    }
+  }
+  r.finish();
+}
+
+void read_string_map(const json* v, const std::string& path,
+                     std::vector<std::pair<std::string, std::string>>& out,
+                     std::vector<FieldError>& errors, const PlanLimits& limits) {
+  if (!v) return;
+  if (!v->is_object()) {
+    errors.push_back({path, "must be an object of strings"});
+    return;
+  }
+  if (static_cast<int>(v->size()) > limits.max_list_items) {
+    errors.push_back({path, "has too many entries"});
+    return;
+  }
+  for (const auto& [k, x] : v->items()) {
+    if (!x.is_string()) {
+      errors.push_back({path + "/" + escape_pointer(k), "must be a string"});
+      continue;
+    }
+    const auto& s = x.get_ref<const std::string&>();
+    if (s.find_first_of("\r\n") != std::string::npos || k.find_first_of("\r\n:") != std::string::npos) {
+      errors.push_back({path + "/" + escape_pointer(k), "must not contain CR, LF (or ':' in names)"});
+      continue;
+    }
+    out.emplace_back(k, s);
+  }
+}
+
+void read_target(const json& v, const std::string& path, PlanTarget& t,
+                 std::vector<FieldError>& errors, const PlanLimits& limits) {
+  ObjectReader r(&v, path, errors);
+  if (!r.ok()) return;
+  r.string("name", t.name, true, 64);
+  if (r.has("name") && !t.name.empty() && !valid_name(t.name))
+    r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
+  r.string("base_url", t.base_url, true, 2048);
+  if (!t.base_url.empty()) {
+    if (t.base_url.rfind("sim://", 0) == 0) {
+      const auto rest = t.base_url.substr(6);
+      const auto slash = rest.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size() ||
+          rest.find('/', slash + 1) != std::string::npos)
+        r.error("base_url", "a simulator URL is sim://<hardware>/<model>");
+    } else {
+      auto u = boost::urls::parse_uri(t.base_url);
+      if (!u) {
+        r.error("base_url", "is not a valid URL");
+      } else if (u->scheme() != "http" && u->scheme() != "https") {
+        r.error("base_url", "scheme must be http, https or sim");
+      } else if (u->host().empty()) {
+        r.error("base_url", "needs a host");
+      } else if (u->has_query() || u->has_fragment()) {
+        r.error("base_url", "must not have a query or fragment");
+      }
+    }
+  }
+  r.one_of("api", t.api, {"completions", "chat"});
+  r.string("model", t.model, false, 256);
+  read_string_map(r.get("headers"), r.path("headers"), t.headers, errors, limits);
+  read_string_map(r.get("secrets"), r.path("secrets"), t.secrets, errors, limits);
+  for (const auto& [k, s] : t.secrets) {
+    if (k != "api_key") errors.push_back({r.path("secrets") + "/" + escape_pointer(k),
+                                          "unknown secret (supported: api_key)"});
+  }
+  if (const json* tls = r.get("tls")) {
+    ObjectReader tr(tls, r.path("tls"), errors);
+    tr.string("ca_file", t.tls_ca_file, false, 4096);
+    tr.boolean("insecure", t.tls_insecure);
+    tr.finish();
+  }
+  if (const json* hw = r.get("hardware")) {
+    ObjectReader h(hw, r.path("hardware"), errors);
+    std::string s;
+    double d = 0;
+    for (const char* k : {"gpu", "form_factor", "driver", "engine", "engine_version", "notes",
+                          "cpu", "memory", "interconnect"})
+      h.string(k, s, false, 256);
+    int count = 0;
+    h.number("gpu_count", count, 1, 1024, true);
+    h.number("memory_gb_visible", d, 0, 1e6);
+    h.number("power_limit_w", d, 0, 1e5);
+    h.string("precision", t.precision, false, 32);
+    h.finish();
+    if (hw->is_object()) t.hardware_json = hw->dump();
+  }
+  r.number("price_per_hour", t.price_per_hour, 0, 1e6);
+  r.string("currency", t.currency, false, 3);
+  if (r.has("currency") && (t.currency.size() != 3 ||
+                            !std::all_of(t.currency.begin(), t.currency.end(),
+                                         [](char c) { return c >= 'A' && c <= 'Z'; })))
+    r.error("currency", "must be a 3-letter ISO 4217 code such as USD");
+  r.string("metrics_url", t.metrics_url, false, 2048);
+  if (!t.metrics_url.empty()) {
+    auto u = boost::urls::parse_uri(t.metrics_url);
+    if (!u || (u->scheme() != "http" && u->scheme() != "https"))
+      r.error("metrics_url", "must be an http(s) URL");
+  }
+  if (const json* sim = r.get("sim")) {
+    ObjectReader s(sim, r.path("sim"), errors);
+    std::string str;
+    double d = 0;
+    std::int64_t i = 0;
+    s.one_of("dtype", str = "bf16", {"bf16", "fp16", "fp8", "int8", "int4"});
+    if (sim->is_object() && sim->contains("dtype") && t.precision.empty()) t.precision = str;
+    s.one_of("kv_cache_dtype", str = "auto", {"auto", "fp8"});
+    s.number("time_scale", d, 0.01, 1000);
+    s.number("seed", i, 0, 9e15, true);
+    s.number("gpu_memory_utilization", d, 0.05, 1.0);
+    s.number("max_num_seqs", i, 1, 65536, true);
+    s.number("max_num_batched_tokens", i, 16, 1 << 20, true);
+    s.number("max_model_len", i, 0, 1 << 24, true);
+    s.number("tokens_per_event", i, 1, 64, true);
+    s.finish();
+    if (t.base_url.rfind("sim://", 0) != 0)
+      r.error("sim", "only applies to sim:// targets");
+    if (sim->is_object()) t.sim_json = sim->dump();
+  }
+  if (t.precision.empty() && t.base_url.rfind("sim://", 0) == 0) t.precision = "bf16";
+  if (const json* w = r.get("workload")) {
+    PlanWorkload pw;
+    read_workload(w, r.path("workload"), pw, errors, limits);
+    t.workload = pw;
+  }
+  r.finish();
+}
+
+void read_sla(const json* v, const std::string& path, PlanSla& sla,
+              std::vector<FieldError>& errors) {
+  ObjectReader r(v, path, errors);
+  if (!r.ok()) return;
+  const std::vector<std::pair<std::string, std::string>> metrics = {
+      {"ttft_ms", "ttft"}, {"ttft_service_ms", "ttft_service"}, {"tpot_ms", "tpot"},
+      {"itl_ms", "itl"},   {"e2e_ms", "e2e"}};
+  for (const auto& [key, metric] : metrics) {
+    const json* m = r.get(key);
+    if (!m) continue;
+    if (!m->is_object() || m->empty()) {
+      r.error(key, "must be an object like {\"p95\": 1000}");
+      continue;
+    }
+    for (const auto& [pk, lv] : m->items()) {
+      const std::string p = r.path(key) + "/" + escape_pointer(pk);
+      double pct = 0;
+      if (pk == "p50") pct = 50;
+      else if (pk == "p90") pct = 90;
+      else if (pk == "p95") pct = 95;
+      else if (pk == "p99") pct = 99;
+      else if (pk == "p99.9" || pk == "p999") pct = 99.9;
+      else {
+        errors.push_back({p, "unknown percentile (use p50, p90, p95, p99, p99.9)"});
+        continue;
+      }
+      if (!lv.is_number() || !std::isfinite(lv.get<double>()) || lv.get<double>() <= 0 ||
+          lv.get<double>() > 3.6e6) {
+        errors.push_back({p, "must be a positive number of milliseconds (≤ 3600000)"});
+        continue;
+      }
+      sla.bounds.push_back({metric, pct, lv.get<double>()});
+    }
+  }
+  r.number("max_error_rate", sla.max_error_rate, 0, 1);
+  r.one_of("ttft_from", sla.ttft_from, {"intended", "send"});
+  if (r.has("rate_tolerance")) {
+    double d = 0.05;
+    r.number("rate_tolerance", d, 0.001, 0.5);
+    sla.rate_tolerance = d;
+  }
+  if (r.has("max_schedule_lag_p99_ms")) {
+    double d = 50;
+    r.number("max_schedule_lag_p99_ms", d, 0.01, 60'000);
+    sla.max_schedule_lag_p99_ms = d;
+  }
+  if (r.has("min_requests")) {
+    std::int64_t n = 100;
+    r.number("min_requests", n, 1, 1e9, true);
+    sla.min_requests = n;
+  }
+  r.number("window_s", sla.window_s, 1, 86'400);
+  r.finish();
+}
+
+void read_phase(const json& v, const std::string& path, PlanPhase& p,
+                std::vector<FieldError>& errors, const PlanLimits& limits) {
+  ObjectReader r(&v, path, errors);
+  if (!r.ok()) return;
+  r.one_of("kind", p.kind = "", {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
+  if (!r.has("kind")) r.error("kind", "is required");
+  r.string("name", p.name, false, 64);
+  if (!p.name.empty() && !valid_name(p.name))
+    r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
+  r.number("repeat", p.repeat, 1, 20, true);
+  r.number("duration_s", p.duration_s, 1, 86'400);
+  r.number("warmup_s", p.warmup_s, 0, 3600);
+  r.one_of("drain", p.drain, {"finish", "cancel"});
+  const bool open = p.kind != "concurrency_sweep";
+  if (open) {
+    r.one_of("arrival", p.arrival, {"poisson", "constant", "gamma"});
+    r.number("burstiness", p.burstiness, 0.01, 100);
+    r.number("max_in_flight", p.max_in_flight, 1, limits.max_concurrency, true);
+  }
+  const double max_rate = limits.max_rate_rps;
+  auto read_list = [&](const char* key, auto& out, double lo, double hi, bool integer) {
+    const json* l = r.get(key);
+    if (!l) {
+      r.error(key, "is required");
+      return;
+    }
+    if (!l->is_array() || l->empty()) {
+      r.error(key, "must be a non-empty array");
+      return;
+    }
+    if (static_cast<int>(l->size()) > limits.max_list_items) {
+      r.error(key, "has more than " + std::to_string(limits.max_list_items) + " items");
+      return;
+    }
+    for (std::size_t i = 0; i < l->size(); ++i) {
+      const auto& x = (*l)[i];
+      const std::string ip = r.path(key) + "/" + std::to_string(i);
+      if (!x.is_number() || (integer && !x.is_number_integer()) || !std::isfinite(x.get<double>()) ||
+          x.get<double>() < lo || x.get<double>() > hi) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "must be %s between %g and %g", integer ? "an integer" : "a number",
+                      lo, hi);
+        errors.push_back({ip, buf});
+        continue;
+      }
+      out.push_back(static_cast<typename std::decay_t<decltype(out)>::value_type>(x.get<double>()));
+    }
+  };
+  if (p.kind == "concurrency_sweep") {
+    read_list("levels", p.levels, 1, limits.max_concurrency, true);
+  } else if (p.kind == "rate_sweep") {
+    read_list("rates_rps", p.rates_rps, 0.001, max_rate, false);
+  } else if (p.kind == "capacity_search") {
+    if (const json* sf = r.get("start_from")) {
+      if (sf->is_string() && sf->get<std::string>() == "knee") {
+        p.start_from_knee = true;
+      } else if (sf->is_number() && std::isfinite(sf->get<double>()) && sf->get<double>() > 0 &&
+                 sf->get<double>() <= max_rate) {
+        p.start_from_knee = false;
+        p.start_rps = sf->get<double>();
+      } else {
+        r.error("start_from", "must be \"knee\" or a positive rate in requests/s");
+      }
+    }
+    r.number("low_rps", p.low_rps, 0.001, max_rate);
+    r.number("high_rps", p.high_rps, 0.001, max_rate);
+    if (p.low_rps > 0 && p.high_rps > 0 && p.low_rps >= p.high_rps)
+      r.error("low_rps", "must be below high_rps");
+    r.number("resolution", p.resolution, 0.005, 0.5);
+    r.number("max_steps", p.max_steps, 2, 60, true);
+    r.number("confirm_duration_s", p.confirm_duration_s, 1, 86'400);
+  } else if (p.kind == "burst") {
+    r.number("base_rps", p.base_rps, 0.001, max_rate, false, true);
+    r.number("multiplier", p.multiplier, 1, 100);
+    r.number("burst_s", p.burst_s, 1, 3600);
+    r.number("observe_s", p.observe_s, 1, 86'400);
+    r.number("window_s", p.window_s, 1, 3600);
+    if (p.base_rps * p.multiplier > max_rate) r.error("multiplier", "base_rps × multiplier exceeds the rate limit");
+  } else if (p.kind == "soak") {
+    if (const json* rr = r.get("rate_rps")) {
+      if (rr->is_string() && rr->get<std::string>() == "qualified") {
+        p.soak_at_qualified = true;
+      } else if (rr->is_number() && std::isfinite(rr->get<double>()) && rr->get<double>() > 0 &&
+                 rr->get<double>() <= max_rate) {
+        p.rate_rps = rr->get<double>();
+      } else {
+        r.error("rate_rps", "must be \"qualified\" or a positive rate in requests/s");
+      }
+    } else {
+      r.error("rate_rps", "is required (a rate, or \"qualified\")");
+    }
+    r.number("window_s", p.window_s, 1, 3600);
+  }
+  if (p.name.empty()) p.name = p.kind;
+  r.finish();
+}
+
+double phase_duration_s(const PlanPhase& p) {
+  const double step = p.warmup_s + p.duration_s;
+  double d = 0;
+  if (p.kind == "concurrency_sweep") d = step * static_cast<double>(p.levels.size());
+  else if (p.kind == "rate_sweep") d = step * static_cast<double>(p.rates_rps.size());
+  else if (p.kind == "capacity_search") d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
+  else if (p.kind == "burst") d = p.warmup_s + p.window_s + p.burst_s + p.observe_s;
+  else if (p.kind == "soak") d = step;
+  return d * p.repeat;
+}
+
+json lengths_json(const analysis::LengthDistribution& d) {
+  json j{{"distribution", std::string(analysis::to_string(d.kind))},
+         {"min", d.min_tokens},
+         {"max", d.max_tokens}};
+  switch (d.kind) {
+    case analysis::LengthDistribution::Kind::kFixed: j["mean"] = d.mean; break;
+    case analysis::LengthDistribution::Kind::kUniform:
+      j["low"] = d.low;
+      j["high"] = d.high;
+      break;
+    case analysis::LengthDistribution::Kind::kNormal:
+    case analysis::LengthDistribution::Kind::kLognormal:
+      j["mean"] = d.mean;
+      j["stddev"] = d.stddev;
+      break;
+    case analysis::LengthDistribution::Kind::kEmpirical: j["values"] = d.values; break;
+  }
+  return j;
+}
+
+json workload_json(const PlanWorkload& w) {
+  json j{{"input_tokens", lengths_json(w.input_tokens)},
+         {"output_tokens", lengths_json(w.output_tokens)},
+         {"shared_prefix_tokens", w.shared_prefix_tokens},
+         {"temperature", w.temperature},
+         {"ignore_eos", w.ignore_eos},
+         {"min_tokens", w.min_tokens},
+         {"stream", w.stream},
+         {"record_token_times", w.record_token_times},
+         {"extra_body", json::parse(w.extra_body_json, nullptr, false)}};
+  if (!w.dataset_path.empty()) j["dataset"] = {{"path", w.dataset_path}, {"mode", w.dataset_mode}};
+  return j;
+}
+
+std::string fnv1a_hex(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+int json_nesting_depth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if (c == ']' || c == '}') --depth;
+  }
+  return max_depth;
+}
+
+json plan_to_json(const TestPlan& plan, bool redact_secrets) {
+  json targets = json::array();
+  for (const auto& t : plan.targets) {
+    json headers = json::object();
+    for (const auto& [k, v] : t.headers) {
+      const bool sensitive = k == "Authorization" || k == "authorization" || k == "X-Api-Key" ||
+                             k == "x-api-key";
+      headers[k] = redact_secrets && sensitive ? "***" : v;
+    }
+    json secrets = json::object();
+    for (const auto& [k, v] : t.secrets) secrets[k] = redact_secrets ? "***" : v;
+    json j{{"name", t.name},
+           {"base_url", t.base_url},
+           {"api", t.api},
+           {"model", t.model},
+           {"headers", headers},
+           {"secrets", secrets},
+           {"tls", {{"ca_file", t.tls_ca_file}, {"insecure", t.tls_insecure}}},
+           {"hardware", json::parse(t.hardware_json, nullptr, false)},
+           {"precision", t.precision},
+           {"price_per_hour", t.price_per_hour},
+           {"currency", t.currency},
+           {"metrics_url", t.metrics_url},
+           {"sim", json::parse(t.sim_json, nullptr, false)}};
+    if (t.workload) j["workload"] = workload_json(*t.workload);
+    targets.push_back(std::move(j));
+  }
+  json bounds = json::object();
+  for (const auto& b : plan.sla.bounds) {
+    char p[16];
+    if (b.percentile == 99.9) std::snprintf(p, sizeof p, "p99.9");
+    else std::snprintf(p, sizeof p, "p%g", b.percentile);
+    bounds[b.metric + "_ms"][p] = b.limit_ms;
+  }
+  json sla = bounds;
+  sla["max_error_rate"] = plan.sla.max_error_rate;
+  sla["ttft_from"] = plan.sla.ttft_from;
+  sla["window_s"] = plan.sla.window_s;
+  if (plan.sla.rate_tolerance) sla["rate_tolerance"] = *plan.sla.rate_tolerance;
+  if (plan.sla.max_schedule_lag_p99_ms) sla["max_schedule_lag_p99_ms"] = *plan.sla.max_schedule_lag_p99_ms;
+  if (plan.sla.min_requests) sla["min_requests"] = *plan.sla.min_requests;
+  json phases = json::array();
+  for (const auto& p : plan.phases) {
+    json j{{"kind", p.kind}, {"name", p.name}, {"repeat", p.repeat}, {"duration_s", p.duration_s},
+           {"warmup_s", p.warmup_s}, {"drain", p.drain}};
+    if (p.kind != "concurrency_sweep") {
+      j["arrival"] = p.arrival;
+      j["burstiness"] = p.burstiness;
+      j["max_in_flight"] = p.max_in_flight;
+    }
+    if (p.kind == "concurrency_sweep") j["levels"] = p.levels;
+    if (p.kind == "rate_sweep") j["rates_rps"] = p.rates_rps;
+    if (p.kind == "capacity_search") {
+      j["start_from"] = p.start_from_knee ? json("knee") : json(p.start_rps);
+      if (p.low_rps > 0) j["low_rps"] = p.low_rps;
+      if (p.high_rps > 0) j["high_rps"] = p.high_rps;
+      j["resolution"] = p.resolution;
+      j["max_steps"] = p.max_steps;
+      j["confirm_duration_s"] = p.confirm_duration_s;
+    }
+    if (p.kind == "burst") {
+      j["base_rps"] = p.base_rps;
+      j["multiplier"] = p.multiplier;
+      j["burst_s"] = p.burst_s;
+      j["observe_s"] = p.observe_s;
+      j["window_s"] = p.window_s;
+    }
+    if (p.kind == "soak") {
+      j["rate_rps"] = p.soak_at_qualified ? json("qualified") : json(p.rate_rps);
+      j["window_s"] = p.window_s;
+    }
+    phases.push_back(std::move(j));
+  }
+  json out{{"version", plan.version},
+           {"name", plan.name},
+           {"description", plan.description},
+           {"seed", plan.seed},
+           {"targets", targets},
+           {"workload", workload_json(plan.workload)},
+           {"timeouts",
+            {{"connect_ms", plan.timeouts.connect_ms},
+             {"first_token_ms", plan.timeouts.first_token_ms},
+             {"idle_ms", plan.timeouts.idle_ms},
+             {"total_ms", plan.timeouts.total_ms}}},
+           {"sla", sla},
+           {"phases", phases}};
+  if (plan.demand) {
+    out["demand"] = {{"requests_per_minute", plan.demand->requests_per_minute},
+                     {"mean_output_tokens", plan.demand->mean_output_tokens},
+                     {"headroom", plan.demand->headroom},
+                     {"hours_per_month", plan.demand->hours_per_month}};
+  }
+  return out;
+}
+
+PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
+  PlanParse out;
+  auto& errors = out.errors;
+  if (text.size() > limits.max_bytes) {
+    errors.push_back({"", "plan is larger than " + std::to_string(limits.max_bytes) + " bytes"});
+    return out;
+  }
+  if (json_nesting_depth(text) > limits.max_depth) {
+    errors.push_back({"", "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels"});
+    return out;
+  }
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    out.malformed = true;
+    errors.push_back({"", std::string("not valid JSON (byte ") + std::to_string(e.byte) + "): " +
+                              e.what()});
+    return out;
+  }
+  TestPlan plan;
+  ObjectReader root(&doc, "", errors);
+  if (!root.ok()) return out;
+  if (!root.has("version")) {
+    root.error("version", "is required (1)");
+  } else {
+    root.number("version", plan.version, 1, 1, true);
+  }
+  root.string("name", plan.name, false, 200);
+  root.string("description", plan.description, false, 4000);
+  root.number("seed", plan.seed, 0, 9e15, true);
+
+  // targets
+  const json* targets = root.get("targets");
+  if (!targets) {
+    root.error("targets", "is required (at least one target)");
+  } else if (!targets->is_array() || targets->empty()) {
+    root.error("targets", "must be a non-empty array");
+  } else if (static_cast<int>(targets->size()) > limits.max_targets) {
+    root.error("targets", "has more than " + std::to_string(limits.max_targets) + " targets");
+  } else {
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+      PlanTarget t;
+      const std::string p = "/targets/" + std::to_string(i);
+      read_target((*targets)[i], p, t, errors, limits);
+      if (!t.name.empty() && !names.insert(t.name).second)
+        errors.push_back({p + "/name", "duplicate target name '" + t.name + "'"});
+      plan.targets.push_back(std::move(t));
+    }
+  }
+  if (const json* w = root.get("workload")) read_workload(w, "/workload", plan.workload, errors, limits);
+  if (const json* to = root.get("timeouts")) {
+    ObjectReader r(to, "/timeouts", errors);
+    r.number("connect_ms", plan.timeouts.connect_ms, 1, 600'000, true);
+    r.number("first_token_ms", plan.timeouts.first_token_ms, 0, 3'600'000, true);
+    r.number("idle_ms", plan.timeouts.idle_ms, 0, 3'600'000, true);
+    r.number("total_ms", plan.timeouts.total_ms, 0, 86'400'000, true);
+    r.finish();
+  }
+  if (const json* s = root.get("sla")) read_sla(s, "/sla", plan.sla, errors);
+
+  const json* phases = root.get("phases");
+  if (!phases) {
+    root.error("phases", "is required (at least one phase)");
+  } else if (!phases->is_array() || phases->empty()) {
+    root.error("phases", "must be a non-empty array");
+  } else if (static_cast<int>(phases->size()) > limits.max_phases) {
+    root.error("phases", "has more than " + std::to_string(limits.max_phases) + " phases");
+  } else {
+    std::set<std::string> names;
+    bool sweep_before = false;
+    for (std::size_t i = 0; i < phases->size(); ++i) {
+      PlanPhase p;
+      const std::string path = "/phases/" + std::to_string(i);
+      read_phase((*phases)[i], path, p, errors, limits);
+      if (!p.kind.empty()) {
+        std::string base = p.name;
+        for (int n = 2; !names.insert(p.name).second; ++n) p.name = base + "-" + std::to_string(n);
+      }
+      if (p.kind == "capacity_search" && p.start_from_knee && !sweep_before &&
+          !(p.low_rps > 0 && p.high_rps > 0))
+        errors.push_back({path + "/start_from",
+                          "\"knee\" needs an earlier concurrency_sweep phase (or give low_rps "
+                          "and high_rps, or a starting rate)"});
+      if (p.kind == "concurrency_sweep") sweep_before = true;
+      if ((p.kind == "capacity_search" || p.kind == "burst" || p.kind == "soak") &&
+          plan.sla.bounds.empty() && !root.has("sla"))
+        errors.push_back({path + "/kind", p.kind + " needs an sla with at least one bound"});
+      if (p.kind == "soak" && p.soak_at_qualified) {
+        bool search_before = false;
+        for (const auto& q : plan.phases) search_before = search_before || q.kind == "capacity_search";
+        if (!search_before)
+          errors.push_back({path + "/rate_rps", "\"qualified\" needs an earlier capacity_search"});
+      }
+      plan.phases.push_back(std::move(p));
+    }
+  }
+  if (const json* d = root.get("demand")) {
+    PlanDemand dm;
+    ObjectReader r(d, "/demand", errors);
+    r.number("requests_per_minute", dm.requests_per_minute, 0.001, 1e9, false, true);
+    r.number("mean_output_tokens", dm.mean_output_tokens, 1, 1e6);
+    r.number("headroom", dm.headroom, 0, 10);
+    r.number("hours_per_month", dm.hours_per_month, 1, 744);
+    r.finish();
+    if (dm.mean_output_tokens == 0) dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+    plan.demand = dm;
+  }
+  root.finish();
+
+  // Limits over the whole plan.
+  double duration = 0;
+  for (const auto& p : plan.phases) duration += phase_duration_s(p);
+  duration *= static_cast<double>(std::max<std::size_t>(1, plan.targets.size()));
+  if (errors.empty() && duration > limits.max_duration_s) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "estimated duration %.0f s exceeds the limit of %.0f s",
+                  duration, limits.max_duration_s);
+    errors.push_back({"/phases", buf});
+  }
+  if (!errors.empty()) return out;
+
+  for (const auto& p : plan.phases) {
+    if (p.duration_s < 10)
+      out.warnings.push_back("phase " + p.name + ": steps of " + std::to_string(int(p.duration_s)) +
+                             " s give few samples for tail percentiles");
+  }
+  out.estimated_duration_s = duration;
+  out.per_target_optimised = std::any_of(plan.targets.begin(), plan.targets.end(),
+                                         [](const PlanTarget& t) { return t.workload.has_value(); });
+  // Fingerprint: what must be equal for two runs to be comparable (DOMAIN §1).
+  json fp{{"workload", workload_json(plan.workload)}};
+  std::set<std::string> models, precisions;
+  for (const auto& t : plan.targets) {
+    std::string m = t.model;
+    if (m.empty() && t.base_url.rfind("sim://", 0) == 0) m = t.base_url.substr(t.base_url.rfind('/') + 1);
+    models.insert(m);
+    precisions.insert(t.precision);
+    if (t.workload) fp["overrides"][t.name] = workload_json(*t.workload);
+  }
+  fp["models"] = models;
+  fp["precisions"] = precisions;
+  out.fingerprint = fnv1a_hex(fp.dump());
+  out.normalized = plan_to_json(plan, true);
+  out.plan = std::move(plan);
+  return out;
+}
+
+}  // namespace llmcap::api

@@ -1,0 +1,38 @@
+// parse_plan(): the one parser + validator of test plans, shared by the REST API
+// (POST /v1/jobs, POST /v1/plans:validate) and the CLI (`llmcapd run`). Strict: unknown keys,
+// wrong types, out-of-range values and cross-field mistakes are all reported at once, each
+// with its RFC 6901 JSON path. Pure function; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/problem_json.h"
+#include "api/test_plan.h"
+
+namespace llmcap::api {
+
+struct PlanParse {
+  std::optional<TestPlan> plan;     // set when errors is empty
+  std::vector<FieldError> errors;   // every problem found
+  bool malformed = false;           // not JSON at all (→ 400 rather than 422)
+  nlohmann::json normalized;        // defaults filled in, secrets redacted ("***")
+  double estimated_duration_s = 0;  // upper bound: capacity searches at max_steps
+  std::string fingerprint;          // of workload + models + precisions (16 hex digits)
+  bool per_target_optimised = false;  // a target overrides the workload
+  std::vector<std::string> warnings;  // e.g. a step too short for tail percentiles
+};
+
+PlanParse parse_plan(std::string_view json_text, const PlanLimits& limits = {});
+
+// The normalised JSON of a plan (what parse_plan returns in `normalized`).
+nlohmann::json plan_to_json(const TestPlan& plan, bool redact_secrets = true);
+
+// Nesting depth of JSON text (brackets outside strings), to refuse hostile input before a
+// recursive parser sees it.
+int json_nesting_depth(std::string_view text);
+
+}  // namespace llmcap::api

@@ -1,0 +1,48 @@
+// The ONE place that maps project error codes to HTTP (STYLE.md §12). Add an ApiErrorCode →
+// add its row to the table in problem_json.cc in the same change. Errors go out as
+// application/problem+json (RFC 9457) with a stable `type` URI, a title, the status, a human
+// `detail` and, for invalid input, every offending JSON path at once in `errors`.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/http_message.h"
+
+namespace llmcap::api {
+
+enum class ApiErrorCode {
+  kMalformedJson,        // 400
+  kBadRequest,           // 400 (bad query parameter, header)
+  kUnauthorized,         // 401
+  kForbidden,            // 403
+  kNotFound,             // 404
+  kMethodNotAllowed,     // 405
+  kNotAcceptable,        // 406
+  kConflict,             // 409
+  kPayloadTooLarge,      // 413
+  kUnsupportedMediaType, // 415
+  kInvalidPlan,          // 422
+  kInvalidRequest,       // 422 (valid JSON, invalid values, not a plan)
+  kQueueFull,            // 429
+  kInternal,             // 500
+  kShuttingDown,         // 503
+  kStorageUnavailable,   // 503
+};
+
+struct FieldError {
+  std::string path;     // RFC 6901 JSON pointer, "" for the whole document
+  std::string message;  // human text
+  bool operator==(const FieldError&) const = default;
+};
+
+int http_status(ApiErrorCode code);
+std::string_view problem_type(ApiErrorCode code);  // e.g. "https://llmcap.dev/problems/invalid-plan"
+std::string_view problem_title(ApiErrorCode code);
+
+// A complete problem+json response.
+net::HttpResponse problem_response(ApiErrorCode code, std::string_view detail,
+                                   const std::vector<FieldError>& errors = {});
+
+}  // namespace llmcap::api

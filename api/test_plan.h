@@ -1,0 +1,134 @@
+// TestPlan: a parsed, validated test plan, version 1 (docs/plans.md, docs/plan-schema.json).
+// Plain values produced by parse_plan() (plan_reader.h); the daemon converts them into load
+// steps. Every field has the default a plan gets when it omits the key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/length_distribution.h"
+
+namespace llmcap::api {
+
+struct PlanWorkload {
+  analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
+  analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
+  std::string dataset_path;           // JSONL request set instead of synthetic prompts
+  std::string dataset_mode = "sample";  // sample | replay
+  std::int32_t shared_prefix_tokens = 0;
+  double temperature = 0;
+  bool ignore_eos = true;
+  bool min_tokens = false;  // also send min_tokens = max_tokens (vLLM)
+  bool stream = true;
+  std::string extra_body_json = "{}";
+  bool record_token_times = false;
+};
+
+struct PlanTarget {
+  std::string name;
+  std::string base_url;
+  std::string api = "completions";  // completions | chat
+  std::string model;                // empty: discovered with GET /v1/models
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> secrets;  // api_key → Authorization: Bearer
+  std::string tls_ca_file;
+  bool tls_insecure = false;
+  std::string hardware_json = "{}";  // the hardware/engine record as given
+  std::string precision;             // hardware.precision, else sim dtype, else ""
+  double price_per_hour = 0;
+  std::string currency = "USD";
+  std::string metrics_url;
+  std::string sim_json = "{}";             // `sim` options for sim:// targets
+  std::optional<PlanWorkload> workload;    // override: "per-target optimised"
+};
+
+struct PlanSlaBound {
+  std::string metric;  // ttft | ttft_service | tpot | itl | e2e
+  double percentile = 95;
+  double limit_ms = 0;
+};
+
+struct PlanSla {
+  std::vector<PlanSlaBound> bounds;
+  double max_error_rate = 0.01;
+  std::string ttft_from = "intended";  // intended | send
+  std::optional<double> rate_tolerance;
+  std::optional<double> max_schedule_lag_p99_ms;
+  std::optional<std::int64_t> min_requests;
+  double window_s = 30;
+};
+
+struct PlanTimeouts {
+  std::int64_t connect_ms = 10'000;
+  std::int64_t first_token_ms = 120'000;
+  std::int64_t idle_ms = 30'000;
+  std::int64_t total_ms = 600'000;
+};
+
+struct PlanPhase {
+  std::string kind;  // concurrency_sweep | rate_sweep | capacity_search | burst | soak
+  std::string name;  // defaults to kind (made unique with a suffix)
+  int repeat = 1;
+  double duration_s = 30;
+  double warmup_s = 5;
+  std::string drain = "finish";   // finish | cancel
+  std::string arrival = "poisson";  // poisson | constant | gamma
+  double burstiness = 1;          // gamma shape
+  std::int32_t max_in_flight = 10'000;
+  std::vector<std::int32_t> levels;  // concurrency_sweep
+  std::vector<double> rates_rps;     // rate_sweep
+  // capacity_search
+  bool start_from_knee = true;
+  double start_rps = 0;
+  double low_rps = 0;
+  double high_rps = 0;
+  double resolution = 0.05;
+  int max_steps = 12;
+  double confirm_duration_s = 60;
+  // burst
+  double base_rps = 0;
+  double multiplier = 3;
+  double burst_s = 10;
+  double observe_s = 60;
+  // soak
+  bool soak_at_qualified = false;
+  double rate_rps = 0;
+  double window_s = 30;  // burst and soak windows
+};
+
+struct PlanDemand {
+  double requests_per_minute = 0;
+  double mean_output_tokens = 0;  // 0 → the workload's output mean
+  double headroom = 0.3;
+  double hours_per_month = 730;
+};
+
+struct TestPlan {
+  int version = 1;
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 42;
+  std::vector<PlanTarget> targets;
+  PlanWorkload workload;
+  PlanTimeouts timeouts;
+  PlanSla sla;
+  std::vector<PlanPhase> phases;
+  std::optional<PlanDemand> demand;
+};
+
+// Limits the daemon enforces on submitted plans (from its config).
+struct PlanLimits {
+  int max_targets = 16;
+  std::int32_t max_concurrency = 4096;
+  double max_rate_rps = 10'000;
+  double max_duration_s = 86'400;   // estimated duration of the whole plan
+  int max_phases = 32;
+  int max_list_items = 256;         // levels, rates, empirical values, headers
+  int max_depth = 32;               // JSON nesting
+  std::size_t max_bytes = 1 << 20;  // plan text
+};
+
+}  // namespace llmcap::api
