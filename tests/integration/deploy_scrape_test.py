@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""deploy_scrape_test: starts the real binaries on loopback (port 0) and reads their /metrics,
+so the dashboard and alert rules are checked against what is actually exported, types included:
+- `llmcapd sim`: every vllm:* family the dashboard uses must be in the exposition with the
+  type the dashboard assumes (histograms used through _bucket), after one streamed request;
+- `llmcapd serve` (once the command exists): every llmcap_* family of server/daemon_metrics.cc
+  must be announced (# TYPE) with its declared type; /healthz and /readyz answer; SIGTERM
+  stops it with exit 0.
+
+Usage: deploy_scrape_test.py <repository root> <path to llmcapd>. Standard library only."""
+import json
+import os
+import re
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import deploy_promql as pq  # noqa: E402
+
+ROOT = os.path.abspath(sys.argv[1])
+LLMCAPD = os.path.abspath(sys.argv[2])
+errors = []
+LISTEN_RE = re.compile(r'(?:listening on |listen\w* )http://([\d.]+):(\d+)')
+
+
+def start(args, env_extra=None):
+    """Starts llmcapd with `args`; returns (process, port or None, output so far) once it
+    prints its address (or exits, or 15 s pass). A thread drains the output meanwhile."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMCAP_")}
+    env.update(env_extra or {})
+    p = subprocess.Popen([LLMCAPD] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env=env, text=True)
+    lines = queue.Queue()
+
+    def pump():
+        for line in p.stdout:
+            lines.put(line)
+        lines.put(None)
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + 15
+    seen = ""
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if line is None:
+            p.wait()
+            return p, None, seen
+        seen += line
+        m = LISTEN_RE.search(line)
+        if m:
+            return p, int(m.group(2)), seen
+    p.kill()
+    p.wait()
+    return p, None, seen + "\n(no address printed within 15 s)"
+
+
+def get(port, path, timeout=5):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def exposition_types(text):
+    """{family: type} from the # TYPE lines, plus the sample names seen."""
+    types = dict(re.findall(r'^# TYPE (\S+) (\w+)$', text, re.M))
+    samples = set(re.findall(r'^([a-zA-Z_:][\w:]*)(?:\{| )', text, re.M))
+    return types, samples
+
+
+def stop(p, name, want_rc=0):
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        errors.append("%s did not stop within 20 s of SIGTERM" % name)
+        return
+    if rc != want_rc:
+        errors.append("%s exited %d after SIGTERM, want %d" % (name, rc, want_rc))
+
+
+def dashboard_names():
+    with open(os.path.join(ROOT, "deploy/grafana/llmcap-dashboard.json"), encoding="utf-8") as f:
+        dash = json.load(f)
+    names = set()
+
+    def walk(panels):
+        for p in panels:
+            for t in p.get("targets", []):
+                names.update(pq.metric_names(t.get("expr", "")))
+            walk(p.get("panels", []))
+    walk(dash["panels"])
+    return names
+
+
+def check_sim():
+    p, port, out = start(["sim", "--port", "0", "--time-scale", "50", "--log-level", "warn"])
+    if port is None:
+        errors.append("llmcapd sim did not start: " + out[-500:])
+        return
+    try:
+        body = json.dumps({"prompt": "one two three", "max_tokens": 4, "stream": True,
+                           "stream_options": {"include_usage": True}}).encode()
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            stream = r.read().decode()
+        if "[DONE]" not in stream:
+            errors.append("sim stream did not finish: %r" % stream[-200:])
+        status, text = get(port, "/metrics")
+        types, samples = exposition_types(text)
+        used = {n for n in dashboard_names() if n.startswith("vllm:")}
+        for n in sorted(used):
+            if n not in samples:
+                errors.append("dashboard uses %s; the live simulator does not export it" % n)
+            base = re.sub(r'_(bucket|sum|count)$', '', n)
+            if n.endswith("_bucket") and types.get(base) != "histogram":
+                errors.append("%s: used as a histogram, exported as %r" % (n, types.get(base)))
+            if n.endswith("_total") and types.get(n) not in ("counter", None):
+                errors.append("%s: used with rate(), exported as %r" % (n, types.get(n)))
+        gen = re.search(r'^vllm:generation_tokens_total\{[^}]*\} (\S+)', text, re.M)
+        if not gen or float(gen.group(1)) < 4:
+            errors.append("vllm:generation_tokens_total did not count the request's 4 tokens")
+        print("sim: %d families exported, %d vllm names used by the dashboard checked"
+              % (len(types), len(used)))
+    finally:
+        stop(p, "llmcapd sim")
+
+
+def check_serve():
+    declared = pq.exported_metrics(os.path.join(ROOT, "server/daemon_metrics.cc"))
+    with tempfile.TemporaryDirectory() as tmp:
+        p, port, out = start(["serve", "--port", "0", "--database",
+                              os.path.join(tmp, "llmcap.db"), "--log-level", "warn"])
+        if port is None:
+            if p.returncode == 2 and re.search(r"unknown command|unknown flag", out):
+                print("note: `llmcapd serve` does not exist in this build yet; only the "
+                      "simulator was scraped (%s)" % out.strip().splitlines()[-1])
+                return
+            errors.append("llmcapd serve did not start (exit %s): %s" % (p.returncode, out[-800:]))
+            return
+        try:
+            for path in ("/healthz", "/readyz"):
+                try:
+                    status, _ = get(port, path)
+                    if status != 200:
+                        errors.append("GET %s: %d" % (path, status))
+                except Exception as e:  # noqa: BLE001 (report any failure)
+                    errors.append("GET %s: %s" % (path, e))
+            status, text = get(port, "/metrics")
+            types, _ = exposition_types(text)
+            for name, kind in sorted(declared.items()):
+                if types.get(name) != kind:
+                    errors.append("live llmcapd /metrics: %s announced as %r, declared %s"
+                                  % (name, types.get(name), kind))
+            for n in ("llmcap_build_info", "llmcap_uptime_seconds", "llmcap_jobs",
+                      "llmcap_job_queue_length", "llmcap_storage_write_queue_depth"):
+                if not re.search(r'^%s(\{| )' % n, text, re.M):
+                    errors.append("live llmcapd /metrics: no sample of %s at start-up" % n)
+            print("serve: %d llmcap families announced" % sum(
+                1 for n in types if n.startswith("llmcap_")))
+        finally:
+            stop(p, "llmcapd serve")
+
+
+if __name__ == "__main__":
+    if not os.access(LLMCAPD, os.X_OK):
+        print("FAIL: %s is not an executable" % LLMCAPD)
+        sys.exit(1)
+    check_sim()
+    check_serve()
+    for e in errors:
+        print("FAIL: " + e)
+    sys.exit(1 if errors else 0)
