@@ -245,6 +245,7 @@ ScriptedTarget::ScriptedTarget(Script script, ScriptedTargetOptions options)
   so.port = 0;
   so.max_connections = 100'000;
   so.write_timeout = std::chrono::milliseconds(120'000);
+  so.idle_timeout = std::chrono::milliseconds(impl_->options.idle_timeout_ms);
   std::weak_ptr<Impl> weak = impl_;
   impl_->server = std::make_unique<net::HttpServer>(
       impl_->io, so,

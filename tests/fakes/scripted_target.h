@@ -52,6 +52,7 @@ struct ScriptedTargetOptions {
   std::int32_t bos_tokens = 1;
   std::int32_t chat_template_tokens = 7;
   std::string model = "scripted-model";
+  std::int64_t idle_timeout_ms = 60'000;  // server closes kept-alive connections idle this long
 };
 
 // What the fake did for one completion request.

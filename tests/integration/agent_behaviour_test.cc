@@ -19,6 +19,13 @@
 
 extern char** environ;
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "agent/http_client.h"
 #include "agent/step_runner.h"
 #include "tests/fakes/scripted_target.h"
 
@@ -380,6 +387,46 @@ TEST(AgentBehaviour, TlsVerificationOptions) {
   EXPECT_NE(r.fatal_error.find("target.tls: cannot load CA file"), std::string::npos) << r.fatal_error;
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
+}
+
+// A kept-alive connection the server closed while idle is retried once on a fresh one, so the
+// request does not fail; a live one is reused (connect_ns = -1).
+TEST(AgentBehaviour, HttpClientReusesAndRecoversFromServerClosedKeepAlive) {
+  ScriptedTargetOptions o;
+  o.idle_timeout_ms = 100;
+  ScriptedTarget fake(quick(), o);
+  boost::asio::io_context io;
+  HttpClient client(io, parse_endpoint(fake.base_url()).value(), HttpClientOptions{});
+  std::vector<ExchangeResult> results;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        OutgoingRequest req;
+        req.method = "GET";
+        req.path = "/v1/models";
+        req.accept = "application/json";
+        for (int i = 0; i < 3; ++i) {
+          if (i == 2) {
+            boost::asio::steady_timer t(io, std::chrono::milliseconds(300));
+            co_await t.async_wait(boost::asio::use_awaitable);
+          }
+          auto r = co_await client.fetch(req, 2'000 * kMs);
+          results.push_back(r.exchange);
+        }
+      },
+      boost::asio::detached);
+  io.run();
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.error, ErrorClass::kNone) << r.error_message;
+    EXPECT_EQ(r.http_status, 200);
+  }
+  EXPECT_GE(results[0].connect_ns, 0);
+  EXPECT_TRUE(results[1].reused_connection);
+  EXPECT_EQ(results[1].connect_ns, -1);
+  EXPECT_FALSE(results[2].reused_connection);  // stale one dropped, fresh connect
+  EXPECT_GE(results[2].connect_ns, 0);
+  EXPECT_EQ(client.connections_opened(), 2u);
 }
 
 TEST(AgentBehaviour, InvalidSpecIsAFatalErrorNamingTheField) {
