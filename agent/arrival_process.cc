@@ -26,7 +26,8 @@ ArrivalProcess::ArrivalProcess(RateProfile profile, InterArrival kind, double bu
       kind_(kind),
       burstiness_(burstiness > 0 ? burstiness : 1.0),
       rng_(seed) {
-  for (const auto& s : profile_.segments()) cumulative_at_start_.push_back(profile_.cumulative(s.start_s));
+  for (const auto& s : profile_.segments())
+    cumulative_at_start_.push_back(profile_.cumulative(s.start_s));
 }
 
 double ArrivalProcess::draw_gap() {

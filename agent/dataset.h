@@ -19,11 +19,11 @@
 namespace llmcap::agent {
 
 struct DatasetEntry {
-  std::string prompt;          // set when the line had "prompt"
-  std::string messages_json;   // serialized array when the line had "messages"
+  std::string prompt;         // set when the line had "prompt"
+  std::string messages_json;  // serialized array when the line had "messages"
   std::int32_t max_tokens = -1;
   std::int32_t input_tokens_hint = -1;
-  std::uint32_t line = 0;      // 1-based line number in the file
+  std::uint32_t line = 0;  // 1-based line number in the file
 };
 
 class Dataset {

@@ -11,9 +11,7 @@ std::string Endpoint::host_header() const {
   return h + ":" + port;
 }
 
-std::string Endpoint::target(std::string_view path) const {
-  return base_path + std::string(path);
-}
+std::string Endpoint::target(std::string_view path) const { return base_path + std::string(path); }
 
 Expected<Endpoint> parse_endpoint(std::string_view url) {
   auto parsed = boost::urls::parse_absolute_uri(url);

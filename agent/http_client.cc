@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -15,7 +16,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <array>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -169,8 +169,9 @@ std::string HttpClient::Impl::request_head(const OutgoingRequest& req) const {
   return head;
 }
 
-asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
-    ResponseObserver& observer, RequestCanceller* canceller, ExchangeResult& r) {
+asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseObserver& observer,
+                                                                       RequestCanceller* canceller,
+                                                                       ExchangeResult& r) {
   const std::int64_t start = now_ns();
   ReadDeadline d{start + options.connect_timeout_ns, ErrorClass::kTimeoutConnect};
   if (const auto od = observer.deadline(); od.at_ns < d.at_ns) d = od;
@@ -195,8 +196,7 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
   auto conn = std::make_unique<Connection>();
   conn->chunk.resize(options.read_chunk_bytes);
   if (endpoint.tls) {
-    conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io.get_executor(),
-                                                                        *ssl_ctx);
+    conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io.get_executor(), *ssl_ctx);
   } else {
     conn->plain = std::make_unique<beast::tcp_stream>(io.get_executor());
   }
@@ -213,8 +213,10 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
   auto [ec, ep] = co_await conn->lowest().async_connect(*resolved, use_nothrow);
   (void)ep;
   if (ec) {
-    if (canceller && canceller->cancelled()) r.error = ErrorClass::kCancelled;
-    else r.error = is_timeout(ec, d) ? d.on_expiry : ErrorClass::kConnect;
+    if (canceller && canceller->cancelled())
+      r.error = ErrorClass::kCancelled;
+    else
+      r.error = is_timeout(ec, d) ? d.on_expiry : ErrorClass::kConnect;
     r.error_message = "connect to " + endpoint.host_header() + ": " + describe(ec);
     // A failed resolution result may be stale (DNS change); resolve again next time.
     resolved.reset();
@@ -238,8 +240,10 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
     arm(conn->lowest(), d);
     auto [hec] = co_await conn->tls->async_handshake(ssl::stream_base::client, use_nothrow);
     if (hec) {
-      if (canceller && canceller->cancelled()) r.error = ErrorClass::kCancelled;
-      else r.error = is_timeout(hec, d) ? d.on_expiry : ErrorClass::kTls;
+      if (canceller && canceller->cancelled())
+        r.error = ErrorClass::kCancelled;
+      else
+        r.error = is_timeout(hec, d) ? d.on_expiry : ErrorClass::kTls;
       r.error_message = "TLS handshake with " + server_name + ": " + describe(hec);
       co_return nullptr;
     }
@@ -249,12 +253,9 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(
 }
 
 template <class Stream>
-asio::awaitable<Attempt> HttpClient::Impl::transact(Stream& stream, Connection& conn,
-                                                    const std::string& head,
-                                                    const OutgoingRequest& req,
-                                                    ResponseObserver& observer,
-                                                    RequestCanceller* canceller,
-                                                    ExchangeResult& r) {
+asio::awaitable<Attempt> HttpClient::Impl::transact(
+    Stream& stream, Connection& conn, const std::string& head, const OutgoingRequest& req,
+    ResponseObserver& observer, RequestCanceller* canceller, ExchangeResult& r) {
   Attempt attempt;
   const bool reused = r.reused_connection;
   auto fail = [&](const beast::error_code& ec, const ReadDeadline& d, std::string_view what,
@@ -370,17 +371,18 @@ asio::awaitable<ExchangeResult> HttpClient::exchange(const OutgoingRequest& requ
     }
     Connection* raw = conn.get();
     if (canceller) canceller->set_hook([raw] { raw->close(); });
-    Attempt a = conn->tls ? co_await im.transact(*conn->tls, *conn, head, request, observer,
-                                                  canceller, r)
-                          : co_await im.transact(*conn->plain, *conn, head, request, observer,
-                                                  canceller, r);
+    Attempt a =
+        conn->tls
+            ? co_await im.transact(*conn->tls, *conn, head, request, observer, canceller, r)
+            : co_await im.transact(*conn->plain, *conn, head, request, observer, canceller, r);
     if (canceller) canceller->set_hook(nullptr);
     if (r.t_end_ns < 0) r.t_end_ns = now_ns();
     if (a.retryable) {
       conn->close();
       continue;
     }
-    if (a.reusable && r.error == ErrorClass::kNone && im.idle.size() < im.options.max_idle_connections) {
+    if (a.reusable && r.error == ErrorClass::kNone &&
+        im.idle.size() < im.options.max_idle_connections) {
       r.keep_alive = true;
       conn->lowest().expires_never();
       im.idle.push_back(std::move(conn));

@@ -64,24 +64,24 @@ class RequestCanceller {
 
 struct OutgoingRequest {
   std::string method = "POST";
-  std::string path;            // under the endpoint's base path, e.g. "/v1/completions"
+  std::string path;  // under the endpoint's base path, e.g. "/v1/completions"
   std::string body;
   std::string content_type = "application/json";
   std::string accept = "text/event-stream";
-  net::HeaderList headers;     // extra headers (Authorization, ...), validated by the caller
+  net::HeaderList headers;  // extra headers (Authorization, ...), validated by the caller
 };
 
 struct ExchangeResult {
   analysis::ErrorClass error = analysis::ErrorClass::kNone;
   std::string error_message;
   int http_status = 0;
-  std::int64_t t_send_ns = -1;      // absolute steady ns: first request byte written
-  std::int64_t t_headers_ns = -1;   // absolute steady ns
-  std::int64_t t_end_ns = -1;       // absolute steady ns: end of response or failure
-  std::int64_t connect_ns = -1;     // TCP connect duration; -1 when reused
-  std::int64_t tls_ns = -1;         // TLS handshake duration; -1 when none
+  std::int64_t t_send_ns = -1;     // absolute steady ns: first request byte written
+  std::int64_t t_headers_ns = -1;  // absolute steady ns
+  std::int64_t t_end_ns = -1;      // absolute steady ns: end of response or failure
+  std::int64_t connect_ns = -1;    // TCP connect duration; -1 when reused
+  std::int64_t tls_ns = -1;        // TLS handshake duration; -1 when none
   bool reused_connection = false;
-  bool keep_alive = false;          // connection returned to the pool
+  bool keep_alive = false;  // connection returned to the pool
 };
 
 // A whole small response (for /v1/models, /tokenize, probes).
@@ -94,7 +94,7 @@ struct HttpClientOptions {
   TlsOptions tls;
   std::int64_t connect_timeout_ns = 10'000'000'000;  // TCP connect + TLS handshake
   std::size_t max_header_bytes = 64 * 1024;
-  std::size_t read_chunk_bytes = 16 * 1024;          // body bytes per read
+  std::size_t read_chunk_bytes = 16 * 1024;  // body bytes per read
   std::size_t max_idle_connections = 8192;
   std::string user_agent = "llmcap-agent";
 };
@@ -111,8 +111,7 @@ class HttpClient {
                                                   ResponseObserver& observer,
                                                   RequestCanceller* canceller = nullptr);
   // Exchange collecting the body (up to max_body_bytes) with one overall timeout.
-  boost::asio::awaitable<FetchResult> fetch(const OutgoingRequest& request,
-                                            std::int64_t timeout_ns,
+  boost::asio::awaitable<FetchResult> fetch(const OutgoingRequest& request, std::int64_t timeout_ns,
                                             std::size_t max_body_bytes = 4 * 1024 * 1024);
 
   // Closes idle connections.

@@ -34,8 +34,8 @@ class LengthCalibrator {
  private:
   double tokens_per_word_;
   double overhead_tokens_;
-  double sum_words_ = 0;           // Σwords of fitted probes + observations
-  double sum_net_tokens_ = 0;      // Σ(tokens − overhead)
+  double sum_words_ = 0;       // Σwords of fitted probes + observations
+  double sum_net_tokens_ = 0;  // Σ(tokens − overhead)
   std::uint64_t observations_ = 0;
 };
 

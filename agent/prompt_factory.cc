@@ -9,27 +9,33 @@ namespace {
 
 // Common English words that are one token in the usual BPE vocabularies (with a leading space).
 constexpr std::array<std::string_view, 128> kWords = {
-    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child",
-    "world", "school", "state", "family", "student", "group", "country", "problem", "hand", "part",
-    "place", "case", "week", "company", "system", "program", "question", "work", "government", "number",
-    "night", "point", "home", "water", "room", "mother", "area", "money", "story", "fact",
-    "month", "lot", "right", "study", "book", "eye", "job", "word", "business", "issue",
-    "side", "kind", "head", "house", "service", "friend", "father", "power", "hour", "game",
-    "line", "end", "member", "law", "car", "city", "community", "name", "president", "team",
-    "minute", "idea", "kid", "body", "information", "back", "parent", "face", "others", "level",
-    "office", "door", "health", "person", "art", "war", "history", "party", "result", "change",
-    "morning", "reason", "research", "girl", "guy", "moment", "air", "teacher", "force", "education",
-    "foot", "boy", "age", "policy", "process", "music", "market", "sense", "nation", "plan",
-    "college", "interest", "death", "experience", "effect", "use", "class", "control", "care", "field",
-    "development", "role", "effort", "rate", "heart", "drug", "show", "leader"};
+    "time",       "year",        "people",  "way",       "day",         "man",       "thing",
+    "woman",      "life",        "child",   "world",     "school",      "state",     "family",
+    "student",    "group",       "country", "problem",   "hand",        "part",      "place",
+    "case",       "week",        "company", "system",    "program",     "question",  "work",
+    "government", "number",      "night",   "point",     "home",        "water",     "room",
+    "mother",     "area",        "money",   "story",     "fact",        "month",     "lot",
+    "right",      "study",       "book",    "eye",       "job",         "word",      "business",
+    "issue",      "side",        "kind",    "head",      "house",       "service",   "friend",
+    "father",     "power",       "hour",    "game",      "line",        "end",       "member",
+    "law",        "car",         "city",    "community", "name",        "president", "team",
+    "minute",     "idea",        "kid",     "body",      "information", "back",      "parent",
+    "face",       "others",      "level",   "office",    "door",        "health",    "person",
+    "art",        "war",         "history", "party",     "result",      "change",    "morning",
+    "reason",     "research",    "girl",    "guy",       "moment",      "air",       "teacher",
+    "force",      "education",   "foot",    "boy",       "age",         "policy",    "process",
+    "music",      "market",      "sense",   "nation",    "plan",        "college",   "interest",
+    "death",      "experience",  "effect",  "use",       "class",       "control",   "care",
+    "field",      "development", "role",    "effort",    "rate",        "heart",     "drug",
+    "show",       "leader"};
 
 }  // namespace
 
 std::size_t PromptFactory::vocabulary_size() { return kWords.size(); }
 
 PromptFactory::PromptFactory(analysis::LengthDistribution input,
-                             analysis::LengthDistribution output,
-                             std::int32_t shared_prefix_tokens, std::uint64_t seed)
+                             analysis::LengthDistribution output, std::int32_t shared_prefix_tokens,
+                             std::uint64_t seed)
     : input_(std::move(input), seed ^ 0x9e3779b97f4a7c15ULL),
       output_(std::move(output), seed ^ 0xc2b2ae3d27d4eb4fULL),
       shared_prefix_tokens_(shared_prefix_tokens),

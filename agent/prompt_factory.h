@@ -17,11 +17,11 @@
 namespace llmcap::agent {
 
 struct PromptItem {
-  std::string prompt;          // completions prompt / chat user message
-  std::string messages_json;   // chat messages from a dataset; empty for synthetic
+  std::string prompt;         // completions prompt / chat user message
+  std::string messages_json;  // chat messages from a dataset; empty for synthetic
   std::int32_t planned_input_tokens = -1;
   std::int32_t planned_output_tokens = -1;  // max_tokens to send; -1 = none
-  std::int32_t words = 0;      // synthetic words (for calibration feedback); 0 = dataset
+  std::int32_t words = 0;  // synthetic words (for calibration feedback); 0 = dataset
 };
 
 class PromptFactory {
@@ -45,7 +45,7 @@ class PromptFactory {
   analysis::LengthSampler output_;
   std::int32_t shared_prefix_tokens_;
   std::mt19937_64 rng_;
-  std::string prefix_;                 // built lazily for the calibrated word count
+  std::string prefix_;  // built lazily for the calibrated word count
   std::int32_t prefix_words_ = -1;
 };
 

@@ -19,8 +19,8 @@ RateProfile RateProfile::steps(const std::vector<std::pair<double, double>>& dur
 }
 
 RateProfile RateProfile::ramp(double from_per_s, double to_per_s, double duration_s) {
-  return from_segments({{0, duration_s, from_per_s, to_per_s}, {duration_s, duration_s + 1,
-                                                                 to_per_s, to_per_s}});
+  return from_segments(
+      {{0, duration_s, from_per_s, to_per_s}, {duration_s, duration_s + 1, to_per_s, to_per_s}});
 }
 
 RateProfile RateProfile::burst(double base_per_s, double factor, double start_s,

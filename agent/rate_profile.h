@@ -13,10 +13,10 @@ namespace llmcap::agent {
 class RateProfile {
  public:
   struct Segment {
-    double start_s = 0;      // segment covers [start_s, end_s)
+    double start_s = 0;  // segment covers [start_s, end_s)
     double end_s = 0;
-    double rate_start = 0;   // requests/s at start_s
-    double rate_end = 0;     // requests/s approaching end_s (linear in between)
+    double rate_start = 0;  // requests/s at start_s
+    double rate_end = 0;    // requests/s approaching end_s (linear in between)
   };
 
   static RateProfile constant(double rate_per_s);

@@ -21,16 +21,16 @@ namespace llmcap::agent {
 struct RequestBodySpec {
   ApiKind api = ApiKind::kCompletions;
   std::string model;
-  std::string prompt;         // completions prompt; chat: becomes one user message if
-                              // messages_json is empty
-  std::string messages_json;  // chat: a JSON array of {role, content}; empty = from prompt
+  std::string prompt;            // completions prompt; chat: becomes one user message if
+                                 // messages_json is empty
+  std::string messages_json;     // chat: a JSON array of {role, content}; empty = from prompt
   std::int32_t max_tokens = -1;  // -1: not sent
   std::optional<std::int32_t> min_tokens;  // sent only when set (vLLM extension)
   bool ignore_eos = false;                 // sent only when true (vLLM/llama.cpp extension)
   std::optional<double> temperature;       // sent when set
   bool stream = true;
-  bool include_usage = true;     // stream_options.include_usage (streaming only)
-  std::string extra_body_json;   // JSON object merged at the top level; empty = none
+  bool include_usage = true;    // stream_options.include_usage (streaming only)
+  std::string extra_body_json;  // JSON object merged at the top level; empty = none
 };
 
 class RequestBuilder {

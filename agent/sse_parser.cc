@@ -25,11 +25,14 @@ bool SseParser::feed(std::string_view bytes, std::int64_t t_arrival_ns,
     const void* lf = std::memchr(begin, '\n', left);
     const void* cr = std::memchr(begin, '\r', left);
     const char* end = nullptr;
-    if (lf && cr) end = static_cast<const char*>(lf) < static_cast<const char*>(cr)
-                            ? static_cast<const char*>(lf)
-                            : static_cast<const char*>(cr);
-    else if (lf) end = static_cast<const char*>(lf);
-    else if (cr) end = static_cast<const char*>(cr);
+    if (lf && cr)
+      end = static_cast<const char*>(lf) < static_cast<const char*>(cr)
+                ? static_cast<const char*>(lf)
+                : static_cast<const char*>(cr);
+    else if (lf)
+      end = static_cast<const char*>(lf);
+    else if (cr)
+      end = static_cast<const char*>(cr);
     if (end == nullptr) {
       line_.append(begin, left);
       if (line_.size() + pending_.data.size() > max_event_bytes_) {
@@ -56,8 +59,7 @@ bool SseParser::feed(std::string_view bytes, std::int64_t t_arrival_ns,
   return true;
 }
 
-void SseParser::process_line(std::string_view line, std::int64_t t_ns,
-                             std::vector<SseEvent>& out) {
+void SseParser::process_line(std::string_view line, std::int64_t t_ns, std::vector<SseEvent>& out) {
   if (line.empty()) {
     dispatch(t_ns, false, out);
     return;

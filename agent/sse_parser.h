@@ -21,8 +21,8 @@
 namespace llmcap::agent {
 
 struct SseEvent {
-  std::string data;          // data lines joined with '\n' (no trailing '\n')
-  std::string event;         // `event:` field; empty = "message"
+  std::string data;               // data lines joined with '\n' (no trailing '\n')
+  std::string event;              // `event:` field; empty = "message"
   std::int64_t t_arrival_ns = 0;  // arrival time of the read that completed the event
   bool unterminated = false;      // dispatched by finish() without its blank line
 };
@@ -47,9 +47,9 @@ class SseParser {
   void dispatch(std::int64_t t_ns, bool unterminated, std::vector<SseEvent>& out);
 
   std::size_t max_event_bytes_;
-  std::string line_;        // partial line carried between feeds
-  bool skip_lf_ = false;    // last byte was '\r': a following '\n' belongs to it
-  bool has_data_ = false;   // at least one data line in the pending event
+  std::string line_;       // partial line carried between feeds
+  bool skip_lf_ = false;   // last byte was '\r': a following '\n' belongs to it
+  bool has_data_ = false;  // at least one data line in the pending event
   SseEvent pending_;
   std::string error_;
   std::uint64_t bytes_seen_ = 0;

@@ -24,7 +24,7 @@ struct LagStats {
 };
 
 struct CalibrationInfo {
-  std::string method;               // "tokenize", "usage-probe", "default", "dataset"
+  std::string method;  // "tokenize", "usage-probe", "default", "dataset"
   double tokens_per_word_initial = 0;
   double tokens_per_word_final = 0;  // after adjusting from usage during the step
   double overhead_tokens = 0;        // per-request tokens beyond the words (BOS, template)
@@ -37,11 +37,11 @@ struct CalibrationInfo {
 };
 
 struct StepCounts {
-  std::uint64_t intended = 0;   // arrivals scheduled in the step (incl. dropped), or started
-  std::uint64_t sent = 0;       // requests started (a sample exists for each)
+  std::uint64_t intended = 0;  // arrivals scheduled in the step (incl. dropped), or started
+  std::uint64_t sent = 0;      // requests started (a sample exists for each)
   std::uint64_t ok = 0;
-  std::uint64_t failed = 0;     // errors incl. timeouts, excl. cancelled
-  std::uint64_t cancelled = 0;  // cancelled at drain or by stop (reported, never dropped)
+  std::uint64_t failed = 0;         // errors incl. timeouts, excl. cancelled
+  std::uint64_t cancelled = 0;      // cancelled at drain or by stop (reported, never dropped)
   std::uint64_t output_tokens = 0;  // sum of output_tokens of ok samples
   // ok samples whose output_tokens differ from the planned max_tokens (§7.6: the server did
   // not honour the length; with ignore_eos this should be 0) and how many had no usage.
@@ -50,15 +50,15 @@ struct StepCounts {
 };
 
 struct StepResult {
-  bool completed = false;          // ran to the end of its drain
-  bool cancelled = false;          // stopped early by the stop token
-  std::string fatal_error;         // non-empty: the step could not run (spec, model, dataset)
-  std::string model;               // model name used (given or discovered)
+  bool completed = false;   // ran to the end of its drain
+  bool cancelled = false;   // stopped early by the stop token
+  std::string fatal_error;  // non-empty: the step could not run (spec, model, dataset)
+  std::string model;        // model name used (given or discovered)
 
   std::vector<analysis::RequestSample> samples;  // sorted by index
   std::vector<std::string> response_ids;         // parallel to samples: server's response id
-  analysis::LogHistogram itl_ns;   // ITL gaps of ok requests intended in the window (§2)
-  std::uint64_t dropped_arrivals = 0;            // open loop: arrivals refused at the cap
+  analysis::LogHistogram itl_ns;       // ITL gaps of ok requests intended in the window (§2)
+  std::uint64_t dropped_arrivals = 0;  // open loop: arrivals refused at the cap
   std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series;  // (t_ns, in flight)
 
   std::int64_t window_start_ns = 0;  // measurement window [start, end), step-epoch ns
@@ -66,13 +66,13 @@ struct StepResult {
   std::int64_t epoch_steady_ns = 0;  // steady_clock time (ns) of the step's t = 0
   std::int64_t end_ns = 0;           // when the step (drain included) ended
 
-  CpuUsage cpu;                      // agent thread and process CPU over the step
-  double client_cpu_utilisation = 0; // cpu.thread_utilisation()
-  LagStats schedule_lag;             // t_send − t_intended over sent requests (§2; includes
-                                     // connect + TLS of requests that opened a connection)
-  LagStats dispatch_lag;             // the same minus connect and TLS time: the agent's own
-                                     // delay (use this one to judge client saturation, §3)
-  LagStats timer_lag;                // open loop: wake-up time − scheduled arrival
+  CpuUsage cpu;                       // agent thread and process CPU over the step
+  double client_cpu_utilisation = 0;  // cpu.thread_utilisation()
+  LagStats schedule_lag;              // t_send − t_intended over sent requests (§2; includes
+                                      // connect + TLS of requests that opened a connection)
+  LagStats dispatch_lag;              // the same minus connect and TLS time: the agent's own
+                                      // delay (use this one to judge client saturation, §3)
+  LagStats timer_lag;                 // open loop: wake-up time − scheduled arrival
   CalibrationInfo calibration;
   StepCounts counts;
   std::uint64_t connections_opened = 0;

@@ -3,12 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -240,7 +240,8 @@ asio::awaitable<void> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   }
   if (sample.ok()) {
     ++result.counts.ok;
-    if (sample.output_tokens > 0) result.counts.output_tokens += static_cast<std::uint64_t>(sample.output_tokens);
+    if (sample.output_tokens > 0)
+      result.counts.output_tokens += static_cast<std::uint64_t>(sample.output_tokens);
   } else if (sample.error == ErrorClass::kCancelled) {
     ++result.counts.cancelled;
   } else {
@@ -318,15 +319,16 @@ asio::awaitable<bool> StepRun::discover_model() {
   req.headers = spec.target.headers;
   auto r = co_await client->fetch(req, kDiscoveryTimeoutNs);
   if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) {
-    result.fatal_error = "target.model: not given and GET /v1/models failed: " +
-                         (r.exchange.error != ErrorClass::kNone
-                              ? r.exchange.error_message
-                              : "HTTP " + std::to_string(r.exchange.http_status));
+    result.fatal_error =
+        "target.model: not given and GET /v1/models failed: " +
+        (r.exchange.error != ErrorClass::kNone ? r.exchange.error_message
+                                               : "HTTP " + std::to_string(r.exchange.http_status));
     co_return false;
   }
   json doc = json::parse(r.body, nullptr, false);
   if (doc.is_object() && doc.contains("data") && doc["data"].is_array() && !doc["data"].empty() &&
-      doc["data"][0].is_object() && doc["data"][0].contains("id") && doc["data"][0]["id"].is_string()) {
+      doc["data"][0].is_object() && doc["data"][0].contains("id") &&
+      doc["data"][0]["id"].is_string()) {
     result.model = doc["data"][0]["id"].get<std::string>();
     co_return true;
   }
@@ -338,7 +340,8 @@ asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
   // vLLM shape first ({"model", "prompt"} → {"count"}), then llama.cpp ({"content"} →
   // {"tokens": [...]}).
   for (int shape = 0; shape < 2; ++shape) {
-    json body = shape == 0 ? json{{"model", result.model}, {"prompt", text}} : json{{"content", text}};
+    json body =
+        shape == 0 ? json{{"model", result.model}, {"prompt", text}} : json{{"content", text}};
     OutgoingRequest req;
     req.path = "/tokenize";
     req.accept = "application/json";
@@ -351,7 +354,8 @@ asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
     }
     json doc = json::parse(r.body, nullptr, false);
     if (!doc.is_object()) continue;
-    if (doc.contains("count") && doc["count"].is_number_integer()) co_return doc["count"].get<std::int32_t>();
+    if (doc.contains("count") && doc["count"].is_number_integer())
+      co_return doc["count"].get<std::int32_t>();
     if (doc.contains("tokens") && doc["tokens"].is_array())
       co_return static_cast<std::int32_t>(doc["tokens"].size());
   }
@@ -519,10 +523,11 @@ void StepRun::finalize() {
   result.schedule_lag = lag_stats(std::move(lags));
   result.dispatch_lag = lag_stats(std::move(dispatch));
   if (result.counts.output_length_mismatch > 0) {
-    logger()->warn("{} of {} ok requests returned a different output length than planned "
-                   "(max_tokens{}): the target may not honour the length (DOMAIN §7.6)",
-                   result.counts.output_length_mismatch, result.counts.ok,
-                   spec.workload.ignore_eos ? " + ignore_eos" : "");
+    logger()->warn(
+        "{} of {} ok requests returned a different output length than planned "
+        "(max_tokens{}): the target may not honour the length (DOMAIN §7.6)",
+        result.counts.output_length_mismatch, result.counts.ok,
+        spec.workload.ignore_eos ? " + ignore_eos" : "");
   }
   if (result.counts.usage_missing > 0) {
     logger()->warn("{} ok requests had no usage: output tokens counted from events (estimated)",

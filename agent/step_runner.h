@@ -26,8 +26,8 @@
 namespace llmcap::agent {
 
 struct StepProgress {
-  std::int64_t elapsed_ns = 0;   // since the step epoch
-  bool in_window = false;        // measurement window running (after warm-up, before drain)
+  std::int64_t elapsed_ns = 0;  // since the step epoch
+  bool in_window = false;       // measurement window running (after warm-up, before drain)
   bool draining = false;
   std::uint64_t intended = 0;
   std::uint64_t sent = 0;

@@ -41,10 +41,12 @@ bool has_ctl(std::string_view s) {
 
 std::vector<std::string> validate(const StepSpec& s) {
   std::vector<std::string> e;
-  if (auto ep = parse_endpoint(s.target.base_url); !ep) e.push_back("target.base_url: " + ep.error());
+  if (auto ep = parse_endpoint(s.target.base_url); !ep)
+    e.push_back("target.base_url: " + ep.error());
   for (std::size_t i = 0; i < s.target.headers.size(); ++i) {
     const auto& [k, v] = s.target.headers[i];
-    if (k.empty() || has_ctl(k) || k.find(':') != std::string::npos || k.find(' ') != std::string::npos || has_ctl(v))
+    if (k.empty() || has_ctl(k) || k.find(':') != std::string::npos ||
+        k.find(' ') != std::string::npos || has_ctl(v))
       e.push_back("target.headers[" + std::to_string(i) + "]: invalid header name or value");
   }
   if (s.deadlines.connect_ms <= 0) e.push_back("deadlines.connect_ms: must be > 0");
@@ -52,12 +54,14 @@ std::vector<std::string> validate(const StepSpec& s) {
   if (s.deadlines.idle_ms < 0) e.push_back("deadlines.idle_ms: must be >= 0");
   if (s.deadlines.total_ms < 0) e.push_back("deadlines.total_ms: must be >= 0");
   const auto& w = s.workload;
-  if (w.source == WorkloadSource::kSynthetic) check_length(w.input_tokens, "workload.input_tokens", e);
+  if (w.source == WorkloadSource::kSynthetic)
+    check_length(w.input_tokens, "workload.input_tokens", e);
   check_length(w.output_tokens, "workload.output_tokens", e);
   if (w.source == WorkloadSource::kDataset && w.dataset_path.empty())
     e.push_back("workload.dataset_path: required for a dataset workload");
   if (w.shared_prefix_tokens < 0) e.push_back("workload.shared_prefix_tokens: must be >= 0");
-  if (!(w.default_tokens_per_word > 0)) e.push_back("workload.default_tokens_per_word: must be > 0");
+  if (!(w.default_tokens_per_word > 0))
+    e.push_back("workload.default_tokens_per_word: must be > 0");
   if (auto err = RequestBuilder::check_json_object(w.extra_body_json, "workload.extra_body"))
     e.push_back(*err);
   if (s.load.kind == LoadKind::kClosed) {

@@ -20,15 +20,15 @@
 namespace llmcap::agent {
 
 struct TargetSpec {
-  std::string base_url;            // "http[s]://host[:port][/prefix]" (no /v1)
+  std::string base_url;  // "http[s]://host[:port][/prefix]" (no /v1)
   ApiKind api = ApiKind::kCompletions;
-  std::string model;               // empty: the first id from GET /v1/models
-  net::HeaderList headers;         // extra request headers, e.g. {"Authorization", "Bearer …"}
+  std::string model;        // empty: the first id from GET /v1/models
+  net::HeaderList headers;  // extra request headers, e.g. {"Authorization", "Bearer …"}
   TlsOptions tls;
-  bool stream = true;              // false: non-streaming (E2E only, no TTFT/ITL)
+  bool stream = true;  // false: non-streaming (E2E only, no TTFT/ITL)
 };
 
-struct DeadlineSpec {  // 0 = no deadline (except connect, which always has one)
+struct DeadlineSpec {                     // 0 = no deadline (except connect, which always has one)
   std::int64_t connect_ms = 10'000;       // TCP connect + TLS → kTimeoutConnect
   std::int64_t first_token_ms = 120'000;  // from request start → kTimeoutFirstToken
   std::int64_t idle_ms = 30'000;          // gap between events after the first token
@@ -45,23 +45,23 @@ struct WorkloadSpec {
   bool ignore_eos = true;                 // enforce output length (§7.6)
   bool send_min_tokens = false;           // also send min_tokens = max_tokens (vLLM)
   std::optional<double> temperature = 0.0;
-  std::string extra_body_json;            // JSON object merged into every body
-  std::string dataset_path;               // JSONL (source = kDataset)
+  std::string extra_body_json;  // JSON object merged into every body
+  std::string dataset_path;     // JSONL (source = kDataset)
   DatasetOrder dataset_order = DatasetOrder::kSample;
-  bool calibrate = true;                  // synthetic: calibrate words→tokens on the target
-  double default_tokens_per_word = 1.3;   // used when calibration is off or impossible
+  bool calibrate = true;                 // synthetic: calibrate words→tokens on the target
+  double default_tokens_per_word = 1.3;  // used when calibration is off or impossible
 };
 
 enum class LoadKind { kClosed, kOpen };
 
 struct LoadSpec {
   LoadKind kind = LoadKind::kClosed;
-  std::int32_t concurrency = 1;                       // closed loop: requests kept in flight
-  RateProfile rate = RateProfile::constant(1.0);      // open loop: offered rate over time
+  std::int32_t concurrency = 1;                   // closed loop: requests kept in flight
+  RateProfile rate = RateProfile::constant(1.0);  // open loop: offered rate over time
   InterArrival inter_arrival = InterArrival::kPoisson;
-  double burstiness = 1.0;                            // gamma shape (1 = Poisson)
-  std::int32_t in_flight_cap = 10'000;                // open loop safety valve; arrivals
-                                                      // beyond it are dropped and counted
+  double burstiness = 1.0;              // gamma shape (1 = Poisson)
+  std::int32_t in_flight_cap = 10'000;  // open loop safety valve; arrivals
+                                        // beyond it are dropped and counted
 };
 
 enum class DrainPolicy {
@@ -75,8 +75,8 @@ struct StepSpec {
   DeadlineSpec deadlines;
   WorkloadSpec workload;
   LoadSpec load;
-  double warmup_s = 0;        // requests intended before this are warm-up
-  double duration_s = 60;     // measurement window length after warm-up
+  double warmup_s = 0;     // requests intended before this are warm-up
+  double duration_s = 60;  // measurement window length after warm-up
   DrainPolicy drain = DrainPolicy::kWait;
   double drain_timeout_s = 60;
   std::uint64_t seed = 1;

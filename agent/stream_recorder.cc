@@ -42,8 +42,8 @@ void StreamRecorder::on_headers(int status, std::string_view content_type, std::
   (void)t_ns;
   if (status >= 200 && status < 300 && config_.streaming &&
       content_type.find("text/event-stream") == std::string_view::npos) {
-    set_error(ErrorClass::kProtocol, "expected Content-Type text/event-stream, got '" +
-                                         clip(content_type, 80) + "'");
+    set_error(ErrorClass::kProtocol,
+              "expected Content-Type text/event-stream, got '" + clip(content_type, 80) + "'");
   }
 }
 
@@ -88,8 +88,10 @@ bool StreamRecorder::handle_event(const SseEvent& event) {
   if (response_id_.empty() && !c.id.empty()) response_id_ = c.id;
   if (c.server_error) {
     ErrorClass ec = ErrorClass::kHttp5xx;
-    if (c.server_error_code == 429) ec = ErrorClass::kHttp429;
-    else if (c.server_error_code >= 400 && c.server_error_code < 500) ec = ErrorClass::kHttp4xx;
+    if (c.server_error_code == 429)
+      ec = ErrorClass::kHttp429;
+    else if (c.server_error_code >= 400 && c.server_error_code < 500)
+      ec = ErrorClass::kHttp4xx;
     set_error(ec, "error event in stream: " + clip(c.server_error_message, 200));
     return false;
   }
@@ -119,7 +121,8 @@ ReadDeadline StreamRecorder::deadline() const {
   auto consider = [&d](std::int64_t at, ErrorClass e) {
     if (at < d.at_ns) d = ReadDeadline{at, e};
   };
-  if (config_.total_timeout_ns > 0) consider(config_.start_ns + config_.total_timeout_ns, ErrorClass::kTimeoutTotal);
+  if (config_.total_timeout_ns > 0)
+    consider(config_.start_ns + config_.total_timeout_ns, ErrorClass::kTimeoutTotal);
   if (!first_token_seen_) {
     if (config_.first_token_timeout_ns > 0 && config_.streaming)
       consider(config_.start_ns + config_.first_token_timeout_ns, ErrorClass::kTimeoutFirstToken);
@@ -157,14 +160,15 @@ void StreamRecorder::finish(const ExchangeResult& x) {
     } else if (!config_.streaming) {
       const DecodedChunk c = ChunkDecoder::decode(error_body_, config_.api, false);
       if (c.malformed) {
-        set_error(ErrorClass::kProtocol,
-                  "malformed JSON response (" + c.malformed_reason + "): " + clip(error_body_, 200));
+        set_error(ErrorClass::kProtocol, "malformed JSON response (" + c.malformed_reason +
+                                             "): " + clip(error_body_, 200));
       } else if (c.server_error) {
         set_error(class_of_status(c.server_error_code >= 400 ? c.server_error_code : 500),
                   "error response: " + clip(c.server_error_message, 200));
       } else {
         response_id_ = c.id;
-        if (c.finish_reason != analysis::FinishReason::kUnknown) sample_.finish_reason = c.finish_reason;
+        if (c.finish_reason != analysis::FinishReason::kUnknown)
+          sample_.finish_reason = c.finish_reason;
         usage_prompt_ = c.prompt_tokens;
         usage_completion_ = c.completion_tokens;
       }

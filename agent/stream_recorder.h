@@ -22,10 +22,10 @@ namespace llmcap::agent {
 struct RecorderConfig {
   ApiKind api = ApiKind::kCompletions;
   bool streaming = true;
-  std::int64_t epoch_ns = 0;          // absolute steady ns of the step's t = 0
-  std::int64_t start_ns = 0;          // absolute steady ns when the agent began the request;
-                                      // deadlines count from here (not from t_intended, so
-                                      // the client's own lag never creates timeouts)
+  std::int64_t epoch_ns = 0;                // absolute steady ns of the step's t = 0
+  std::int64_t start_ns = 0;                // absolute steady ns when the agent began the request;
+                                            // deadlines count from here (not from t_intended, so
+                                            // the client's own lag never creates timeouts)
   std::int64_t first_token_timeout_ns = 0;  // 0 = none
   std::int64_t idle_timeout_ns = 0;         // gap between events after the first token; 0 = none
   std::int64_t total_timeout_ns = 0;        // 0 = none
@@ -52,7 +52,9 @@ class StreamRecorder final : public ResponseObserver {
  private:
   bool handle_event(const SseEvent& event);
   void set_error(analysis::ErrorClass error, std::string message);
-  std::int64_t rel(std::int64_t abs_ns) const { return abs_ns < 0 ? -1 : abs_ns - config_.epoch_ns; }
+  std::int64_t rel(std::int64_t abs_ns) const {
+    return abs_ns < 0 ? -1 : abs_ns - config_.epoch_ns;
+  }
 
   RecorderConfig config_;
   analysis::RequestSample& sample_;
@@ -60,7 +62,7 @@ class StreamRecorder final : public ResponseObserver {
   std::vector<SseEvent> events_;
   std::vector<std::int64_t> gaps_;
   std::string response_id_;
-  std::string error_body_;          // first bytes of a non-2xx body or a non-streamed body
+  std::string error_body_;  // first bytes of a non-2xx body or a non-streamed body
   std::int64_t last_event_abs_ns_ = -1;
   std::int64_t last_token_abs_ns_ = -1;
   std::int32_t usage_prompt_ = -1;

@@ -57,7 +57,8 @@ void BM_SseParseOneEventPerRead(benchmark::State& state) {
 BENCHMARK(BM_SseParseOneEventPerRead);
 
 void BM_DecodeCompletionsChunk(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(ChunkDecoder::decode(kCompletionsChunk, ApiKind::kCompletions));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ChunkDecoder::decode(kCompletionsChunk, ApiKind::kCompletions));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_DecodeCompletionsChunk);
@@ -77,7 +78,8 @@ void BM_ParseAndDecodeOneEvent(benchmark::State& state) {
   for (auto _ : state) {
     out.clear();
     p.feed(bytes, 1, out);
-    for (const auto& e : out) benchmark::DoNotOptimize(ChunkDecoder::decode(e.data, ApiKind::kChat));
+    for (const auto& e : out)
+      benchmark::DoNotOptimize(ChunkDecoder::decode(e.data, ApiKind::kChat));
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -1,11 +1,11 @@
 #include "tests/fakes/scripted_target.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -58,10 +58,10 @@ struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl>
   ScriptedTargetOptions options;
 
   mutable std::mutex mu;
-  Script script;                       // GUARDED_BY(mu)
-  std::vector<ServedStream> served;    // GUARDED_BY(mu)
-  std::uint64_t next_id = 0;           // GUARDED_BY(mu)
-  std::uint64_t tokenize_count = 0;    // GUARDED_BY(mu)
+  Script script;                     // GUARDED_BY(mu)
+  std::vector<ServedStream> served;  // GUARDED_BY(mu)
+  std::uint64_t next_id = 0;         // GUARDED_BY(mu)
+  std::uint64_t tokenize_count = 0;  // GUARDED_BY(mu)
 
   std::int32_t count_tokens(const std::string& text) const {
     return static_cast<std::int32_t>(std::lround(words_in(text) * options.tokens_per_word)) +
@@ -84,22 +84,28 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::handle(HttpRe
     if (!options.tokenize_endpoint) co_return HttpResponse::json(404, R"({"error":"not found"})");
     json doc = json::parse(req.body, nullptr, false);
     std::string text;
-    if (doc.is_object() && doc.contains("prompt") && doc["prompt"].is_string()) text = doc["prompt"];
-    else if (doc.is_object() && doc.contains("content") && doc["content"].is_string()) text = doc["content"];
-    else co_return HttpResponse::json(400, R"({"error":"need prompt"})");
+    if (doc.is_object() && doc.contains("prompt") && doc["prompt"].is_string())
+      text = doc["prompt"];
+    else if (doc.is_object() && doc.contains("content") && doc["content"].is_string())
+      text = doc["content"];
+    else
+      co_return HttpResponse::json(400, R"({"error":"need prompt"})");
     {
       std::lock_guard lock(mu);
       ++tokenize_count;
     }
     co_return HttpResponse::json(200, json{{"count", count_tokens(text)}}.dump());
   }
-  if (req.method == "POST" && req.path == "/v1/completions") co_return co_await completion(req, out, false);
-  if (req.method == "POST" && req.path == "/v1/chat/completions") co_return co_await completion(req, out, true);
+  if (req.method == "POST" && req.path == "/v1/completions")
+    co_return co_await completion(req, out, false);
+  if (req.method == "POST" && req.path == "/v1/chat/completions")
+    co_return co_await completion(req, out, true);
   co_return HttpResponse::json(404, R"({"error":"no route"})");
 }
 
-asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
-    HttpRequest& req, ResponseStream& out, bool chat) {
+asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(HttpRequest& req,
+                                                                              ResponseStream& out,
+                                                                              bool chat) {
   const std::int64_t t0 = now_ns();
   Script s;
   ServedStream rec;
@@ -114,7 +120,9 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
   rec.t_received_ns = t0;
   const std::int64_t phase_ns =
       s.phase_spread_us > 0
-          ? static_cast<std::int64_t>((stream_no * 7919) % static_cast<std::uint64_t>(s.phase_spread_us)) * 1000
+          ? static_cast<std::int64_t>((stream_no * 7919) %
+                                      static_cast<std::uint64_t>(s.phase_spread_us)) *
+                1000
           : 0;
   json doc = json::parse(req.body, nullptr, false);
   if (!doc.is_object()) co_return HttpResponse::json(400, R"({"error":"body is not JSON"})");
@@ -128,7 +136,8 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
     prompt_text = doc["prompt"];
   }
   rec.prompt_tokens = count_tokens(prompt_text) + (chat ? options.chat_template_tokens : 0);
-  if (doc.contains("max_tokens") && doc["max_tokens"].is_number_integer()) rec.max_tokens = doc["max_tokens"];
+  if (doc.contains("max_tokens") && doc["max_tokens"].is_number_integer())
+    rec.max_tokens = doc["max_tokens"];
   rec.ignore_eos = doc.value("ignore_eos", false);
   rec.streamed = doc.value("stream", false);
   std::int32_t n = s.tokens;
@@ -158,21 +167,27 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
            {"created", 0},
            {"model", options.model}};
     json choice{{"index", 0}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
-    if (chat) choice["delta"] = json{{"content", text}};
-    else choice["text"] = text;
+    if (chat)
+      choice["delta"] = json{{"content", text}};
+    else
+      choice["text"] = text;
     c["choices"] = json::array({choice});
     if (with_usage) c["usage"] = usage;
     return c.dump();
   };
 
   if (!rec.streamed) {
-    json c{{"id", rec.id}, {"object", chat ? "chat.completion" : "text_completion"}, {"model", options.model}};
+    json c{{"id", rec.id},
+           {"object", chat ? "chat.completion" : "text_completion"},
+           {"model", options.model}};
     std::string text;
     for (std::int32_t i = 0; i < n; ++i) text += " tok";
     co_await sleep_until(t0 + (s.ttft_us + std::max(0, n - 1) * s.itl_us) * 1000);
     json choice{{"index", 0}, {"finish_reason", "length"}};
-    if (chat) choice["message"] = json{{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    if (chat)
+      choice["message"] = json{{"role", "assistant"}, {"content", text}};
+    else
+      choice["text"] = text;
     c["choices"] = json::array({choice});
     c["usage"] = usage;
     co_return HttpResponse::json(200, c.dump());
@@ -200,8 +215,11 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
   if (!(co_await out.start(200, std::move(headers)))) co_return std::nullopt;
   if (chat) {
     // Role-only first chunk (not a token event, DOMAIN §2).
-    json c{{"id", rec.id}, {"object", "chat.completion.chunk"}, {"model", options.model},
-           {"choices", json::array({json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+    json c{{"id", rec.id},
+           {"object", "chat.completion.chunk"},
+           {"model", options.model},
+           {"choices", json::array({json{{"index", 0},
+                                         {"delta", {{"role", "assistant"}, {"content", ""}}},
                                          {"finish_reason", nullptr}}})}};
     if (!(co_await send(frame(c.dump())))) co_return std::nullopt;
   }
@@ -210,7 +228,8 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
   frames.reserve(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) {
     const bool last = i == n - 1;
-    frames.push_back(frame(chunk(" tok", last ? "length" : nullptr, last && s.send_usage && s.llama_cpp_usage)));
+    frames.push_back(
+        frame(chunk(" tok", last ? "length" : nullptr, last && s.send_usage && s.llama_cpp_usage)));
   }
   for (std::int32_t i = 0; i < n; ++i) {
     if (i == s.stall_after_tokens) co_await sleep_until(now_ns() + s.stall_us * 1000);
@@ -219,7 +238,8 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
       co_return std::nullopt;
     }
     if (i == s.malformed_after_tokens) {
-      if (!(co_await send(frame("{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok")))) co_return std::nullopt;
+      if (!(co_await send(frame("{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok"))))
+        co_return std::nullopt;
     }
     co_await sleep_until(t0 + phase_ns + (s.ttft_us + i * s.itl_us) * 1000);
     const std::int64_t before = now_ns();
@@ -228,8 +248,11 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(
     if (!sent) co_return std::nullopt;
   }
   if (s.send_usage && !s.llama_cpp_usage) {
-    json c{{"id", rec.id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
-           {"model", options.model}, {"choices", json::array()}, {"usage", usage}};
+    json c{{"id", rec.id},
+           {"object", chat ? "chat.completion.chunk" : "text_completion"},
+           {"model", options.model},
+           {"choices", json::array()},
+           {"usage", usage}};
     if (!(co_await send(frame(c.dump())))) co_return std::nullopt;
   }
   if (s.send_done) {
@@ -249,7 +272,8 @@ ScriptedTarget::ScriptedTarget(Script script, ScriptedTargetOptions options)
   std::weak_ptr<Impl> weak = impl_;
   impl_->server = std::make_unique<net::HttpServer>(
       impl_->io, so,
-      [weak](HttpRequest& req, ResponseStream& out) -> asio::awaitable<std::optional<HttpResponse>> {
+      [weak](HttpRequest& req,
+             ResponseStream& out) -> asio::awaitable<std::optional<HttpResponse>> {
         auto self = weak.lock();
         if (!self) co_return HttpResponse::json(503, "{}");
         co_return co_await self->handle(req, out);
@@ -270,7 +294,9 @@ ScriptedTarget::~ScriptedTarget() {
 }
 
 std::uint16_t ScriptedTarget::port() const { return impl_->server->port(); }
-std::string ScriptedTarget::base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+std::string ScriptedTarget::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(port());
+}
 void ScriptedTarget::set_script(const Script& script) {
   std::lock_guard lock(impl_->mu);
   impl_->script = script;

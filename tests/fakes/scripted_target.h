@@ -30,19 +30,19 @@ struct Script {
   // Stream n's whole schedule is shifted by (n × 7919 µs) mod phase_spread_us, so concurrent
   // streams do not all emit in the same instant (0 = synchronised, like one decode batch).
   std::int64_t phase_spread_us = 0;
-  std::int32_t tokens = 16;          // token events to send (≤ max_tokens of the request)
-  bool honour_max_tokens = true;     // send min(tokens, max_tokens) events
-  bool llama_cpp_usage = false;      // usage in the final chunk with choices (else vLLM shape)
+  std::int32_t tokens = 16;       // token events to send (≤ max_tokens of the request)
+  bool honour_max_tokens = true;  // send min(tokens, max_tokens) events
+  bool llama_cpp_usage = false;   // usage in the final chunk with choices (else vLLM shape)
   bool send_usage = true;
   bool send_done = true;
   bool crlf = false;
-  bool comments = false;             // a ": ping" comment before each event
-  bool split_events = false;         // each event in two writes, 1 ms apart
-  int status = 200;                  // non-200: JSON error body, no stream
-  std::int64_t headers_delay_us = 0; // before the status line
-  std::int32_t stall_after_tokens = -1;   // stop sending after n tokens for stall_us
+  bool comments = false;                 // a ": ping" comment before each event
+  bool split_events = false;             // each event in two writes, 1 ms apart
+  int status = 200;                      // non-200: JSON error body, no stream
+  std::int64_t headers_delay_us = 0;     // before the status line
+  std::int32_t stall_after_tokens = -1;  // stop sending after n tokens for stall_us
   std::int64_t stall_us = 60'000'000;
-  std::int32_t reset_after_tokens = -1;   // TCP reset after n tokens
+  std::int32_t reset_after_tokens = -1;      // TCP reset after n tokens
   std::int32_t malformed_after_tokens = -1;  // send a malformed JSON event after n tokens
 };
 
@@ -57,8 +57,8 @@ struct ScriptedTargetOptions {
 
 // What the fake did for one completion request.
 struct ServedStream {
-  std::string id;                          // response id sent in every chunk
-  std::int64_t t_received_ns = 0;          // steady ns when the handler started
+  std::string id;                            // response id sent in every chunk
+  std::int64_t t_received_ns = 0;            // steady ns when the handler started
   std::vector<std::int64_t> token_write_ns;  // steady ns just before each token write
   // steady ns when each token write completed; the bytes reached the kernel in
   // [token_write_ns[k], token_written_ns[k]] (the server's own uncertainty under load).

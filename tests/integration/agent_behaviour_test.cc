@@ -10,11 +10,11 @@
 #include <fstream>
 #include <thread>
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -100,7 +100,8 @@ TEST(AgentBehaviour, MisbehavingTargetsGiveTheRightErrorClass) {
     ASSERT_FALSE(r.samples.empty()) << c.name;
     for (const auto& x : r.samples) {
       EXPECT_EQ(x.error, c.expected) << c.name << ": " << x.error_message;
-      EXPECT_NE(x.error_message.find(c.message_part), std::string::npos) << c.name << ": " << x.error_message;
+      EXPECT_NE(x.error_message.find(c.message_part), std::string::npos)
+          << c.name << ": " << x.error_message;
       EXPECT_LE(x.error_message.size(), 256u);
     }
     EXPECT_EQ(r.counts.failed, r.samples.size()) << c.name;
@@ -133,8 +134,15 @@ TEST(AgentBehaviour, StreamShapesAllMeasureTheSame) {
     Script s = quick();
     ApiKind api = ApiKind::kCompletions;
     if (variant == 1) s.llama_cpp_usage = true;
-    if (variant == 2) { s.crlf = true; s.comments = true; s.split_events = true; }
-    if (variant == 3) { s.send_usage = false; s.send_done = false; }
+    if (variant == 2) {
+      s.crlf = true;
+      s.comments = true;
+      s.split_events = true;
+    }
+    if (variant == 3) {
+      s.send_usage = false;
+      s.send_done = false;
+    }
     if (variant == 4) api = ApiKind::kChat;
     ScriptedTarget fake(s);
     StepSpec spec = spec_for(fake);
@@ -220,11 +228,12 @@ TEST(AgentBehaviour, CalibrationHitsThePlannedInputLength) {
       EXPECT_NEAR(x.input_tokens, x.planned_input_tokens, c.tokens_per_word + 0.5) << c.method;
     }
     EXPECT_LE(r.calibration.mean_abs_error_tokens, c.tokens_per_word);
-    std::printf("calibration %s api=%s: ratio %.3f overhead %.1f, planned mean %.1f real mean %.1f, "
-                "mean |err| %.2f tokens\n",
-                c.method, std::string(to_string(c.api)).c_str(), r.calibration.tokens_per_word_initial,
-                r.calibration.overhead_tokens, r.calibration.planned_input_mean_tokens,
-                r.calibration.real_input_mean_tokens, r.calibration.mean_abs_error_tokens);
+    std::printf(
+        "calibration %s api=%s: ratio %.3f overhead %.1f, planned mean %.1f real mean %.1f, "
+        "mean |err| %.2f tokens\n",
+        c.method, std::string(to_string(c.api)).c_str(), r.calibration.tokens_per_word_initial,
+        r.calibration.overhead_tokens, r.calibration.planned_input_mean_tokens,
+        r.calibration.real_input_mean_tokens, r.calibration.mean_abs_error_tokens);
   }
 }
 
@@ -250,7 +259,9 @@ TEST(AgentBehaviour, StopTokenCancelsInFlightRequestsPromptly) {
   const auto t0 = std::chrono::steady_clock::now();
   stop.request_stop();
   worker.join();
-  const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto stop_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_LT(stop_ms, 500);
   EXPECT_TRUE(r.cancelled);
   EXPECT_FALSE(r.completed);
@@ -309,8 +320,10 @@ TEST(AgentBehaviour, DatasetWorkloadAndBadDataset) {
   const std::string path = ::testing::TempDir() + "/agent_dataset.jsonl";
   {
     std::ofstream out(path);
-    out << R"({"messages": [{"role": "user", "content": "one two three"}], "max_tokens": 3})" << "\n";
-    out << R"({"prompt": "four five", "max_tokens": 2})" << "\n";
+    out << R"({"messages": [{"role": "user", "content": "one two three"}], "max_tokens": 3})"
+        << "\n";
+    out << R"({"prompt": "four five", "max_tokens": 2})"
+        << "\n";
   }
   StepSpec spec = spec_for(fake);
   spec.target.api = ApiKind::kChat;
@@ -326,7 +339,10 @@ TEST(AgentBehaviour, DatasetWorkloadAndBadDataset) {
 
   {
     std::ofstream out(path);
-    out << R"({"prompt": "ok"})" << "\n" << "{broken" << "\n";
+    out << R"({"prompt": "ok"})"
+        << "\n"
+        << "{broken"
+        << "\n";
   }
   r = StepRunner().run(spec);
   EXPECT_NE(r.fatal_error.find("dataset line 2: invalid JSON"), std::string::npos) << r.fatal_error;
@@ -352,13 +368,14 @@ TEST(AgentBehaviour, TlsVerificationOptions) {
   if (std::system("openssl version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl CLI";
   const std::string dir = ::testing::TempDir();
   const std::string cert = dir + "/agent_tls_cert.pem", key = dir + "/agent_tls_key.pem";
-  const std::string gen = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
-                          " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 > /dev/null 2>&1";
+  const std::string gen =
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
+      " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 > /dev/null 2>&1";
   ASSERT_EQ(std::system(gen.c_str()), 0);
   const std::uint16_t port = free_port();
   const std::string port_s = std::to_string(port);
-  std::vector<std::string> args = {"openssl", "s_server", "-quiet", "-www", "-accept", port_s,
-                                   "-cert", cert, "-key", key};
+  std::vector<std::string> args = {"openssl", "s_server", "-quiet", "-www", "-accept",
+                                   port_s,    "-cert",    cert,     "-key", key};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -384,7 +401,8 @@ TEST(AgentBehaviour, TlsVerificationOptions) {
   spec.target.tls.verify_peer = true;
   spec.target.tls.ca_file = dir + "/missing.pem";
   r = StepRunner().run(spec);
-  EXPECT_NE(r.fatal_error.find("target.tls: cannot load CA file"), std::string::npos) << r.fatal_error;
+  EXPECT_NE(r.fatal_error.find("target.tls: cannot load CA file"), std::string::npos)
+      << r.fatal_error;
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
 }

@@ -47,11 +47,11 @@ double percentile(std::vector<double> v, double q) {
 }
 
 struct Accuracy {
-  std::vector<double> ttft_err_ms;  // first token event: how far the stamp trails the write
-  std::vector<double> itl_err_ms;   // distance of the measured gap from the true gap interval
-  std::vector<double> event_err_ms; // every token event: how far the stamp trails the write
-  std::vector<double> width_ms;     // the fake's own write duration (truth uncertainty)
-  double min_lead_ms = 1e9;         // smallest (stamp − write start): negative = acausal
+  std::vector<double> ttft_err_ms;   // first token event: how far the stamp trails the write
+  std::vector<double> itl_err_ms;    // distance of the measured gap from the true gap interval
+  std::vector<double> event_err_ms;  // every token event: how far the stamp trails the write
+  std::vector<double> width_ms;      // the fake's own write duration (truth uncertainty)
+  double min_lead_ms = 1e9;          // smallest (stamp − write start): negative = acausal
   std::vector<double> ttft_service_ms;
   std::size_t compared = 0;
   std::vector<double> err_by_100ms;  // diagnostics (AGENT_TIMING_DIAG=1): max error per 100 ms
@@ -92,11 +92,13 @@ Accuracy compare(const StepResult& r, const std::vector<ServedStream>& served) {
       }
       if (k == 0) a.ttft_err_ms.push_back(err);
       if (k > 0) {
-        const double measured_gap = static_cast<double>(s.token_times_ns[k] - s.token_times_ns[k - 1]);
+        const double measured_gap =
+            static_cast<double>(s.token_times_ns[k] - s.token_times_ns[k - 1]);
         const double gap_hi = static_cast<double>(after[k] - before[k - 1]);
         const double gap_lo = static_cast<double>(before[k] - after[k - 1]);
-        const double off = measured_gap > gap_hi ? measured_gap - gap_hi
-                           : measured_gap < gap_lo ? gap_lo - measured_gap : 0.0;
+        const double off = measured_gap > gap_hi   ? measured_gap - gap_hi
+                           : measured_gap < gap_lo ? gap_lo - measured_gap
+                                                   : 0.0;
         a.itl_err_ms.push_back(off / 1e6);
       }
     }
@@ -124,7 +126,10 @@ TEST_P(AgentTiming, TokenEventTimesWithinOneMillisecondOfTheTruth) {
   script.phase_spread_us = concurrency > 1 ? script.itl_us : 0;
   ScriptedTarget fake(script);
   StepRunner runner;
-  StepSpec spec = closed_spec(fake, concurrency, concurrency == 1 ? 2.0 : concurrency >= 512 ? 1.2 : 0.8);
+  StepSpec spec = closed_spec(fake, concurrency,
+                              concurrency == 1     ? 2.0
+                              : concurrency >= 512 ? 1.2
+                                                   : 0.8);
   spec.warmup_s = concurrency >= 512 ? 0.3 : 0.1;  // connection set-up burst excluded (§2)
   const StepResult r = runner.run(spec);
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
@@ -139,7 +144,8 @@ TEST_P(AgentTiming, TokenEventTimesWithinOneMillisecondOfTheTruth) {
   std::printf(
       "concurrency %d: %zu requests, %zu token events, %llu connections; TTFT error vs truth "
       "p50 %.3f p99 %.3f max %.3f ms; ITL error p50 %.3f p99 %.3f max %.3f ms; "
-      "event error p99 %.3f max %.3f ms; min lead %.3f ms; write width p99 %.3f max %.3f ms; ttft_service p50 %.2f ms (script 40 ms); ITL histogram p50 "
+      "event error p99 %.3f max %.3f ms; min lead %.3f ms; write width p99 %.3f max %.3f ms; "
+      "ttft_service p50 %.2f ms (script 40 ms); ITL histogram p50 "
       "%.2f ms n=%llu; client CPU %.1f%%\n",
       concurrency, r.samples.size(), a.event_err_ms.size(),
       static_cast<unsigned long long>(r.connections_opened), percentile(a.ttft_err_ms, 0.5),
@@ -149,7 +155,8 @@ TEST_P(AgentTiming, TokenEventTimesWithinOneMillisecondOfTheTruth) {
       *std::max_element(a.width_ms.begin(), a.width_ms.end()), percentile(a.ttft_service_ms, 0.5),
       r.itl_ns.quantile(0.5) / 1e6, static_cast<unsigned long long>(r.itl_ns.count()),
       100 * r.client_cpu_utilisation);
-  for (std::size_t b = 0; b < a.err_by_100ms.size(); ++b) std::printf("  t=%zu00ms max err %.3f ms\n", b, a.err_by_100ms[b]);
+  for (std::size_t b = 0; b < a.err_by_100ms.size(); ++b)
+    std::printf("  t=%zu00ms max err %.3f ms\n", b, a.err_by_100ms[b]);
   // Causality: nothing is stamped before the server began writing it.
   EXPECT_GE(a.min_lead_ms, -0.05);
   // Within 1 ms of the truth. Asserted at the 99th percentile: on a shared 2-core machine the
@@ -191,11 +198,12 @@ TEST(AgentOpenLoop, ConstantArrivalRateWithinTwoPercent) {
   }
   const double window_s = static_cast<double>(r.window_end_ns - r.window_start_ns) / 1e9;
   const double achieved = static_cast<double>(sent_in_window) / window_s;
-  std::printf("open loop constant 200/s: achieved %.2f/s over %.2f s; schedule lag p50 %.3f p99 "
-              "%.3f max %.3f ms; timer lag p99 %.3f ms; dropped %llu\n",
-              achieved, window_s, r.schedule_lag.p50_ns / 1e6, r.schedule_lag.p99_ns / 1e6,
-              r.schedule_lag.max_ns / 1e6, r.timer_lag.p99_ns / 1e6,
-              static_cast<unsigned long long>(r.dropped_arrivals));
+  std::printf(
+      "open loop constant 200/s: achieved %.2f/s over %.2f s; schedule lag p50 %.3f p99 "
+      "%.3f max %.3f ms; timer lag p99 %.3f ms; dropped %llu\n",
+      achieved, window_s, r.schedule_lag.p50_ns / 1e6, r.schedule_lag.p99_ns / 1e6,
+      r.schedule_lag.max_ns / 1e6, r.timer_lag.p99_ns / 1e6,
+      static_cast<unsigned long long>(r.dropped_arrivals));
   EXPECT_NEAR(achieved, 200, 200 * 0.02);
   EXPECT_EQ(r.dropped_arrivals, 0u);
   // t_intended follows the plan exactly (5 ms apart), whatever the server does.
@@ -222,12 +230,14 @@ TEST(AgentOpenLoop, PoissonArrivalsAreSentOnScheduleAndNotSlowedByTheServer) {
     if (x.t_send_ns >= 0 && x.t_send_ns < r.window_end_ns) ++sent;
   const double intended_rate = static_cast<double>(r.counts.intended) / window_s;
   const double achieved = static_cast<double>(sent) / window_s;
-  std::printf("open loop poisson 300/s: intended %.1f/s achieved %.1f/s; peak in flight %d; "
-              "schedule lag p99 %.3f ms\n",
-              intended_rate, achieved,
-              std::max_element(r.in_flight_series.begin(), r.in_flight_series.end(),
-                               [](auto a, auto b) { return a.second < b.second; })->second,
-              r.schedule_lag.p99_ns / 1e6);
+  std::printf(
+      "open loop poisson 300/s: intended %.1f/s achieved %.1f/s; peak in flight %d; "
+      "schedule lag p99 %.3f ms\n",
+      intended_rate, achieved,
+      std::max_element(r.in_flight_series.begin(), r.in_flight_series.end(),
+                       [](auto a, auto b) { return a.second < b.second; })
+          ->second,
+      r.schedule_lag.p99_ns / 1e6);
   EXPECT_NEAR(achieved, intended_rate, intended_rate * 0.02);
   EXPECT_NEAR(intended_rate, 300, 300 * 0.12);  // Poisson count over 2 s: σ ≈ 4%
   EXPECT_LT(r.schedule_lag.p99_ns, 5 * kMs);

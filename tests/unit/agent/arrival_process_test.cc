@@ -12,7 +12,8 @@ constexpr std::int64_t kSec = 1'000'000'000;
 
 std::vector<double> gaps_s(const std::vector<std::int64_t>& t) {
   std::vector<double> g;
-  for (std::size_t i = 1; i < t.size(); ++i) g.push_back(static_cast<double>(t[i] - t[i - 1]) / 1e9);
+  for (std::size_t i = 1; i < t.size(); ++i)
+    g.push_back(static_cast<double>(t[i] - t[i - 1]) / 1e9);
   return g;
 }
 
@@ -58,7 +59,7 @@ TEST(ArrivalProcess, GammaBurstinessSetsTheCoefficientOfVariation) {
     ArrivalProcess a(RateProfile::constant(100), InterArrival::kGamma, k, 3);
     const auto t = a.until(500 * kSec);
     const auto g = gaps_s(t);
-    EXPECT_NEAR(mean(g), 0.01, 0.0003) << k;         // rate unchanged by burstiness
+    EXPECT_NEAR(mean(g), 0.01, 0.0003) << k;            // rate unchanged by burstiness
     EXPECT_NEAR(cv(g), 1.0 / std::sqrt(k), 0.05) << k;  // CV = 1/sqrt(shape)
   }
 }
@@ -77,9 +78,12 @@ TEST(ArrivalProcess, BurstShape) {
   const auto t = a.until(30 * kSec);
   std::size_t before = 0, during = 0, after = 0;
   for (auto x : t) {
-    if (x < 10 * kSec) ++before;
-    else if (x < 15 * kSec) ++during;
-    else ++after;
+    if (x < 10 * kSec)
+      ++before;
+    else if (x < 15 * kSec)
+      ++during;
+    else
+      ++after;
   }
   EXPECT_NEAR(static_cast<double>(before), 200, 1);
   EXPECT_NEAR(static_cast<double>(during), 500, 1);

@@ -43,7 +43,7 @@ TEST(ChunkDecoder, VllmChatRoleOnlyChunkIsNotATokenReasoningIs) {
   ASSERT_EQ(c.size(), 6u);
   EXPECT_FALSE(c[0].is_token);  // role-only with content ""
   EXPECT_TRUE(c[1].is_token);
-  EXPECT_TRUE(c[2].is_token);   // reasoning_content
+  EXPECT_TRUE(c[2].is_token);  // reasoning_content
   EXPECT_TRUE(c[3].is_token);
   EXPECT_EQ(c[3].finish_reason, FinishReason::kStop);
   EXPECT_EQ(c[4].completion_tokens, 5);
@@ -90,7 +90,8 @@ TEST(ChunkDecoder, MalformedAndNonObject) {
 
 TEST(ChunkDecoder, ServerErrorEvent) {
   const auto d = ChunkDecoder::decode(
-      R"({"error":{"object":"error","message":"overloaded","type":"x","code":503}})", ApiKind::kChat);
+      R"({"error":{"object":"error","message":"overloaded","type":"x","code":503}})",
+      ApiKind::kChat);
   EXPECT_TRUE(d.server_error);
   EXPECT_EQ(d.server_error_code, 503);
   EXPECT_EQ(d.server_error_message, "overloaded");

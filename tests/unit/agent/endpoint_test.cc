@@ -28,7 +28,8 @@ TEST(Endpoint, ParsesSchemesPortsAndPrefix) {
 }
 
 TEST(Endpoint, RejectsBadUrls) {
-  EXPECT_NE(parse_endpoint("ftp://h").error().find("scheme must be http or https"), std::string::npos);
+  EXPECT_NE(parse_endpoint("ftp://h").error().find("scheme must be http or https"),
+            std::string::npos);
   EXPECT_NE(parse_endpoint("not a url").error().find("not an absolute URL"), std::string::npos);
   EXPECT_NE(parse_endpoint("http://h:0").error().find("port"), std::string::npos);
   EXPECT_NE(parse_endpoint("http://h/x?y=1").error().find("query"), std::string::npos);

@@ -27,8 +27,8 @@ TEST(LengthCalibrator, ObserveAdjustsTheRatio) {
   for (int i = 0; i < 100; ++i) c.observe(100, 140);
   EXPECT_NEAR(c.tokens_per_word(), 1.4, 1e-9);
   EXPECT_EQ(c.observations(), 100u);
-  c.observe(0, 5);   // ignored
-  c.observe(10, -1); // ignored
+  c.observe(0, 5);    // ignored
+  c.observe(10, -1);  // ignored
   EXPECT_EQ(c.observations(), 100u);
 }
 

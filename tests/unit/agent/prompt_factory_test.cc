@@ -36,7 +36,8 @@ TEST(PromptFactory, PromptLengthsFollowTheCalibratedWordCount) {
 }
 
 TEST(PromptFactory, EveryPromptIsUniqueFromItsFirstWords) {
-  PromptFactory f(analysis::LengthDistribution::fixed(40), analysis::LengthDistribution::fixed(8), 0, 9);
+  PromptFactory f(analysis::LengthDistribution::fixed(40), analysis::LengthDistribution::fixed(8),
+                  0, 9);
   LengthCalibrator cal(1.0, 0);
   std::set<std::string> heads;
   for (std::uint64_t i = 0; i < 16000; ++i) {
@@ -52,25 +53,31 @@ TEST(PromptFactory, EveryPromptIsUniqueFromItsFirstWords) {
 }
 
 TEST(PromptFactory, SharedPrefixIsIdenticalThenDiverges) {
-  PromptFactory f(analysis::LengthDistribution::fixed(300), analysis::LengthDistribution::fixed(8), 100, 5);
+  PromptFactory f(analysis::LengthDistribution::fixed(300), analysis::LengthDistribution::fixed(8),
+                  100, 5);
   LengthCalibrator cal(1.0, 0);
   const auto a = f.next(0, cal);
   const auto b = f.next(1, cal);
   std::size_t common = 0;
-  while (common < a.prompt.size() && common < b.prompt.size() && a.prompt[common] == b.prompt[common]) ++common;
+  while (common < a.prompt.size() && common < b.prompt.size() &&
+         a.prompt[common] == b.prompt[common])
+    ++common;
   EXPECT_EQ(word_count(a.prompt.substr(0, common)), 100);  // exactly the prefix words
   EXPECT_EQ(word_count(a.prompt), 300);
 }
 
 TEST(PromptFactory, SeededReproducible) {
-  PromptFactory f1(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8), 0, 3);
-  PromptFactory f2(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8), 0, 3);
+  PromptFactory f1(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8),
+                   0, 3);
+  PromptFactory f2(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8),
+                   0, 3);
   LengthCalibrator cal;
   for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(f1.next(i, cal).prompt, f2.next(i, cal).prompt);
 }
 
 TEST(PromptFactory, ProbeTextHasExactlyTheWords) {
-  PromptFactory f(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8), 0, 3);
+  PromptFactory f(analysis::LengthDistribution::fixed(64), analysis::LengthDistribution::fixed(8),
+                  0, 3);
   EXPECT_EQ(word_count(f.probe_text(16, 1'000'000'001ULL)), 16);
   EXPECT_EQ(word_count(f.probe_text(333, 7)), 333);
   EXPECT_NE(f.probe_text(16, 1), f.probe_text(16, 2));

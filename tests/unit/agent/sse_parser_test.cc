@@ -114,7 +114,8 @@ TEST(SseParser, SeveralEventsInOneReadShareItsTimestamp) {
 }
 
 TEST(SseParser, FieldsAndSpacing) {
-  const auto events = whole("event: error\ndata:nospace\ndata:  two spaces\nid: 5\nretry: 10\nfoo\n\n");
+  const auto events =
+      whole("event: error\ndata:nospace\ndata:  two spaces\nid: 5\nretry: 10\nfoo\n\n");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].event, "error");
   EXPECT_EQ(events[0].data, "nospace\n two spaces");

@@ -53,13 +53,13 @@ TEST(StreamRecorder, VllmCompletionsFillsTheSample) {
   feed_events(r, test::read_data("vllm_completions.sse"), "\n\n");
   r.finish(ok_exchange());
   EXPECT_TRUE(s.ok()) << s.error_message;
-  EXPECT_EQ(s.token_events, 3u);          // the empty-text chunk is not a token event
+  EXPECT_EQ(s.token_events, 3u);  // the empty-text chunk is not a token event
   EXPECT_EQ(s.t_first_token_ns, 1000);
   EXPECT_EQ(s.t_last_token_ns, 4000);
   EXPECT_EQ(s.max_itl_ns, 2000);
   EXPECT_EQ(r.itl_gaps_ns(), (std::vector<std::int64_t>{2000, 1000}));
   EXPECT_EQ(s.token_times_ns, (std::vector<std::int64_t>{1000, 3000, 4000}));
-  EXPECT_EQ(s.output_tokens, 4);          // usage wins over the event count
+  EXPECT_EQ(s.output_tokens, 4);  // usage wins over the event count
   EXPECT_FALSE(s.output_tokens_estimated);
   EXPECT_EQ(s.input_tokens, 12);
   EXPECT_EQ(s.finish_reason, FinishReason::kLength);
@@ -127,9 +127,8 @@ TEST(StreamRecorder, MalformedJsonIsAProtocolErrorKeepingTheBytes) {
 }
 
 TEST(StreamRecorder, HttpErrorsAreClassified) {
-  const std::pair<int, ErrorClass> cases[] = {{429, ErrorClass::kHttp429},
-                                              {404, ErrorClass::kHttp4xx},
-                                              {503, ErrorClass::kHttp5xx}};
+  const std::pair<int, ErrorClass> cases[] = {
+      {429, ErrorClass::kHttp429}, {404, ErrorClass::kHttp4xx}, {503, ErrorClass::kHttp5xx}};
   for (const auto& [status, cls] : cases) {
     RequestSample s;
     StreamRecorder r(config(ApiKind::kChat), s);
@@ -156,7 +155,8 @@ TEST(StreamRecorder, ErrorEventInStream) {
   RequestSample s;
   StreamRecorder r(config(ApiKind::kChat), s);
   r.on_headers(200, "text/event-stream", kEpoch);
-  EXPECT_FALSE(r.on_body("data: {\"error\":{\"message\":\"KV cache full\",\"code\":500}}\n\n", kEpoch + 1));
+  EXPECT_FALSE(
+      r.on_body("data: {\"error\":{\"message\":\"KV cache full\",\"code\":500}}\n\n", kEpoch + 1));
   r.finish(ok_exchange());
   EXPECT_EQ(s.error, ErrorClass::kHttp5xx);
   EXPECT_NE(s.error_message.find("KV cache full"), std::string::npos);
