@@ -15,7 +15,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deploy_config  # noqa: E402
 
-import yaml  # noqa: E402
+try:
+    import yaml  # noqa: E402
+except ImportError:
+    print("FAIL: PyYAML is required: apt-get install python3-yaml")
+    sys.exit(1)
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), "..", ".."))
