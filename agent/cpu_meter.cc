@@ -28,7 +28,14 @@ std::int64_t CpuMeter::monotonic_now_ns() {
       .count();
 }
 
+std::int64_t CpuMeter::thread_involuntary_switches_now() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nivcsw;
+}
+
 void CpuMeter::start() {
+  nivcsw0_ = thread_involuntary_switches_now();
   wall0_ = monotonic_now_ns();
   thread0_ = thread_cpu_now_ns();
   process0_ = process_cpu_now_ns();
@@ -39,6 +46,7 @@ CpuUsage CpuMeter::stop() const {
   u.wall_ns = monotonic_now_ns() - wall0_;
   u.thread_cpu_ns = thread_cpu_now_ns() - thread0_;
   u.process_cpu_ns = process_cpu_now_ns() - process0_;
+  u.involuntary_context_switches = thread_involuntary_switches_now() - nivcsw0_;
   return u;
 }
 

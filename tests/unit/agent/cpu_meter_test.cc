@@ -25,6 +25,7 @@ TEST(CpuMeter, BusyThreadShowsCpuSleepingDoesNot) {
   EXPECT_LT(idle.thread_cpu_ns, 10'000'000);
   EXPECT_LT(idle.thread_utilisation(), 0.2);
   EXPECT_GE(idle.wall_ns, 50'000'000);
+  EXPECT_GE(idle.involuntary_context_switches, 0);
 }
 
 TEST(CpuMeter, UtilisationOfEmptyWindowIsZero) { EXPECT_EQ(CpuUsage{}.thread_utilisation(), 0); }
