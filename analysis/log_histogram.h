@@ -48,6 +48,9 @@ class LogHistogram {
   static LogHistogram from_buckets(const std::vector<Bucket>& buckets, double sum, double min,
                                    double max, std::uint64_t overflow = 0);
 
+  // The representative value of a bucket index from buckets() (0 for the zero bucket).
+  static double bucket_value(std::int32_t index) { return index < 0 ? 0.0 : representative(index); }
+
   bool operator==(const LogHistogram& other) const = default;
 
  private:

@@ -11,10 +11,10 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
   libspdlog-dev libfmt-dev libssl-dev ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl python3 clang-format
+  curl python3 python3-yaml clang-format
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
-  packages+=(prometheus)
+  packages+=(prometheus chromium)
 fi
 
 missing=()

@@ -11,6 +11,7 @@ namespace llmcap::server {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"serve", "run the daemon: REST API, job scheduler, SQLite storage, /metrics", &cmd_serve},
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
       {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)",

@@ -8,6 +8,7 @@ namespace llmcap::server {
 
 int cmd_version(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
+int cmd_serve(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);
 int cmd_estimate(const std::vector<std::string>& args);
 

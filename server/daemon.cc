@@ -1,0 +1,162 @@
+#include "server/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <stdexcept>
+
+#include "migrations/migrations.h"
+#include "net/http_server.h"
+#include "server/daemon_metrics.h"
+#include "server/embedded_sims.h"
+#include "server/job_events.h"
+#include "server/job_runner.h"
+#include "server/job_scheduler.h"
+#include "server/rest_api.h"
+#include "storage/database.h"
+#include "storage/migration.h"
+#include "storage/migrator.h"
+#include "storage/sample_writer.h"
+#include "storage/sqlite_job_store.h"
+
+namespace llmcap::server {
+
+namespace {
+std::shared_ptr<spdlog::logger> log() {
+  if (auto l = spdlog::get("server")) return l;
+  return spdlog::default_logger();
+}
+}  // namespace
+
+Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
+
+Daemon::~Daemon() { stop(0); }
+
+void Daemon::start() {
+  // 1. Database: migrate (refusing a newer schema), then open the store and the writer.
+  {
+    std::vector<storage::Migration> migrations;
+    for (const auto& f : migrations::all()) {
+      auto m = storage::parse_migration(f.name, std::string(f.content));
+      if (!m.ok()) throw std::runtime_error("embedded migration " + std::string(f.name) + ": " +
+                                            m.status().to_string());
+      migrations.push_back(m.value());
+    }
+    auto db = storage::Database::open(config_.database);
+    if (!db.ok()) throw std::runtime_error("database " + config_.database + ": " + db.status().to_string());
+    storage::Migrator migrator(migrations);
+    auto report = migrator.migrate(db.value());
+    if (!report.ok())
+      throw std::runtime_error("database " + config_.database + ": " + report.status().to_string());
+    if (!report.value().applied.empty())
+      log()->info("database {}: migrated from version {} to {}", config_.database,
+                  report.value().from_version, report.value().to_version);
+  }
+  auto store = storage::SqliteJobStore::open(config_.database);
+  if (!store.ok()) throw std::runtime_error("database: " + store.status().to_string());
+  store_ = std::move(store.value());
+  metrics_ = std::make_unique<DaemonMetrics>();
+  storage::SampleWriterOptions wo;
+  DaemonMetrics* metrics = metrics_.get();
+  wo.on_batch = [metrics](std::int64_t latency_ns, std::size_t, const storage::Status&) {
+    metrics->observe_storage_batch_seconds(static_cast<double>(latency_ns) * 1e-9);
+  };
+  auto writer = storage::SampleWriter::open(config_.database, wo);
+  if (!writer.ok()) throw std::runtime_error("database: " + writer.status().to_string());
+  writer_ = std::move(writer.value());
+
+  // 2. Restart safety: running jobs of a previous process become interrupted.
+  auto interrupted = store_->mark_interrupted_at_startup();
+  if (!interrupted.ok())
+    throw std::runtime_error("database: " + interrupted.status().to_string());
+  for (const auto& j : interrupted.value()) {
+    log()->warn("job {} was running when llmcapd stopped: now interrupted (resume with POST "
+                "/v1/jobs/{}:resume)",
+                j.id, j.id);
+  }
+
+  // 3. Execution: simulators, runner, scheduler; requeue jobs that were waiting.
+  events_ = std::make_unique<JobEvents>();
+  sims_ = std::make_unique<EmbeddedSimulators>();
+  runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_);
+  JobRunner* runner = runner_.get();
+  scheduler_ = std::make_unique<JobScheduler>(
+      JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs},
+      [runner](const std::string& id, std::stop_token stop) { runner->run(id, std::move(stop)); });
+  storage::JobFilter queued;
+  queued.state = storage::JobState::kQueued;
+  queued.limit = 1000;
+  if (auto page = store_->list_jobs(queued); page.ok()) {
+    auto jobs = page.value().jobs;
+    std::reverse(jobs.begin(), jobs.end());  // oldest first
+    for (const auto& j : jobs) {
+      std::vector<std::string> keys;
+      for (const auto& t : j.targets) keys.push_back(t.base_url);
+      scheduler_->submit(j.id, keys, j.priority);
+    }
+  }
+
+  // 4. The API.
+  blocking_ = std::make_unique<boost::asio::thread_pool>(2);
+  api_ = std::make_unique<RestApi>(
+      RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_, shutting_down_}, *blocking_);
+  net::HttpServerOptions ho;
+  ho.address = config_.listen_address;
+  ho.port = config_.port;
+  ho.max_body_bytes = static_cast<std::size_t>(config_.max_body_bytes);
+  ho.max_connections = static_cast<std::size_t>(config_.max_connections);
+  ho.read_timeout = std::chrono::milliseconds(config_.read_timeout_ms);
+  ho.server_header = "llmcapd";
+  http_ = std::make_unique<net::HttpServer>(io_, ho, api_->handler());
+  http_->start();
+  for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+
+  // Storage queue depth and job counts for /metrics, once a second.
+  stats_thread_ = std::thread([this] {
+    while (!stopped_) {
+      metrics_->set_storage_queue_depth(static_cast<double>(writer_->stats().queue_depth_rows));
+      metrics_->set_queue_length(static_cast<double>(scheduler_->queued()));
+      metrics_->set_jobs("queued", static_cast<double>(scheduler_->queued()));
+      metrics_->set_jobs("running", static_cast<double>(scheduler_->running()));
+      for (int i = 0; i < 10 && !stopped_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  log()->info("llmcapd listening on http://{}:{} (database {})", config_.listen_address,
+              http_->port(), config_.database);
+}
+
+std::uint16_t Daemon::port() const { return http_ ? http_->port() : 0; }
+
+void Daemon::run_until_signal() {
+  boost::asio::io_context sig_io;
+  boost::asio::signal_set signals(sig_io, SIGINT, SIGTERM);
+  int got = 0;
+  signals.async_wait([&](const boost::system::error_code&, int s) { got = s; });
+  sig_io.run();
+  log()->info("signal {}: shutting down (grace {} s)", got, config_.shutdown_grace_s);
+  stop(config_.shutdown_grace_s);
+}
+
+void Daemon::stop(double grace_s) {
+  if (stopped_.exchange(true)) return;
+  shutting_down_ = true;  // the API answers 503 to new work from now on
+  if (runner_) runner_->set_shutting_down();
+  if (scheduler_)
+    scheduler_->shutdown(std::chrono::milliseconds(static_cast<std::int64_t>(grace_s * 1000)));
+  if (writer_) (void)writer_->flush();
+  if (http_) http_->stop();
+  if (blocking_) blocking_->join();
+  io_.stop();
+  for (auto& t : io_threads_) {
+    if (t.joinable()) t.join();
+  }
+  if (stats_thread_.joinable()) stats_thread_.join();
+  if (sims_) sims_->stop();
+  http_.reset();
+  writer_.reset();
+  log()->info("llmcapd stopped");
+}
+
+}  // namespace llmcap::server

@@ -1,0 +1,308 @@
+#include "server/job_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+
+#include "api/plan_reader.h"
+#include "server/daemon_metrics.h"
+#include "server/embedded_sims.h"
+#include "server/job_events.h"
+#include "server/plan_conversion.h"
+#include "server/plan_executor.h"
+#include "server/sample_codec.h"
+#include "storage/job_store.h"
+#include "storage/sample_writer.h"
+
+namespace llmcap::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> log() {
+  if (auto l = spdlog::get("server")) return l;
+  return spdlog::default_logger();
+}
+
+void check(const storage::Status& st, const std::string& job_id, const char* what) {
+  if (!st.ok()) log()->error("job {}: {}: {}", job_id, what, st.to_string());
+}
+template <typename T>
+void check(const storage::Result<T>& r, const std::string& job_id, const char* what) {
+  if (!r.ok()) log()->error("job {}: {}: {}", job_id, what, r.status().to_string());
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Persists steps, publishes progress; one per running job.
+class DaemonSink final : public ExecutionSink {
+ public:
+  DaemonSink(const std::string& job_id, storage::JobStore& store, storage::SampleWriter& writer,
+             DaemonMetrics& metrics, JobEvents& events)
+      : job_id_(job_id), store_(store), writer_(writer), metrics_(metrics), events_(events) {}
+
+  void on_step_started(const StepContext& ctx) override {
+    storage::NewStep s;
+    s.job_id = job_id_;
+    s.seq = ctx.global_step;
+    s.target = ctx.target;
+    s.phase_index = static_cast<int>(ctx.phase_index);
+    s.phase_name = ctx.phase;
+    s.phase_kind = to_string(ctx.kind);
+    s.step_index = ctx.step_index;
+    s.params_json = ctx.params.dump();
+    auto id = store_.begin_step(s);
+    step_id_ = id.ok() ? id.value() : -1;
+    if (!id.ok()) begin_error_ = id.status().to_string();
+    step_started_ = std::chrono::steady_clock::now();
+    metrics_.set_current_step(ctx.target, ctx.phase, static_cast<double>(ctx.step_index));
+    if (ctx.params.contains("rate_rps"))
+      metrics_.set_offered_rate(ctx.target, ctx.params["rate_rps"].get<double>());
+    std::lock_guard lock(mu_);
+    progress_ = progress_json(ctx, nullptr);
+    events_.append(job_id_, "progress", progress_.dump());
+    check(store_.set_progress(job_id_, progress_.dump()), job_id_, "set progress");
+  }
+
+  void on_progress(const StepContext& ctx, const agent::StepProgress& p) override {
+    metrics_.set_in_flight(ctx.target, static_cast<double>(p.in_flight));
+    if (p.elapsed_ns > 0)
+      metrics_.set_achieved_rate(ctx.target, static_cast<double>(p.sent) / (p.elapsed_ns / 1e9));
+    if (p.dropped_arrivals > last_dropped_) {
+      metrics_.add_dropped_arrivals(ctx.target, static_cast<double>(p.dropped_arrivals - last_dropped_));
+      last_dropped_ = p.dropped_arrivals;
+    }
+    std::lock_guard lock(mu_);
+    progress_ = progress_json(ctx, &p);
+    events_.append(job_id_, "progress", progress_.dump());
+  }
+
+  bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
+                        const json& step_json, std::string& error) override {
+    last_dropped_ = 0;
+    metrics_.set_in_flight(ctx.target, 0);
+    for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
+    // The pooled ITL histogram goes to Prometheus bucket by bucket (≤1% value error).
+    for (const auto& b : result.itl_ns.buckets()) {
+      const double seconds = analysis::LogHistogram::bucket_value(b.index) * 1e-9;
+      for (std::uint64_t i = 0; i < b.count; ++i) metrics_.record_itl_seconds(ctx.target, seconds);
+    }
+    metrics_.set_client_cpu(ctx.target, result.client_cpu_utilisation);
+    const auto& outcome = step_json["verdict"]["outcome"];
+    metrics_.set_last_verdict(ctx.target, ctx.phase,
+                              outcome == "pass" ? 1 : outcome == "fail" ? 0 : -1);
+    if (step_id_ < 0) {
+      error = "cannot record step: " + begin_error_;
+      return false;
+    }
+    std::vector<storage::SampleRow> rows;
+    rows.reserve(result.samples.size());
+    for (const auto& s : result.samples) rows.push_back(to_row(s, step_id_));
+    const bool accepted = rows.empty() || writer_.enqueue(std::move(rows));
+    storage::StepCompletion c;
+    c.step_id = step_id_;
+    c.summary_json = step_json.dump();
+    c.verdict = outcome.get<std::string>();
+    c.verdict_json = step_json["verdict"].dump();
+    c.partial = step_json["partial"].get<bool>() || !accepted;
+    c.finished_at_ms = now_ms();
+    {
+      std::lock_guard lock(mu_);
+      progress_["steps_done"] = ctx.global_step + 1;
+      c.progress_json = progress_.dump();
+    }
+    std::promise<storage::Status> done;
+    auto fut = done.get_future();
+    // The step row commits in the transaction of its last samples (restart safety).
+    writer_.complete_step(std::move(c), [&done](storage::Status s) { done.set_value(s); });
+    const storage::Status st = fut.get();
+    if (!st.ok()) {
+      error = "storage: " + st.to_string();
+      return false;
+    }
+    events_.append(job_id_, "step", step_json.dump());
+    return true;
+  }
+
+  void on_phase_finished(const StepContext& ctx, const json& phase) override {
+    storage::CapacityRecord r;
+    r.job_id = job_id_;
+    r.target = std::string(kPhaseKeyPrefix) + phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
+    r.result_json = phase.dump();
+    if (auto st = store_.save_capacity(r); !st.ok())
+      log()->error("job {}: cannot save phase {}: {}", job_id_, ctx.phase, st.to_string());
+  }
+
+ private:
+  json progress_json(const StepContext& ctx, const agent::StepProgress* p) const {
+    const double done = static_cast<double>(ctx.global_step);
+    const double planned = static_cast<double>(std::max<std::int64_t>(1, ctx.planned_steps));
+    json j{{"target", ctx.target},
+           {"phase", ctx.phase},
+           {"step", ctx.label},
+           {"steps_done", ctx.global_step},
+           {"steps_planned", ctx.planned_steps},
+           {"percent", std::min(100.0, 100.0 * done / planned)}};
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started_).count();
+    j["eta_s"] = done > 0 ? json(elapsed_s / done * (planned - done)) : json(nullptr);
+    if (p) {
+      j["live"] = json{{"elapsed_s", p->elapsed_ns / 1e9}, {"in_window", p->in_window},
+                       {"sent", p->sent},     {"completed_ok", p->completed_ok},
+                       {"failed", p->failed}, {"in_flight", p->in_flight},
+                       {"dropped_arrivals", p->dropped_arrivals},
+                       {"output_tokens", p->output_tokens}};
+    }
+    return j;
+  }
+
+  std::string job_id_;
+  storage::JobStore& store_;
+  storage::SampleWriter& writer_;
+  DaemonMetrics& metrics_;
+  JobEvents& events_;
+  std::int64_t step_id_ = -1;
+  std::string begin_error_;
+  std::uint64_t last_dropped_ = 0;
+  std::chrono::steady_clock::time_point step_started_;
+  std::chrono::steady_clock::time_point job_started_ = std::chrono::steady_clock::now();
+  mutable std::mutex mu_;
+  json progress_;  // GUARDED_BY(mu_)
+};
+
+// Puts the stored secrets back into the stored (redacted) plan document.
+void restore_secrets(json& plan, const std::vector<storage::SecretRecord>& secrets) {
+  for (auto& t : plan["targets"]) {
+    const std::string name = t.value("name", "");
+    for (const auto& s : secrets) {
+      if (s.target != name) continue;
+      if (s.key.rfind("header:", 0) == 0) {
+        t["headers"][s.key.substr(7)] = s.value;
+      } else {
+        t["secrets"][s.key] = s.value;
+      }
+    }
+  }
+}
+
+// The stored plan is normalised: strip the keys plan_to_json adds with empty values that the
+// parser would reject (sim options on http targets, etc.).
+void strip_empty(json& plan) {
+  for (auto& t : plan["targets"]) {
+    if (t.contains("sim") && (t["sim"].is_null() || t["sim"].empty())) t.erase("sim");
+    if (t.contains("hardware") && (t["hardware"].is_null() || t["hardware"].empty()))
+      t.erase("hardware");
+    if (t.contains("metrics_url") && t["metrics_url"] == "") t.erase("metrics_url");
+    if (t.contains("model") && t["model"] == "") t.erase("model");
+    if (t.contains("precision")) t.erase("precision");
+    if (t.contains("tls") && t["tls"].value("ca_file", "") == "" && !t["tls"].value("insecure", false))
+      t.erase("tls");
+  }
+}
+
+}  // namespace
+
+JobRunner::JobRunner(storage::JobStore& store, storage::SampleWriter& writer,
+                     EmbeddedSimulators& sims, DaemonMetrics& metrics, JobEvents& events)
+    : store_(store), writer_(writer), sims_(sims), metrics_(metrics), events_(events) {}
+
+void JobRunner::run(const std::string& job_id, std::stop_token stop) {
+  auto fail = [&](const std::string& why) {
+    log()->error("job {} failed: {}", job_id, why);
+    check(store_.update_state(job_id, storage::JobState::kFailed, why), job_id, "mark failed");
+    events_.append(job_id, "state", json{{"state", "failed"}, {"error", why}}.dump());
+    events_.finish(job_id);
+  };
+  auto job = store_.get_job(job_id);
+  if (!job.ok()) {
+    log()->error("job {}: cannot load: {}", job_id, job.status().to_string());
+    return;
+  }
+  const auto resumed_from = job.value().last_completed_step;
+  if (auto st = store_.update_state(job_id, storage::JobState::kRunning); !st.ok()) {
+    log()->warn("job {}: not started: {}", job_id, st.status().to_string());
+    return;
+  }
+  events_.reopen(job_id);
+  events_.append(job_id, "state", json{{"state", "running"}}.dump());
+  auto plan_rec = store_.get_plan(job.value().plan_id);
+  auto secrets = store_.get_secrets(job_id);
+  if (!plan_rec.ok() || !secrets.ok()) {
+    fail("cannot load the plan: " + (plan_rec.ok() ? secrets.status() : plan_rec.status()).to_string());
+    return;
+  }
+  json plan_doc = json::parse(plan_rec.value().plan_json, nullptr, false);
+  strip_empty(plan_doc);
+  restore_secrets(plan_doc, secrets.value());
+  api::PlanLimits unlimited;
+  unlimited.max_duration_s = 1e12;
+  unlimited.max_targets = 1 << 20;
+  unlimited.max_concurrency = 1 << 30;
+  unlimited.max_rate_rps = 1e12;
+  const auto parse = api::parse_plan(plan_doc.dump(), unlimited);
+  RunPlan plan;
+  std::string err = parse.errors.empty() ? to_run_plan(parse, plan)
+                                         : parse.errors.front().path + ": " + parse.errors.front().message;
+  if (!err.empty()) {
+    fail("stored plan does not parse: " + err);
+    return;
+  }
+
+  ResumeState resume;
+  if (resumed_from) {
+    resume.completed_steps = *resumed_from + 1;
+    if (auto caps = store_.list_capacity(job_id); caps.ok()) {
+      for (const auto& c : caps.value()) {
+        if (c.target.rfind(kPhaseKeyPrefix, 0) == 0)
+          resume.completed_phases[c.target.substr(std::string(kPhaseKeyPrefix).size())] =
+              json::parse(c.result_json, nullptr, false);
+      }
+    }
+    log()->info("job {}: resuming after step {} ({} phases reused)", job_id, *resumed_from,
+                resume.completed_phases.size());
+  }
+
+  DaemonSink sink(job_id, store_, writer_, metrics_, events_);
+  PlanExecutor executor(sims_, sink);
+  ExecutionResult result = executor.run(plan, stop, resume);
+  result.results["job_id"] = job_id;
+
+  storage::CapacityRecord doc{job_id, kResultsKey, result.results.dump(), 0};
+  check(store_.save_capacity(doc), job_id, "save results");
+  for (const auto& t : result.results["targets"]) {
+    storage::CapacityRecord r{job_id, t.value("name", ""), t["qualified"].dump(), 0};
+    check(store_.save_capacity(r), job_id, "save capacity");
+    if (t["qualified"].is_object()) {
+      const auto& q = t["qualified"];
+      const auto& cost = q["cost_per_million_output_tokens"];
+      metrics_.set_capacity(t.value("name", ""), q.value("offered_rate_rps", 0.0),
+                            q.value("output_tokens_per_s", 0.0),
+                            cost.is_number() ? cost.get<double>() : 0.0);
+    }
+  }
+
+  if (!result.error.empty()) {
+    fail(result.error);
+    return;
+  }
+  storage::JobState final_state = storage::JobState::kSucceeded;
+  if (result.cancelled) {
+    final_state = shutting_down_ ? storage::JobState::kInterrupted : storage::JobState::kCancelled;
+  }
+  check(store_.update_state(job_id, final_state), job_id, "set final state");
+  events_.append(job_id, "state",
+                 json{{"state", std::string(storage::to_string(final_state))},
+                      {"all_qualified", result.all_qualified}}
+                     .dump());
+  events_.finish(job_id);
+  log()->info("job {} {}", job_id, storage::to_string(final_state));
+}
+
+}  // namespace llmcap::server

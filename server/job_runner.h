@@ -1,0 +1,51 @@
+// JobRunner: runs one stored job on a scheduler worker thread. It loads the job's plan (and its
+// secrets) from the store, converts it, runs the PlanExecutor with a sink that persists every
+// step (samples + summary + verdict committed together by the SampleWriter before the next
+// step starts), publishes progress to metrics and the event log, and records the final state
+// and results document. Stopped by its stop_token: a user cancel ends the job `cancelled`;
+// a daemon shutdown ends it `interrupted`, resumable from its next phase.
+//
+// Result documents live in the capacity_results table under reserved keys that no target name
+// can take (target names are [a-z0-9_.-]): "#results" holds the job's results document and
+// "#phase:<t>/<p>/<r>" each completed phase document (what a resume reuses).
+//
+// Thread-safety: run() may be called concurrently for different jobs; the collaborators are
+// thread-safe.
+#pragma once
+
+#include <atomic>
+#include <stop_token>
+#include <string>
+
+namespace llmcap::storage {
+class JobStore;
+class SampleWriter;
+}  // namespace llmcap::storage
+
+namespace llmcap::server {
+
+class DaemonMetrics;
+class EmbeddedSimulators;
+class JobEvents;
+
+inline constexpr const char* kResultsKey = "#results";
+inline constexpr const char* kPhaseKeyPrefix = "#phase:";
+
+class JobRunner {
+ public:
+  JobRunner(storage::JobStore& store, storage::SampleWriter& writer, EmbeddedSimulators& sims,
+            DaemonMetrics& metrics, JobEvents& events);
+  void run(const std::string& job_id, std::stop_token stop);
+  // Set before the scheduler is shut down: stopped jobs become interrupted, not cancelled.
+  void set_shutting_down() { shutting_down_ = true; }
+
+ private:
+  storage::JobStore& store_;
+  storage::SampleWriter& writer_;
+  EmbeddedSimulators& sims_;
+  DaemonMetrics& metrics_;
+  JobEvents& events_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace llmcap::server
