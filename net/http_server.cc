@@ -149,6 +149,12 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
 
 asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
   auto self = shared_from_this();
+  {
+    // SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds them back for
+    // milliseconds, which a client would measure as the server's latency.
+    beast::error_code nodelay_ec;
+    socket.set_option(tcp::no_delay(true), nodelay_ec);
+  }
   auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
   std::uint64_t id = 0;
   {
