@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""Integration test of the REST API of the real `llmcapd serve` binary (issue 6, "Done when").
+
+Usage: daemon_api_test.py PATH/TO/llmcapd [unittest args]
+
+Starts the daemon on port 0 with a temporary database (several instances: an open one, one
+with bearer tokens, one with a queue of 1 for 429 and shutdown 503) and drives every route with
+real requests: job lifecycle, results, samples as JSON lines and CSV, SSE events, listing with
+filters and cursors, idempotency, cancel, delete, validation, every error status, auth, the
+target allowlist, secrets redaction (in every body and in the log), /metrics, OpenAPI,
+profiles and the memory estimate. Only embedded sim:// targets run; nothing outside loopback is
+ever contacted (10.1.2.3 and *.invalid are refused before any connection).
+"""
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llmcapd_harness import Daemon, plan  # noqa: E402
+
+BINARY = None
+SECRET = "sk-llmcap-test-SECRET-4f9c2a7e"
+ADMIN = "admin-token-0123456789abcdef"
+READ = "read-token-0123456789abcdef"
+PROBLEM_BASE = "https://llmcap.dev/problems/"
+
+
+def long_plan(name="long", target="a100", secret=None):
+    # One 60 s step: stays running until cancelled or the daemon stops.
+    return plan(name, levels=(1,), duration_s=60, warmup_s=0, target=target, secret=secret)
+
+
+class ProblemAssertions:
+    def assertProblem(self, r, status, type_suffix=None, paths=None):
+        self.assertEqual(r.status, status, r)
+        self.assertTrue(r.headers.get("content-type", "").startswith("application/problem+json"),
+                        r.headers)
+        p = r.json()
+        self.assertEqual(p["status"], status, p)
+        self.assertIsInstance(p["title"], str)
+        self.assertTrue(p["title"], p)
+        self.assertIn("type", p)
+        if type_suffix is not None:
+            self.assertEqual(p["type"], PROBLEM_BASE + type_suffix, p)
+        if paths is not None:
+            got = sorted(e["path"] for e in p.get("errors", []))
+            self.assertEqual(got, sorted(paths), p)
+            for e in p["errors"]:
+                self.assertTrue(e["message"], e)
+        return p
+
+
+class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
+    """One daemon without tokens, shared by the tests of this class (jobs run one at a time)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(BINARY, args=["--max-body-bytes", "8192", "--shutdown-grace-s", "2"],
+                       log_level="info")
+        cls.d.forbidden = [SECRET]
+        cls.d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        d = cls.d
+        try:
+            d.signal(signal.SIGTERM)
+            rc = d.wait(20)
+            log = d.all_logs()
+        finally:
+            d.cleanup()
+        if SECRET in log:
+            raise AssertionError("the secret appears in the daemon's log")
+        if rc != 0:
+            raise AssertionError("llmcapd exit code %r after SIGTERM:\n%s" % (rc, log[-3000:]))
+
+    # ---- job lifecycle ----
+
+    def test_job_lifecycle_results_samples_events_metrics(self):
+        d = self.d
+        r = d.request("POST", "/v1/jobs", plan("lifecycle", levels=(1, 2), secret=SECRET))
+        self.assertEqual(r.status, 201, r)
+        job = r.json()
+        job_id = job["id"]
+        self.assertEqual(r.headers.get("location"), "/v1/jobs/" + job_id)
+        self.assertIn(job["state"], ("queued", "running"))
+        self.assertNotIn("secrets", json.dumps(job))
+
+        # SSE: progress, step and state events, then the stream ends by itself.
+        ctype, events = d.events(job_id, timeout_s=90)
+        self.assertTrue(ctype.startswith("text/event-stream"), ctype)
+        types = [t for t, _ in events]
+        self.assertEqual(types[-1], "end", types)
+        self.assertIn("progress", types)
+        self.assertEqual(types.count("step"), 2, types)
+        states = [json.loads(data)["state"] for t, data in events if t == "state"]
+        self.assertEqual(states[0], "running", states)
+        self.assertEqual(states[-1], "succeeded", states)
+        self.assertEqual(json.loads(events[-1][1])["state"], "succeeded")
+        for t, data in events:
+            json.loads(data)  # every data line is JSON
+
+        job = d.wait_state(job_id, "succeeded", 30)
+        self.assertEqual(job["last_completed_step"], 1)
+        self.assertIsNotNone(job["finished_at"])
+        self.assertIsNone(job["error"])
+
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertTrue(res["complete"])
+        self.assertEqual(res["job"]["id"], job_id)
+        self.assertEqual(len(res["targets"]), 1)
+        t = res["targets"][0]
+        self.assertEqual(t["name"], "a100")
+        self.assertIsInstance(t["qualified"], dict, t.get("qualified"))
+        self.assertGreater(t["qualified"]["output_tokens_per_s"], 0)
+        steps = [s for ph in t["phases"] for s in ph["steps"]]
+        self.assertEqual([s["params"]["concurrency"] for s in steps], [1, 2])
+        for s in steps:
+            self.assertIn(s["verdict"]["outcome"], ("pass", "fail", "inconclusive"))
+            self.assertFalse(s["partial"])
+            self.assertGreater(s["stats"]["counts"]["completed_ok"], 0)
+        self.assertEqual(res["plan_document"]["targets"][0]["secrets"]["api_key"], "***")
+
+        # Samples as JSON lines.
+        r = d.request("GET", "/v1/jobs/%s/requests" % job_id,
+                      headers={"Accept": "application/x-ndjson"})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.headers["content-type"].startswith("application/x-ndjson"))
+        rows = [json.loads(line) for line in r.text.splitlines() if line]
+        self.assertGreater(len(rows), 5)
+        self.assertEqual({row["step"] for row in rows}, {0, 1})
+        ids = [row["id"] for row in rows]
+        self.assertEqual(ids, sorted(ids))
+        ok = [row for row in rows if row["error"] == "none"]
+        self.assertTrue(ok, rows[:2])
+        for row in ok:
+            self.assertEqual(row["output_tokens"], 32)
+            self.assertGreater(row["ttft_ms"], 0)
+            self.assertGreater(row["e2e_ms"], row["ttft_ms"])
+        # Every completed request of every step is stored (warm-up ones too).
+        completed = sum(s["stats"]["counts"]["completed_ok"] for s in steps)
+        self.assertGreaterEqual(len(ok), completed)
+
+        # ...and as CSV: the same rows.
+        r = d.request("GET", "/v1/jobs/%s/requests" % job_id, headers={"Accept": "text/csv"})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.headers["content-type"].startswith("text/csv"), r.headers)
+        table = list(csv.DictReader(io.StringIO(r.text)))
+        self.assertEqual(len(table), len(rows))
+        self.assertIn("ttft_ms", table[0])
+        self.assertEqual([int(x["id"]) for x in table], ids)
+
+        # Filters: one step, a page of 3, after a cursor, a bad limit, an unknown step.
+        r = d.request("GET", "/v1/jobs/%s/requests?step=1" % job_id)
+        self.assertEqual(r.status, 200, r)
+        one = [json.loads(line) for line in r.text.splitlines() if line]
+        self.assertTrue(one)
+        self.assertEqual({row["step"] for row in one}, {1})
+        r = d.request("GET", "/v1/jobs/%s/requests?limit=3&after=%d" % (job_id, ids[1]))
+        self.assertEqual([json.loads(line)["id"] for line in r.text.splitlines()], ids[2:5])
+        self.assertProblem(d.request("GET", "/v1/jobs/%s/requests?limit=0" % job_id), 400)
+        self.assertProblem(d.request("GET", "/v1/jobs/%s/requests?step=7" % job_id), 404)
+        self.assertProblem(d.request("GET", "/v1/jobs/%s/requests" % job_id,
+                                     headers={"Accept": "image/png"}), 406)
+
+        # The events of a finished job replay and end at once.
+        _, again = d.events(job_id, timeout_s=10)
+        self.assertEqual(again[-1][0], "end")
+
+        # /metrics after a job.
+        r = d.request("GET", "/metrics")
+        self.assertEqual(r.status, 200)
+        self.assertIn("llmcap_requests_total", r.text)
+        self.assertIn("llmcap_ttft_seconds_bucket", r.text)
+
+        # A finished job cannot be resumed.
+        self.assertProblem(d.request("POST", "/v1/jobs/%s:resume" % job_id), 409, "conflict")
+
+    def test_list_filters_and_cursor_pagination(self):
+        d = self.d
+        ids = [d.submit(plan("list-%d" % i, levels=(1,), duration_s=1, warmup_s=0,
+                             target="lister")) for i in range(3)]
+        seen, cursor, pages = [], None, 0
+        while True:
+            q = {"limit": "1", "target": "lister"}
+            if cursor:
+                q["cursor"] = cursor
+            page = d.get_json("/v1/jobs?" + urllib.parse.urlencode(q))
+            pages += 1
+            self.assertLessEqual(len(page["jobs"]), 1)
+            seen += [j["id"] for j in page["jobs"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+            self.assertLess(pages, 10, "pagination does not end")
+        self.assertEqual(seen, list(reversed(ids)))  # newest first, each exactly once
+        for i in ids:
+            d.wait_state(i, "succeeded", 60)
+        page = d.get_json("/v1/jobs?state=succeeded&target=lister")
+        self.assertEqual(sorted(j["id"] for j in page["jobs"]), sorted(ids))
+        self.assertEqual(d.get_json("/v1/jobs?state=queued&target=lister")["jobs"], [])
+        self.assertEqual(d.get_json("/v1/jobs?target=no-such-target")["jobs"], [])
+        self.assertEqual(d.get_json("/v1/jobs?target=lister&created_after=2999-01-01T00:00:00Z")
+                         ["jobs"], [])
+        self.assertEqual(len(d.get_json("/v1/jobs?target=lister&created_after="
+                                        "2000-01-01T00:00:00Z")["jobs"]), 3)
+        p = self.assertProblem(d.request("GET", "/v1/jobs?state=bogus&limit=0"), 400)
+        self.assertEqual(sorted(e["path"] for e in p["errors"]), ["limit", "state"])
+        self.assertProblem(d.request("GET", "/v1/jobs?created_after=yesterday"), 400)
+
+    def test_idempotency_key(self):
+        d = self.d
+        body = plan("idem", levels=(1,), duration_s=1, warmup_s=0)
+        key = {"Idempotency-Key": "idem-key-1"}
+        r1 = d.request("POST", "/v1/jobs", body, headers=key)
+        self.assertEqual(r1.status, 201, r1)
+        r2 = d.request("POST", "/v1/jobs", body, headers=key)
+        self.assertEqual(r2.status, 200, r2)
+        self.assertEqual(r2.json()["id"], r1.json()["id"])
+        other = dict(body, name="idem-other")
+        self.assertProblem(d.request("POST", "/v1/jobs", other, headers=key), 409, "conflict")
+        self.assertProblem(d.request("POST", "/v1/jobs", body,
+                                     headers={"Idempotency-Key": "k" * 201}), 400)
+        # Only one job exists for the key.
+        jobs = [j for j in d.get_json("/v1/jobs?limit=1000")["jobs"] if j["id"] == r1.json()["id"]]
+        self.assertEqual(len(jobs), 1)
+        d.wait_state(r1.json()["id"], "succeeded", 60)
+
+    def test_cancel_running_and_delete_rules(self):
+        d = self.d
+        long_id = d.submit(long_plan("cancel-me"))
+        queued_id = d.submit(plan("behind", levels=(1,), duration_s=1, warmup_s=0))
+        d.wait_job(long_id, lambda j: j["state"] == "running" and
+                   ((j["progress"] or {}).get("live") or {}).get("completed_ok", 0) >= 2,
+                   60, "running with completed requests")
+        self.assertEqual(d.job(queued_id)["state"], "queued")
+
+        # Running and queued jobs cannot be deleted.
+        self.assertProblem(d.request("DELETE", "/v1/jobs/" + long_id), 409, "conflict")
+        self.assertProblem(d.request("DELETE", "/v1/jobs/" + queued_id), 409, "conflict")
+
+        # Cancelling a queued job ends it at once.
+        r = d.request("POST", "/v1/jobs/%s:cancel" % queued_id)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["state"], "cancelled")
+
+        # Cancelling the running one: 202, then cancelled, with its step kept and marked partial.
+        r = d.request("POST", "/v1/jobs/%s:cancel" % long_id)
+        self.assertEqual(r.status, 202, r)
+        self.assertTrue(r.json()["cancel_requested"])
+        job = d.wait_state(long_id, "cancelled", 30)
+        self.assertIsNotNone(job["finished_at"])
+        res = d.get_json("/v1/jobs/%s/results" % long_id)
+        self.assertFalse(res["complete"])
+        steps = [s for t in res["targets"] for ph in t["phases"] for s in ph["steps"]]
+        self.assertEqual(len(steps), 1, res)
+        self.assertTrue(steps[0]["partial"], steps[0])
+        self.assertGreater(steps[0]["stats"]["counts"]["completed_ok"], 0)
+
+        # Finished jobs can be deleted: 204, then 404 everywhere.
+        r = d.request("DELETE", "/v1/jobs/" + long_id)
+        self.assertEqual(r.status, 204, r)
+        self.assertEqual(r.body, b"")
+        self.assertProblem(d.request("GET", "/v1/jobs/" + long_id), 404, "not-found")
+        self.assertProblem(d.request("GET", "/v1/jobs/%s/results" % long_id), 404)
+        self.assertProblem(d.request("GET", "/v1/jobs/%s/requests" % long_id), 404)
+        self.assertProblem(d.request("DELETE", "/v1/jobs/" + long_id), 404)
+        self.assertProblem(d.request("POST", "/v1/jobs/%s:cancel" % long_id), 404)
+        self.assertEqual(d.request("DELETE", "/v1/jobs/" + queued_id).status, 204)
+
+    # ---- validation, redaction ----
+
+    def test_validate_normalises_and_redacts(self):
+        d = self.d
+        r = d.request("POST", "/v1/plans:validate", plan("validate-me", secret=SECRET))
+        self.assertEqual(r.status, 200, r)
+        v = r.json()
+        self.assertTrue(v["valid"])
+        p = v["plan"]
+        self.assertEqual(p["targets"][0]["secrets"]["api_key"], "***")
+        self.assertEqual(p["phases"][0]["name"], "concurrency_sweep")  # defaults filled in
+        self.assertEqual(p["phases"][0]["drain"], "finish")
+        self.assertEqual(p["sla"]["ttft_from"], "intended")
+        self.assertGreater(v["estimated_duration_s"], 0)
+        # Validation creates no job.
+        jobs = d.get_json("/v1/jobs?limit=1000")["jobs"]
+        self.assertFalse([j for j in jobs if j["targets"][0]["name"] == "validate-me"])
+        # Credential headers are redacted too.
+        doc = plan("hdr")
+        doc["targets"][0]["headers"] = {"X-Api-Key": SECRET, "X-Trace": "visible"}
+        r = d.request("POST", "/v1/plans:validate", doc)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["plan"]["targets"][0]["headers"],
+                         {"X-Api-Key": "***", "X-Trace": "visible"})
+
+    def test_secret_never_in_job_list_or_log(self):
+        d = self.d
+        job_id = d.submit(plan("secret-job", levels=(1,), duration_s=1, warmup_s=0,
+                               secret=SECRET))
+        d.events(job_id, timeout_s=60)
+        d.wait_state(job_id, "succeeded", 30)
+        for path in ("/v1/jobs/" + job_id, "/v1/jobs/%s/results" % job_id, "/v1/jobs?limit=1000",
+                     "/v1/jobs/%s/requests" % job_id, "/", "/metrics"):
+            self.assertEqual(d.request("GET", path).status, 200, path)  # check_body asserts
+        self.assertNotIn(SECRET, d.log_text())
+        self.assertIn(job_id, d.log_text())  # the log is really being written
+
+    # ---- every error status ----
+
+    def test_error_statuses(self):
+        d = self.d
+        # 400 malformed JSON.
+        p = self.assertProblem(d.request("POST", "/v1/jobs", '{"version": 1, "targets": ['), 400,
+                               "malformed-json")
+        self.assertTrue(p["detail"])
+        self.assertProblem(d.request("POST", "/v1/plans:validate", "{not json"), 400,
+                           "malformed-json")
+        # 404 unknown job and unknown path.
+        self.assertProblem(d.request("GET", "/v1/jobs/job_00000000000000000000000000"), 404,
+                           "not-found")
+        self.assertProblem(d.request("GET", "/v1/nothing-here"), 404, "not-found")
+        self.assertProblem(d.request("GET", "/v1/jobs/job_00000000000000000000000000/events"),
+                           404)
+        # 405 with Allow.
+        r = d.request("PUT", "/v1/jobs", plan())
+        self.assertProblem(r, 405, "method-not-allowed")
+        allow = {m.strip() for m in r.headers["allow"].split(",")}
+        self.assertTrue({"GET", "POST"} <= allow, allow)
+        self.assertNotIn("PUT", allow)
+        r = d.request("POST", "/healthz", "{}")
+        self.assertProblem(r, 405)
+        self.assertIn("GET", r.headers["allow"])
+        # 413: a body over --max-body-bytes (8192).
+        big = dict(plan(), description="x" * 20000)
+        self.assertProblem(d.request("POST", "/v1/jobs", big), 413)
+        # 415: not JSON.
+        self.assertProblem(d.request("POST", "/v1/jobs", json.dumps(plan()),
+                                     content_type="text/plain"), 415, "unsupported-media-type")
+        self.assertProblem(d.request("POST", "/v1/jobs", json.dumps(plan()), content_type=None),
+                           415)
+        # 422: every offending path at once.
+        bad = plan("bad")
+        bad["version"] = 2
+        bad["bogus"] = True
+        bad["targets"][0]["price_per_hour"] = -1
+        bad["workload"]["input_tokens"] = {"fixed": 0}
+        bad["sla"]["ttft_ms"]["p95"] = -5
+        bad["phases"][0]["levels"] = [0]
+        bad["phases"].append({"kind": "warp"})
+        for path in ("/v1/jobs", "/v1/plans:validate"):
+            p = self.assertProblem(d.request("POST", path, bad), 422, "invalid-plan")
+            got = {e["path"] for e in p["errors"]}
+            want = {"/version", "/bogus", "/targets/0/price_per_hour",
+                    "/workload/input_tokens/fixed", "/sla/ttft_ms/p95", "/phases/0/levels/0",
+                    "/phases/1/kind"}
+            self.assertTrue(want <= got, "missing %s in %s" % (want - got, p))
+        p = self.assertProblem(d.request("POST", "/v1/jobs", {"version": 1}), 422, "invalid-plan")
+        self.assertIn("/targets", {e["path"] for e in p["errors"]})
+        # 422 for a non-plan request body.
+        self.assertProblem(d.request("POST", "/v1/estimates/memory", {"hardware": "nope"}), 422,
+                           paths=["/hardware", "/model"])
+        # 409 is covered by idempotency, delete and resume; 429/503 by LimitsTest; 401/403 by
+        # AuthTest. Nothing above created a job.
+        names = {j["targets"][0]["name"] for j in d.get_json("/v1/jobs?limit=1000")["jobs"]}
+        self.assertNotIn("bad", names)
+
+    def test_target_allowlist(self):
+        d = self.d
+        started = time.monotonic()
+        for url in ("http://10.1.2.3:8000", "http://[2001:db8::1]:8000",
+                    "http://no-such-host.invalid:8000"):
+            doc = plan("outside", base_url=url)
+            for path in ("/v1/jobs", "/v1/plans:validate"):
+                p = self.assertProblem(d.request("POST", path, doc), 422, "invalid-plan",
+                                       paths=["/targets/0/base_url"])
+                self.assertIn(url.split("//")[1].rsplit(":", 1)[0].strip("[]"),
+                              p["errors"][0]["message"])
+        self.assertLess(time.monotonic() - started, 30)
+        doc = plan("metrics-outside")
+        doc["targets"][0]["metrics_url"] = "http://10.9.9.9:9100/metrics"
+        self.assertProblem(d.request("POST", "/v1/jobs", doc), 422,
+                           paths=["/targets/0/metrics_url"])
+        # Loopback is allowed (validation only: nothing is listening there).
+        r = d.request("POST", "/v1/plans:validate", plan("loop", base_url="http://127.0.0.1:9"))
+        self.assertEqual(r.status, 200, r)
+        r = d.request("POST", "/v1/plans:validate", plan("loop", base_url="http://localhost:9"))
+        self.assertEqual(r.status, 200, r)
+
+    # ---- read-only routes ----
+
+    def test_openapi_profiles_estimate_health(self):
+        d = self.d
+        doc = d.get_json("/v1/openapi.json")
+        self.assertIn("openapi", doc)
+        self.assertIn("/v1/jobs", doc["paths"])
+        prof = d.get_json("/v1/profiles")
+        self.assertIn("a100-80g-pcie", [h["name"] for h in prof["hardware"]])
+        self.assertIn("llama-3.1-8b", [m["name"] for m in prof["models"]])
+        r = d.request("POST", "/v1/estimates/memory",
+                      {"hardware": "rtx4090-24g", "model": "llama-3.1-8b",
+                       "context_tokens": 8192, "concurrency": 32})
+        self.assertEqual(r.status, 200, r)
+        self.assertIs(r.json()["fits"], False)
+        r = d.request("POST", "/v1/estimates/memory",
+                      {"hardware": "a100-80g-pcie", "model": "llama-3.1-8b",
+                       "context_tokens": 2048, "concurrency": 8})
+        self.assertIs(r.json()["fits"], True, r)
+        self.assertEqual(d.get_json("/healthz")["status"], "ok")
+        self.assertEqual(d.get_json("/readyz")["status"], "ready")
+        r = d.request("GET", "/")
+        self.assertEqual(r.status, 200)
+        self.assertIn("text/html", r.headers["content-type"])
+
+
+class AuthTest(unittest.TestCase, ProblemAssertions):
+    def test_tokens(self):
+        d = Daemon(BINARY, args=["--admin-tokens", ADMIN, "--read-tokens", READ],
+                   log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.forbidden = [ADMIN, READ]
+        d.start()
+        # Open: health; needs a token: the API.
+        self.assertEqual(d.request("GET", "/healthz").status, 200)
+        self.assertEqual(d.request("GET", "/readyz").status, 200)
+        r = d.request("GET", "/v1/jobs")
+        self.assertProblem(r, 401, "unauthorized")
+        self.assertIn("Bearer", r.headers.get("www-authenticate", ""))
+        self.assertProblem(d.request("GET", "/v1/jobs", token="wrong-token-0123456789"), 401)
+        self.assertProblem(d.request("GET", "/v1/jobs", headers={"Authorization": ADMIN}), 401)
+        self.assertProblem(d.request("POST", "/v1/jobs", plan()), 401)
+        # Read token: reads, never writes.
+        self.assertEqual(d.request("GET", "/v1/jobs", token=READ).status, 200)
+        self.assertEqual(d.request("GET", "/v1/profiles", token=READ).status, 200)
+        self.assertProblem(d.request("POST", "/v1/jobs", plan(), token=READ), 403, "forbidden")
+        # Admin submits; read can follow the job but not cancel or delete it.
+        job_id = d.submit(long_plan("auth"), token=ADMIN)
+        self.assertEqual(d.job(job_id, token=READ)["id"], job_id)
+        self.assertProblem(d.request("GET", "/v1/jobs/" + job_id), 401)
+        self.assertProblem(d.request("POST", "/v1/jobs/%s:cancel" % job_id, token=READ), 403)
+        self.assertProblem(d.request("DELETE", "/v1/jobs/" + job_id, token=READ), 403)
+        self.assertProblem(d.request("POST", "/v1/jobs/%s:resume" % job_id, token=READ), 403)
+        d.wait_state(job_id, "running", 30, token=READ)
+        r = d.request("POST", "/v1/jobs/%s:cancel" % job_id, token=ADMIN)
+        self.assertEqual(r.status, 202, r)
+        d.wait_state(job_id, "cancelled", 30, token=READ)
+        self.assertProblem(d.request("DELETE", "/v1/jobs/" + job_id, token=READ), 403)
+        self.assertEqual(d.request("DELETE", "/v1/jobs/" + job_id, token=ADMIN).status, 204)
+        self.assertEqual(d.request("GET", "/v1/jobs/" + job_id, token=READ).status, 404)
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(20), 0)
+        log = d.log_text()
+        self.assertNotIn(ADMIN, log)
+        self.assertNotIn(READ, log)
+
+
+class LimitsTest(unittest.TestCase, ProblemAssertions):
+    def test_queue_full_429_then_shutdown_503(self):
+        d = Daemon(BINARY, args=["--max-queued-jobs", "1", "--shutdown-grace-s", "3"],
+                   log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        running = d.submit(long_plan("runs"))
+        d.wait_state(running, "running", 30)
+        queued = d.submit(plan("waits"))
+        self.assertEqual(d.job(queued)["state"], "queued")
+        r = d.request("POST", "/v1/jobs", plan("refused"))
+        self.assertProblem(r, 429, "queue-full")
+        self.assertTrue(r.headers.get("retry-after"), r.headers)
+        names = {j["targets"][0]["name"] for j in d.get_json("/v1/jobs")["jobs"]}
+        self.assertEqual(len(d.get_json("/v1/jobs")["jobs"]), 2, names)
+
+        # SIGTERM while a job runs: draining answers 503, then the process exits 0 after the
+        # grace period with the running job interrupted (resumable) and the queued one kept.
+        d.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        r = None
+        while time.monotonic() < deadline:
+            r = d.request("GET", "/readyz")
+            if r.status == 503:
+                break
+            time.sleep(0.05)
+        self.assertProblem(r, 503, "shutting-down")
+        self.assertProblem(d.request("POST", "/v1/jobs", plan("late")), 503, "shutting-down")
+        self.assertEqual(d.request("GET", "/healthz").status, 200)  # alive while draining
+        started = time.monotonic()
+        rc = d.wait(3 + 15)
+        self.assertEqual(rc, 0, d.log_text()[-2000:])
+        self.assertLess(time.monotonic() - started, 3 + 10)
+        db = sqlite3.connect(d.db_path)
+        try:
+            self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+            states = dict(db.execute("SELECT id, state FROM jobs").fetchall())
+        finally:
+            db.close()
+        self.assertEqual(states[running], "interrupted")
+        self.assertEqual(states[queued], "queued")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
+        sys.exit("usage: daemon_api_test.py PATH/TO/llmcapd [unittest args]")
+    BINARY = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Restart safety of the real `llmcapd serve` binary (issue 6, "Done when").
+
+Usage: daemon_restart_test.py PATH/TO/llmcapd [unittest args]
+
+SIGKILLs the daemon while a multi-step job runs, checks the SQLite file (PRAGMA
+integrity_check, committed steps and their samples), restarts on the same database, finds the
+job `interrupted` with its completed steps intact, resumes it to `succeeded` with every phase in
+the results, and checks that SIGTERM exits 0 within the grace period. A loop variant kills at
+seeded random points five times in a row. Only embedded sim:// targets run.
+"""
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llmcapd_harness import Daemon, plan  # noqa: E402
+
+BINARY = None
+SECRET = "sk-llmcap-restart-SECRET-77aa01"
+GRACE_S = 3
+
+
+def db_snapshot(path):
+    """integrity_check result and {seq: (summary_json, sample count)} of finished steps."""
+    db = sqlite3.connect(path)
+    try:
+        integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+        rows = db.execute(
+            "SELECT s.seq, s.summary_json, (SELECT COUNT(*) FROM request_samples r "
+            "WHERE r.step_id = s.id) FROM steps s WHERE s.finished_at_ms IS NOT NULL "
+            "ORDER BY s.seq").fetchall()
+        unfinished = db.execute(
+            "SELECT COUNT(*) FROM steps WHERE finished_at_ms IS NULL").fetchone()[0]
+        jobs = dict(db.execute("SELECT id, state FROM jobs").fetchall())
+    finally:
+        db.close()
+    return integrity, {seq: (summary, n) for seq, summary, n in rows}, unfinished, jobs
+
+
+class RestartTest(unittest.TestCase):
+    def new_daemon(self, db_path=None):
+        d = Daemon(BINARY, db_path=db_path,
+                   args=["--shutdown-grace-s", str(GRACE_S)], log_level="info")
+        d.forbidden = [SECRET]
+        self.addCleanup(d.cleanup)
+        return d
+
+    def assertSteps(self, steps_now, steps_before):
+        """Every step finished before is still there, unchanged, with its samples."""
+        for seq, (summary, samples) in steps_before.items():
+            self.assertIn(seq, steps_now, "finished step %d lost" % seq)
+            self.assertEqual(steps_now[seq][0], summary, "step %d changed" % seq)
+            self.assertEqual(steps_now[seq][1], samples, "samples of step %d changed" % seq)
+            self.assertGreater(samples, 0, "step %d has no samples" % seq)
+
+    def test_sigkill_restart_resume_then_sigterm(self):
+        sweep_then_rate = plan(
+            "restart", levels=(1, 2, 4, 8), duration_s=3, warmup_s=0.5, secret=SECRET,
+            extra_phases=[{"kind": "rate_sweep", "rates_rps": [2, 4], "duration_s": 3,
+                           "warmup_s": 0.5}])
+        d = self.new_daemon().start()
+        job_id = d.submit(sweep_then_rate)
+        d.wait_job(job_id, lambda j: (j["last_completed_step"] or -1) >= 1, 60,
+                   "two completed steps")
+        before = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertFalse(before["complete"])
+        self.assertGreaterEqual(len(before["steps"]), 2)
+
+        d.signal(signal.SIGKILL)
+        self.assertEqual(d.wait(10), -signal.SIGKILL)
+        integrity, steps, unfinished, jobs = db_snapshot(d.db_path)
+        self.assertEqual(integrity, "ok")
+        self.assertGreaterEqual(len(steps), 2)
+        self.assertEqual(sorted(steps)[:2], [0, 1])
+        self.assertEqual(jobs[job_id], "running")  # as the killed process left it
+        self.assertLessEqual(unfinished, 1)  # at most the step that was running
+
+        # Restart on the same database: interrupted, completed steps intact.
+        d.start()
+        job = d.job(job_id)
+        self.assertEqual(job["state"], "interrupted")
+        self.assertGreaterEqual(job["last_completed_step"], 1)
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertFalse(res["complete"])
+        self.assertGreaterEqual(len(res["steps"]), 2)
+        self.assertEqual([s["global_step"] for s in res["steps"]], sorted(steps))
+        for s in res["steps"]:
+            self.assertEqual(s, json.loads(steps[s["global_step"]][0]))
+        integrity, steps_now, unfinished, _ = db_snapshot(d.db_path)
+        self.assertEqual(unfinished, 0, "half-done step not dropped at start-up")
+        self.assertSteps(steps_now, steps)
+        r = d.request("GET", "/v1/jobs/%s/requests?step=0" % job_id)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(len(r.text.splitlines()), steps[0][1])
+        self.assertIn("interrupted", d.log_text())
+
+        # Resume to the end.
+        r = d.request("POST", "/v1/jobs/%s:resume" % job_id)
+        self.assertEqual(r.status, 202, r)
+        self.assertEqual(d.request("POST", "/v1/jobs/%s:resume" % job_id).status, 409)
+        job = d.wait_state(job_id, "succeeded", 120)
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertTrue(res["complete"])
+        phases = res["targets"][0]["phases"]
+        self.assertEqual([p["kind"] for p in phases], ["concurrency_sweep", "rate_sweep"])
+        self.assertEqual([s["params"]["concurrency"] for s in phases[0]["steps"]], [1, 2, 4, 8])
+        self.assertEqual([s["params"]["rate_rps"] for s in phases[1]["steps"]], [2, 4])
+        for p in phases:
+            for s in p["steps"]:
+                self.assertFalse(s["partial"], s["label"])
+        self.assertIsInstance(res["targets"][0]["qualified"], dict)
+        integrity, steps_end, unfinished, _ = db_snapshot(d.db_path)
+        self.assertEqual(integrity, "ok")
+        self.assertEqual(unfinished, 0)
+        self.assertSteps(steps_end, steps)  # the steps before the kill were never rewritten
+        final_seqs = [s["global_step"] for p in phases for s in p["steps"]]
+        self.assertEqual(job["last_completed_step"], max(final_seqs))
+        for seq in final_seqs:
+            self.assertIn(seq, steps_end)
+
+        # SIGTERM while a job runs: exit 0 within the grace period; the job is resumable.
+        long_id = d.submit(plan("long", levels=(1,), duration_s=60, warmup_s=0))
+        d.wait_state(long_id, "running", 30)
+        d.signal(signal.SIGTERM)
+        started = time.monotonic()
+        rc = d.wait(GRACE_S + 15)
+        took = time.monotonic() - started
+        self.assertEqual(rc, 0, d.log_text()[-2000:])
+        self.assertLess(took, GRACE_S + 5)
+        self.assertNotIn(SECRET, d.all_logs())
+        integrity, _, _, jobs = db_snapshot(d.db_path)
+        self.assertEqual(integrity, "ok")
+        self.assertEqual(jobs[long_id], "interrupted")
+        self.assertEqual(jobs[job_id], "succeeded")
+
+    def test_sigkill_at_random_points_five_times(self):
+        rng = random.Random(20261202)
+        # Six one-step phases: a finished step is (nearly always) a finished phase, so resumes
+        # reuse stored phases as well as re-running the unfinished one.
+        phases = [{"kind": "concurrency_sweep", "levels": [c], "duration_s": 1.5,
+                   "warmup_s": 0.2} for c in (1, 2, 4)]
+        phases += [{"kind": "rate_sweep", "rates_rps": [r], "duration_s": 1.5, "warmup_s": 0.2}
+                   for r in (2, 4, 6)]
+        doc = plan("chaos", levels=(), extra_phases=phases, min_requests=2)
+        d = self.new_daemon()
+        d.start()
+        job_id = d.submit(doc)
+        steps_seen = {}
+        deadline = time.monotonic() + 120
+        for i in range(5):
+            # Kill anywhere from right after start-up to a few steps in.
+            time.sleep(rng.uniform(0.05, 3.0))
+            d.signal(signal.SIGKILL)
+            d.wait(10)
+            integrity, steps, unfinished, jobs = db_snapshot(d.db_path)
+            self.assertEqual(integrity, "ok", "kill %d" % i)
+            self.assertLessEqual(unfinished, 1, "kill %d" % i)
+            self.assertSteps(steps, steps_seen)
+            steps_seen = steps
+            d.start()
+            job = d.job(job_id)
+            if jobs[job_id] == "running":
+                self.assertEqual(job["state"], "interrupted", "kill %d" % i)
+            if job["state"] == "interrupted":
+                res = d.get_json("/v1/jobs/%s/results" % job_id)
+                self.assertEqual(sorted(s["global_step"] for s in res["steps"]), sorted(steps))
+                r = d.request("POST", "/v1/jobs/%s:resume" % job_id)
+                self.assertEqual(r.status, 202, r)
+            self.assertLess(time.monotonic(), deadline, "restart loop too slow")
+            if job["state"] == "succeeded":
+                break
+        job = d.wait_state(job_id, "succeeded", max(10, deadline - time.monotonic()))
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertTrue(res["complete"])
+        got = [(p["kind"], p["steps"][0]["params"]) for p in res["targets"][0]["phases"]]
+        self.assertEqual(got, [("concurrency_sweep", {"concurrency": c}) for c in (1, 2, 4)] +
+                         [("rate_sweep", {"rate_rps": float(r)}) for r in (2, 4, 6)])
+        integrity, steps, unfinished, _ = db_snapshot(d.db_path)
+        self.assertEqual(integrity, "ok")
+        self.assertEqual(unfinished, 0)
+        self.assertSteps(steps, steps_seen)
+        # Every step in the final results is a stored step with the same summary.
+        for p in res["targets"][0]["phases"]:
+            for s in p["steps"]:
+                self.assertEqual(json.loads(steps[s["global_step"]][0]), s)
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(GRACE_S + 15), 0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
+        sys.exit("usage: daemon_restart_test.py PATH/TO/llmcapd [unittest args]")
+    BINARY = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
