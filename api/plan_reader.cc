@@ -13,6 +13,14 @@ using nlohmann::json;
 
 namespace {
 
+// An integer in the JSON Schema sense: any number with no fractional part (2 and 2.0).
+bool whole_number(const json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::floor(d) == d;
+}
+
 std::string escape_pointer(std::string_view key) {
   std::string out;
   for (char c : key) {
@@ -97,7 +105,9 @@ class ObjectReader {
     out = s;
   }
 
+  // An absent key keeps `out` (its default); only a given value is checked against the list.
   void one_of(std::string_view key, std::string& out, const std::vector<std::string>& allowed) {
+    if (!get(key)) return;
     std::string s = out;
     const auto before = errors_.size();
     string(key, s);
@@ -121,6 +131,13 @@ class ObjectReader {
     out = v->get<bool>();
   }
 
+  // A key that exists in the format but not in this context (e.g. "levels" on a rate_sweep).
+  void not_applicable(std::string_view key, const std::string& why) {
+    if (!value_ || !value_->contains(key)) return;
+    read_.insert(std::string(key));
+    error(key, "does not apply " + why);
+  }
+
   void finish() {
     if (!value_) return;
     for (const auto& [k, v] : value_->items()) {
@@ -135,6 +152,30 @@ class ObjectReader {
   std::set<std::string> read_;
 };
 
+// RFC 9110 §5.6.2 token.
+bool valid_header_name(std::string_view s) {
+  if (s.empty() || s.size() > 256) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Headers whose values are credentials: redacted in the normalised plan (like secrets).
+bool sensitive_header(std::string_view name) {
+  const std::string n = lower(name);
+  for (const char* part : {"auth", "key", "token", "secret", "cookie", "password", "session"}) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -142,71 +183,105 @@ bool valid_name(const std::string& s) {
   });
 }
 
-// A length distribution: {"fixed": N} or {"distribution": ..., ...}.
+// Token counts in lengths: 1 .. 2^20. 2^20 is also LengthDistribution's default clamp `max`, so
+// a normalised plan (which writes the clamp out) parses again.
+constexpr double kMaxTokens = 1 << 20;
+
+// A length distribution: N, {"fixed": N, "min"?, "max"?} or {"distribution": kind, ...} with
+// only the keys that kind uses (a key of another kind is an error, not silently ignored).
 void read_lengths(const json* v, const std::string& path, analysis::LengthDistribution& out,
                   std::vector<FieldError>& errors, const PlanLimits& limits) {
   if (!v) return;
-  if (v->is_number_integer()) {
-    const auto n = v->get<std::int64_t>();
-    if (n < 1 || n > 1'000'000) {
-      errors.push_back({path, "must be between 1 and 1000000 tokens"});
+  if (v->is_number()) {
+    if (!whole_number(*v)) {
+      errors.push_back({path, "must be a whole number of tokens or a distribution object"});
       return;
     }
-    out = analysis::LengthDistribution::fixed(static_cast<std::int32_t>(n));
+    const double d = v->get<double>();
+    if (d < 1 || d > kMaxTokens) {
+      errors.push_back({path, "must be between 1 and 1048576 tokens"});
+      return;
+    }
+    out = analysis::LengthDistribution::fixed(static_cast<std::int32_t>(d));
+    return;
+  }
+  if (!v->is_object()) {
+    errors.push_back({path, "must be a token count or an object such as {\"fixed\": 1024}"});
     return;
   }
   ObjectReader r(v, path, errors);
-  if (!r.ok()) return;
-  constexpr double kMax = 1'000'000;
+  const auto before = errors.size();
+  analysis::LengthDistribution d;
   if (r.has("fixed")) {
     std::int32_t n = 0;
-    const auto before = errors.size();
-    r.number("fixed", n, 1, kMax, true);
-    if (errors.size() == before) out = analysis::LengthDistribution::fixed(n);
-    r.number("min", out.min_tokens, 1, kMax, true);
-    r.number("max", out.max_tokens, 1, kMax, true);
+    r.number("fixed", n, 1, kMaxTokens, true);
+    d = analysis::LengthDistribution::fixed(n);
+    r.number("min", d.min_tokens, 1, kMaxTokens, true);
+    r.number("max", d.max_tokens, 1, kMaxTokens, true);
+    for (const char* k : {"distribution", "mean", "stddev", "low", "high", "values"})
+      r.not_applicable(k, "together with \"fixed\"");
+    if (errors.size() == before && d.min_tokens > d.max_tokens) r.error("min", "must not exceed max");
+    r.finish();
+    if (errors.size() == before) out = d;
+    return;
+  }
+  if (!r.has("distribution")) {
+    r.error("", "needs \"fixed\": N or \"distribution\": fixed | uniform | normal | lognormal | "
+                "empirical");
     r.finish();
     return;
   }
-  std::string kind = "fixed";
+  std::string kind;
   r.one_of("distribution", kind, {"fixed", "uniform", "normal", "lognormal", "empirical"});
-  analysis::LengthDistribution d;
-  if (kind == "fixed") d.kind = analysis::LengthDistribution::Kind::kFixed;
-  if (kind == "uniform") d.kind = analysis::LengthDistribution::Kind::kUniform;
-  if (kind == "normal") d.kind = analysis::LengthDistribution::Kind::kNormal;
-  if (kind == "lognormal") d.kind = analysis::LengthDistribution::Kind::kLognormal;
-  if (kind == "empirical") d.kind = analysis::LengthDistribution::Kind::kEmpirical;
-  const bool needs_mean = kind == "fixed" || kind == "normal" || kind == "lognormal";
-  r.number("mean", d.mean, 1, kMax, false, needs_mean);
-  r.number("stddev", d.stddev, 0, kMax);
-  r.number("low", d.low, 1, kMax, true, kind == "uniform");
-  r.number("high", d.high, 1, kMax, true, kind == "uniform");
-  r.number("min", d.min_tokens, 1, kMax, true);
-  r.number("max", d.max_tokens, 1, kMax, true);
-  if (const json* vals = r.get("values")) {
-    if (!vals->is_array() || vals->empty()) {
+  if (errors.size() != before) {
+    for (const char* k : {"mean", "stddev", "low", "high", "values", "min", "max"}) r.get(k);
+    r.finish();
+    return;
+  }
+  const std::string why = "to a " + kind + " distribution";
+  using Kind = analysis::LengthDistribution::Kind;
+  if (kind == "fixed") {
+    d.kind = Kind::kFixed;
+    r.number("mean", d.mean, 1, kMaxTokens, true, true);
+    for (const char* k : {"stddev", "low", "high", "values"}) r.not_applicable(k, why);
+  } else if (kind == "uniform") {
+    d.kind = Kind::kUniform;
+    r.number("low", d.low, 1, kMaxTokens, true, true);
+    r.number("high", d.high, 1, kMaxTokens, true, true);
+    if (errors.size() == before && d.low > d.high) r.error("low", "must not exceed high");
+    for (const char* k : {"mean", "stddev", "values"}) r.not_applicable(k, why);
+  } else if (kind == "normal" || kind == "lognormal") {
+    d.kind = kind == "normal" ? Kind::kNormal : Kind::kLognormal;
+    r.number("mean", d.mean, 1, kMaxTokens, false, true);
+    r.number("stddev", d.stddev, 0, kMaxTokens);
+    for (const char* k : {"low", "high", "values"}) r.not_applicable(k, why);
+  } else {
+    d.kind = Kind::kEmpirical;
+    const json* vals = r.get("values");
+    if (!vals) {
+      r.error("values", "is required for an empirical distribution");
+    } else if (!vals->is_array() || vals->empty()) {
       r.error("values", "must be a non-empty array of token counts");
-    } else if (static_cast<int>(vals->size()) > limits.max_list_items * 64) {
-      r.error("values", "has too many items");
+    } else if (vals->size() > static_cast<std::size_t>(limits.max_list_items) * 64) {
+      r.error("values", "has more than " + std::to_string(limits.max_list_items * 64) + " items");
     } else {
       for (std::size_t i = 0; i < vals->size(); ++i) {
         const auto& x = (*vals)[i];
-        if (!x.is_number_integer() || x.get<std::int64_t>() < 1 ||
-            x.get<std::int64_t>() > 1'000'000) {
+        if (!whole_number(x) || x.get<double>() < 1 || x.get<double>() > kMaxTokens) {
           errors.push_back({r.path("values") + "/" + std::to_string(i),
-                            "must be an integer between 1 and 1000000"});
+                            "must be an integer between 1 and 1048576"});
         } else {
-          d.values.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+          d.values.push_back(static_cast<std::int32_t>(x.get<double>()));
         }
       }
     }
-  } else if (kind == "empirical") {
-    r.error("values", "is required for an empirical distribution");
+    for (const char* k : {"mean", "stddev", "low", "high"}) r.not_applicable(k, why);
   }
-  if (kind == "uniform" && d.low > d.high) r.error("low", "must not exceed high");
-  if (d.min_tokens > d.max_tokens) r.error("min", "must not exceed max");
+  r.number("min", d.min_tokens, 1, kMaxTokens, true);
+  r.number("max", d.max_tokens, 1, kMaxTokens, true);
+  if (errors.size() == before && d.min_tokens > d.max_tokens) r.error("min", "must not exceed max");
   r.finish();
-  out = d;
+  if (errors.size() == before) out = d;
 }
 
 void read_workload(const json* v, const std::string& path, PlanWorkload& w,
@@ -231,7 +306,11 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
     if (!eb->is_object()) {
       r.error("extra_body", "must be an object");
     } else {
-      for (const char* reserved : {"model", "prompt", "messages", "stream", "max_tokens"}) {
+      // extra_body is merged last into every request body, so it could silently override
+      // what the workload promises (lengths, streaming, usage reporting): refuse those keys.
+      for (const char* reserved : {"model", "prompt", "messages", "stream", "stream_options",
+                                   "max_tokens", "max_completion_tokens", "min_tokens",
+                                   "ignore_eos", "temperature"}) {
         if (eb->contains(reserved))
           errors.push_back({r.path("extra_body") + "/" + reserved,
                             "is set by llmcap from the workload; remove it"});
@@ -255,42 +334,56 @@ void read_string_map(const json* v, const std::string& path,
     return;
   }
   for (const auto& [k, x] : v->items()) {
+    const std::string p = path + "/" + escape_pointer(k);
     if (!x.is_string()) {
-      errors.push_back({path + "/" + escape_pointer(k), "must be a string"});
+      errors.push_back({p, "must be a string"});
       continue;
     }
     const auto& s = x.get_ref<const std::string&>();
-    if (s.find_first_of("\r\n") != std::string::npos || k.find_first_of("\r\n:") != std::string::npos) {
-      errors.push_back({path + "/" + escape_pointer(k), "must not contain CR, LF (or ':' in names)"});
+    if (!valid_header_name(k)) {
+      errors.push_back({p, "is not a valid header name (RFC 9110 token: letters, digits, "
+                           "!#$%&'*+-.^_`|~)"});
+      continue;
+    }
+    if (s.size() > 8192 || s.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      errors.push_back({p, "must be at most 8192 characters without CR, LF or NUL"});
       continue;
     }
     out.emplace_back(k, s);
   }
 }
 
-void read_target(const json& v, const std::string& path, PlanTarget& t,
+// `base`: the plan's workload, which a target's "workload" override starts from.
+void read_target(const json& v, const std::string& path, const PlanWorkload& base, PlanTarget& t,
                  std::vector<FieldError>& errors, const PlanLimits& limits) {
   ObjectReader r(&v, path, errors);
   if (!r.ok()) return;
+  auto before = errors.size();
   r.string("name", t.name, true, 64);
-  if (r.has("name") && !t.name.empty() && !valid_name(t.name))
+  if (r.has("name") && errors.size() == before && !valid_name(t.name))
     r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
+  before = errors.size();
   r.string("base_url", t.base_url, true, 2048);
-  if (!t.base_url.empty()) {
+  if (r.has("base_url") && errors.size() == before) {
     if (t.base_url.rfind("sim://", 0) == 0) {
       const auto rest = t.base_url.substr(6);
       const auto slash = rest.find('/');
-      if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size() ||
-          rest.find('/', slash + 1) != std::string::npos)
-        r.error("base_url", "a simulator URL is sim://<hardware>/<model>");
+      if (slash == std::string::npos || !valid_name(rest.substr(0, slash)) ||
+          !valid_name(rest.substr(slash + 1)))
+        r.error("base_url",
+                "a simulator URL is sim://<hardware>/<model> with lower-case names, e.g. "
+                "sim://rtx4090-48g/llama-3.1-8b");
     } else {
       auto u = boost::urls::parse_uri(t.base_url);
       if (!u) {
-        r.error("base_url", "is not a valid URL");
+        r.error("base_url", "is not a valid URL (http://host[:port][/path], https://..., or "
+                            "sim://<hardware>/<model>)");
       } else if (u->scheme() != "http" && u->scheme() != "https") {
         r.error("base_url", "scheme must be http, https or sim");
       } else if (u->host().empty()) {
         r.error("base_url", "needs a host");
+      } else if (u->has_userinfo()) {
+        r.error("base_url", "must not carry credentials; use secrets.api_key");
       } else if (u->has_query() || u->has_fragment()) {
         r.error("base_url", "must not have a query or fragment");
       }
@@ -299,10 +392,27 @@ void read_target(const json& v, const std::string& path, PlanTarget& t,
   r.one_of("api", t.api, {"completions", "chat"});
   r.string("model", t.model, false, 256);
   read_string_map(r.get("headers"), r.path("headers"), t.headers, errors, limits);
+  for (const auto& [k, s] : t.headers) {
+    const std::string n = lower(k);
+    if (n == "host" || n == "content-length" || n == "content-type" ||
+        n == "transfer-encoding" || n == "connection" || n == "accept")
+      errors.push_back({r.path("headers") + "/" + escape_pointer(k),
+                        "is set by llmcap for every request; remove it"});
+  }
   read_string_map(r.get("secrets"), r.path("secrets"), t.secrets, errors, limits);
   for (const auto& [k, s] : t.secrets) {
-    if (k != "api_key") errors.push_back({r.path("secrets") + "/" + escape_pointer(k),
-                                          "unknown secret (supported: api_key)"});
+    if (k != "api_key") {
+      errors.push_back({r.path("secrets") + "/" + escape_pointer(k),
+                        "unknown secret (supported: api_key)"});
+    } else if (s.empty()) {
+      errors.push_back({r.path("secrets") + "/api_key", "must not be empty"});
+    } else {
+      for (const auto& [hk, hv] : t.headers) {
+        if (lower(hk) == "authorization")
+          errors.push_back({r.path("headers") + "/" + escape_pointer(hk),
+                            "conflicts with secrets.api_key (which sends Authorization: Bearer)"});
+      }
+    }
   }
   if (const json* tls = r.get("tls")) {
     ObjectReader tr(tls, r.path("tls"), errors);
@@ -352,6 +462,28 @@ void read_target(const json& v, const std::string& path, PlanTarget& t,
     s.number("max_num_batched_tokens", i, 16, 1 << 20, true);
     s.number("max_model_len", i, 0, 1 << 24, true);
     s.number("tokens_per_event", i, 1, 64, true);
+    s.number("activation_reserve_gib", d, 0, 1024);
+    s.number("default_max_tokens", i, 1, kMaxTokens, true);
+    if (const json* f = s.get("faults")) {
+      // Fault injection of the simulator (sim/fault_injector.h): fractions of requests.
+      ObjectReader fr(f, s.path("faults"), errors);
+      double sum = 0;  // the simulator picks at most one fault per request
+      for (const char* k : {"error_rate", "rate_limit_rate", "stall_rate", "reset_rate",
+                            "malformed_rate"}) {
+        double rate = 0;
+        fr.number(k, rate, 0, 1);
+        sum += rate;
+      }
+      if (sum > 1 + 1e-9)
+        fr.error("", "error, rate-limit, stall, reset and malformed rates must sum to at most 1");
+      fr.number("slow_headers_rate", d, 0, 1);
+      for (const char* k : {"stall_after_tokens", "reset_after_tokens", "malformed_after_tokens"})
+        fr.number(k, i, 0, kMaxTokens, true);
+      fr.number("retry_after_s", i, 0, 86'400, true);
+      fr.number("stall_ms", i, 0, 3'600'000, true);
+      fr.number("slow_headers_ms", i, 0, 3'600'000, true);
+      fr.finish();
+    }
     s.finish();
     if (t.base_url.rfind("sim://", 0) != 0)
       r.error("sim", "only applies to sim:// targets");
@@ -359,7 +491,7 @@ void read_target(const json& v, const std::string& path, PlanTarget& t,
   }
   if (t.precision.empty() && t.base_url.rfind("sim://", 0) == 0) t.precision = "bf16";
   if (const json* w = r.get("workload")) {
-    PlanWorkload pw;
+    PlanWorkload pw = base;  // keys the override omits keep the plan's values
     read_workload(w, r.path("workload"), pw, errors, limits);
     t.workload = pw;
   }
@@ -380,6 +512,7 @@ void read_sla(const json* v, const std::string& path, PlanSla& sla,
       r.error(key, "must be an object like {\"p95\": 1000}");
       continue;
     }
+    std::set<double> seen;
     for (const auto& [pk, lv] : m->items()) {
       const std::string p = r.path(key) + "/" + escape_pointer(pk);
       double pct = 0;
@@ -390,6 +523,10 @@ void read_sla(const json* v, const std::string& path, PlanSla& sla,
       else if (pk == "p99.9" || pk == "p999") pct = 99.9;
       else {
         errors.push_back({p, "unknown percentile (use p50, p90, p95, p99, p99.9)"});
+        continue;
+      }
+      if (!seen.insert(pct).second) {
+        errors.push_back({p, "duplicate bound (p999 and p99.9 are the same percentile)"});
         continue;
       }
       if (!lv.is_number() || !std::isfinite(lv.get<double>()) || lv.get<double>() <= 0 ||
@@ -427,17 +564,24 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   if (!r.ok()) return;
   r.one_of("kind", p.kind = "", {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
   if (!r.has("kind")) r.error("kind", "is required");
+  const auto before = errors.size();
   r.string("name", p.name, false, 64);
-  if (!p.name.empty() && !valid_name(p.name))
+  if (r.has("name") && errors.size() == before && !valid_name(p.name))
     r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
   r.number("repeat", p.repeat, 1, 20, true);
-  r.number("duration_s", p.duration_s, 1, 86'400);
+  if (p.kind == "burst") {
+    r.not_applicable("duration_s", "to a burst (it lasts window_s + burst_s + observe_s)");
+  } else {
+    r.number("duration_s", p.duration_s, 1, 86'400);
+  }
   r.number("warmup_s", p.warmup_s, 0, 3600);
   r.one_of("drain", p.drain, {"finish", "cancel"});
   const bool open = p.kind != "concurrency_sweep";
   if (open) {
     r.one_of("arrival", p.arrival, {"poisson", "constant", "gamma"});
     r.number("burstiness", p.burstiness, 0.01, 100);
+    // Default: the daemon's concurrency limit (so a normalised plan re-reads under it).
+    p.max_in_flight = std::min(p.max_in_flight, limits.max_concurrency);
     r.number("max_in_flight", p.max_in_flight, 1, limits.max_concurrency, true);
   }
   const double max_rate = limits.max_rate_rps;
@@ -458,7 +602,7 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     for (std::size_t i = 0; i < l->size(); ++i) {
       const auto& x = (*l)[i];
       const std::string ip = r.path(key) + "/" + std::to_string(i);
-      if (!x.is_number() || (integer && !x.is_number_integer()) || !std::isfinite(x.get<double>()) ||
+      if (!x.is_number() || (integer && !whole_number(x)) || !std::isfinite(x.get<double>()) ||
           x.get<double>() < lo || x.get<double>() > hi) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "must be %s between %g and %g", integer ? "an integer" : "a number",
@@ -489,6 +633,9 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     r.number("high_rps", p.high_rps, 0.001, max_rate);
     if (p.low_rps > 0 && p.high_rps > 0 && p.low_rps >= p.high_rps)
       r.error("low_rps", "must be below high_rps");
+    if (p.start_rps > 0 && ((p.low_rps > 0 && p.start_rps < p.low_rps) ||
+                            (p.high_rps > 0 && p.start_rps > p.high_rps)))
+      r.error("start_from", "must lie within [low_rps, high_rps]");
     r.number("resolution", p.resolution, 0.005, 0.5);
     r.number("max_steps", p.max_steps, 2, 60, true);
     r.number("confirm_duration_s", p.confirm_duration_s, 1, 86'400);
@@ -563,6 +710,33 @@ json workload_json(const PlanWorkload& w) {
   return j;
 }
 
+// The parser's message quotes the input near the error, which may be invalid UTF-8 (the very
+// error) or control characters: keep printable ASCII, escape the rest as \xNN, so the error
+// can be serialised as JSON and printed safely.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// A hostile plan (say 100,000 bad list items) must not turn into a multi-megabyte error
+// response: keep the first kMaxErrors, then one line saying how many more there were.
+constexpr std::size_t kMaxErrors = 100;
+void cap_errors(std::vector<FieldError>& errors) {
+  if (errors.size() <= kMaxErrors) return;
+  const auto more = errors.size() - kMaxErrors;
+  errors.resize(kMaxErrors);
+  errors.push_back({"", "and " + std::to_string(more) + " more errors"});
+}
+
 std::string fnv1a_hex(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) {
@@ -597,11 +771,7 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   json targets = json::array();
   for (const auto& t : plan.targets) {
     json headers = json::object();
-    for (const auto& [k, v] : t.headers) {
-      const bool sensitive = k == "Authorization" || k == "authorization" || k == "X-Api-Key" ||
-                             k == "x-api-key";
-      headers[k] = redact_secrets && sensitive ? "***" : v;
-    }
+    for (const auto& [k, v] : t.headers) headers[k] = redact_secrets && sensitive_header(k) ? "***" : v;
     json secrets = json::object();
     for (const auto& [k, v] : t.secrets) secrets[k] = redact_secrets ? "***" : v;
     json j{{"name", t.name},
@@ -615,8 +785,8 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
            {"precision", t.precision},
            {"price_per_hour", t.price_per_hour},
            {"currency", t.currency},
-           {"metrics_url", t.metrics_url},
-           {"sim", json::parse(t.sim_json, nullptr, false)}};
+           {"metrics_url", t.metrics_url}};
+    if (t.base_url.rfind("sim://", 0) == 0) j["sim"] = json::parse(t.sim_json, nullptr, false);
     if (t.workload) j["workload"] = workload_json(*t.workload);
     targets.push_back(std::move(j));
   }
@@ -636,8 +806,9 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   if (plan.sla.min_requests) sla["min_requests"] = *plan.sla.min_requests;
   json phases = json::array();
   for (const auto& p : plan.phases) {
-    json j{{"kind", p.kind}, {"name", p.name}, {"repeat", p.repeat}, {"duration_s", p.duration_s},
-           {"warmup_s", p.warmup_s}, {"drain", p.drain}};
+    json j{{"kind", p.kind}, {"name", p.name}, {"repeat", p.repeat}, {"warmup_s", p.warmup_s},
+           {"drain", p.drain}};
+    if (p.kind != "burst") j["duration_s"] = p.duration_s;  // a burst's length is its windows
     if (p.kind != "concurrency_sweep") {
       j["arrival"] = p.arrival;
       j["burstiness"] = p.burstiness;
@@ -704,8 +875,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     out.malformed = true;
-    errors.push_back({"", std::string("not valid JSON (byte ") + std::to_string(e.byte) + "): " +
-                              e.what()});
+    errors.push_back({"", "not valid JSON (byte " + std::to_string(e.byte) + "): " +
+                              printable(e.what())});
     return out;
   }
   TestPlan plan;
@@ -720,7 +891,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   root.string("description", plan.description, false, 4000);
   root.number("seed", plan.seed, 0, 9e15, true);
 
-  // targets
+  // The workload first: target overrides start from it.
+  if (const json* w = root.get("workload")) read_workload(w, "/workload", plan.workload, errors, limits);
   const json* targets = root.get("targets");
   if (!targets) {
     root.error("targets", "is required (at least one target)");
@@ -733,13 +905,12 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     for (std::size_t i = 0; i < targets->size(); ++i) {
       PlanTarget t;
       const std::string p = "/targets/" + std::to_string(i);
-      read_target((*targets)[i], p, t, errors, limits);
+      read_target((*targets)[i], p, plan.workload, t, errors, limits);
       if (!t.name.empty() && !names.insert(t.name).second)
         errors.push_back({p + "/name", "duplicate target name '" + t.name + "'"});
       plan.targets.push_back(std::move(t));
     }
   }
-  if (const json* w = root.get("workload")) read_workload(w, "/workload", plan.workload, errors, limits);
   if (const json* to = root.get("timeouts")) {
     ObjectReader r(to, "/timeouts", errors);
     r.number("connect_ms", plan.timeouts.connect_ms, 1, 600'000, true);
@@ -764,7 +935,12 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
       PlanPhase p;
       const std::string path = "/phases/" + std::to_string(i);
       read_phase((*phases)[i], path, p, errors, limits);
-      if (!p.kind.empty()) {
+      const bool named = (*phases)[i].is_object() && (*phases)[i].contains("name");
+      if (!p.name.empty() && named) {
+        if (!names.insert(p.name).second)
+          errors.push_back({path + "/name", "duplicate phase name '" + p.name + "'"});
+      } else if (!p.name.empty()) {
+        // Unnamed phases are called after their kind, made unique with -2, -3, ...
         std::string base = p.name;
         for (int n = 2; !names.insert(p.name).second; ++n) p.name = base + "-" + std::to_string(n);
       }
@@ -809,7 +985,10 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
                   duration, limits.max_duration_s);
     errors.push_back({"/phases", buf});
   }
-  if (!errors.empty()) return out;
+  if (!errors.empty()) {
+    cap_errors(errors);
+    return out;
+  }
 
   for (const auto& p : plan.phases) {
     if (p.duration_s < 10)
@@ -817,20 +996,35 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
                              " s give few samples for tail percentiles");
   }
   out.estimated_duration_s = duration;
-  out.per_target_optimised = std::any_of(plan.targets.begin(), plan.targets.end(),
-                                         [](const PlanTarget& t) { return t.workload.has_value(); });
   // Fingerprint: what must be equal for two runs to be comparable (DOMAIN §1).
   json fp{{"workload", workload_json(plan.workload)}};
   std::set<std::string> models, precisions;
+  bool overridden = false;
   for (const auto& t : plan.targets) {
     std::string m = t.model;
     if (m.empty() && t.base_url.rfind("sim://", 0) == 0) m = t.base_url.substr(t.base_url.rfind('/') + 1);
     models.insert(m);
     precisions.insert(t.precision);
-    if (t.workload) fp["overrides"][t.name] = workload_json(*t.workload);
+    if (t.workload) {
+      fp["overrides"][t.name] = workload_json(*t.workload);
+      overridden = true;
+    }
   }
   fp["models"] = models;
   fp["precisions"] = precisions;
+  // "Same-config" needs the same workload, model and precision on every target (DOMAIN §1);
+  // known-different models or precisions (an unknown one, "", proves nothing) make the
+  // comparison per-target optimised just like a workload override.
+  auto known = [](const std::set<std::string>& s) {
+    return std::count_if(s.begin(), s.end(), [](const std::string& x) { return !x.empty(); });
+  };
+  const bool mixed_models = known(models) > 1, mixed_precisions = known(precisions) > 1;
+  out.per_target_optimised = overridden || mixed_models || mixed_precisions;
+  if (mixed_models || mixed_precisions)
+    out.warnings.push_back(std::string("targets differ in ") +
+                           (mixed_models ? (mixed_precisions ? "model and precision" : "model")
+                                         : "precision") +
+                           ": results are labelled per-target optimised, not same-config");
   out.fingerprint = fnv1a_hex(fp.dump());
   out.normalized = plan_to_json(plan, true);
   out.plan = std::move(plan);

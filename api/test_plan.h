@@ -42,7 +42,8 @@ struct PlanTarget {
   std::string currency = "USD";
   std::string metrics_url;
   std::string sim_json = "{}";             // `sim` options for sim:// targets
-  std::optional<PlanWorkload> workload;    // override: "per-target optimised"
+  // Override: "per-target optimised". Starts from the plan's workload; keys it gives replace.
+  std::optional<PlanWorkload> workload;
 };
 
 struct PlanSlaBound {
@@ -77,7 +78,8 @@ struct PlanPhase {
   std::string drain = "finish";   // finish | cancel
   std::string arrival = "poisson";  // poisson | constant | gamma
   double burstiness = 1;          // gamma shape
-  std::int32_t max_in_flight = 10'000;
+  std::int32_t max_in_flight = 4096;  // open loop: cap on requests in flight; parse_plan()
+                                      // lowers it to PlanLimits::max_concurrency
   std::vector<std::int32_t> levels;  // concurrency_sweep
   std::vector<double> rates_rps;     // rate_sweep
   // capacity_search
