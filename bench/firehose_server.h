@@ -1,0 +1,60 @@
+// FirehoseServer: a minimal OpenAI-compatible streaming server for load-generator benchmarks
+// (issue 10). It answers POST /v1/completions and /v1/chat/completions with `max_tokens`
+// pre-built SSE token events (vLLM-shaped, ≈ 200 bytes each), then a usage chunk and
+// `data: [DONE]`. It does no work per token beyond copying bytes, so the client under test is
+// the bottleneck, never the server.
+//
+// Modes: interval_ms == 0 (firehose) writes events as fast as the socket takes them,
+// events_per_write events per chunk; interval_ms > 0 (paced) writes one event per stream every
+// interval_ms on absolute deadlines (t_headers + k × interval), so the true inter-token gap is
+// exactly interval_ms and any deviation the client measures is client (or kernel) error.
+// GET /v1/models lists the one model; other paths get 404.
+//
+// Ownership: runs on the io_context it is given (which must outlive it); call stop() before
+// destroying the io_context. Threading: start()/stop()/port() from one thread; counters are
+// atomics readable from any thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace llmcap::bench {
+
+struct FirehoseOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 0;                   // 0 picks a free port
+  std::int64_t interval_ms = 0;             // 0 = firehose; > 0 = one event per stream per interval
+  std::int32_t events_per_write = 64;       // firehose: events batched into one chunk write
+  std::int32_t default_max_tokens = 16;     // when a request sends no max_tokens
+  std::size_t max_connections = 20'000;     // held at once (raise RLIMIT_NOFILE to match)
+  std::string model = "firehose";           // served model name
+};
+
+struct FirehoseState;  // defined in firehose_server.cc
+
+class FirehoseServer {
+ public:
+  FirehoseServer(boost::asio::io_context& io, FirehoseOptions options);
+  ~FirehoseServer();
+  FirehoseServer(const FirehoseServer&) = delete;
+  FirehoseServer& operator=(const FirehoseServer&) = delete;
+
+  // Throws std::invalid_argument naming the field for bad options, std::runtime_error when
+  // it cannot listen.
+  void start();
+  std::uint16_t port() const;
+  void stop();  // idempotent
+
+  std::uint64_t requests() const;     // streaming requests started
+  std::uint64_t events_sent() const;  // token events written
+  // Paced mode: how late the server's own timer woke for an event (worst seen), so a client
+  // error can be told from server lag.
+  std::int64_t max_pacing_lag_ns() const;
+
+ private:
+  std::shared_ptr<FirehoseState> state_;
+};
+
+}  // namespace llmcap::bench

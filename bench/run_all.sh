@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds Release into build-bench and runs every benchmark of bench/ with modest defaults
+# (well under 10 minutes on a 2-core machine). Output: one table per benchmark on stdout.
+# Usage: bench/run_all.sh [build-dir=build-bench]   (run from the repository root)
+# Set SKIP_BUILD=1 to reuse an existing build, CALLGRIND=0 to skip the valgrind step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-bench}
+JOBS=${JOBS:-2}
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLLMCAP_BUILD_TESTS=OFF >/dev/null
+  make -C "$BUILD" -j"$JOBS" --no-print-directory bench_agent_sse_decode bench_micro \
+    bench_storage_ingest bench_client_firehose bench_concurrency bench_open_loop \
+    bench_sim_streams bench_hotpath_callgrind llmcapd >/dev/null
+fi
+B="$BUILD/bench"
+section() { printf '\n===== %s =====\n' "$*"; }
+
+section "machine"
+echo "nproc: $(nproc); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg); build: Release ($BUILD); $(date -u +%FT%TZ)"
+
+section "micro: SSE framing + chunk decode"
+"$B/bench_agent_sse_decode" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_min_time=0.2
+section "micro: LogHistogram, sample storage, split reads"
+"$B/bench_micro" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_min_time=0.2
+section "micro: storage ingest"
+"$B/bench_storage_ingest" --benchmark_repetitions=1 --benchmark_min_time=0.5
+
+if [[ "${CALLGRIND:-1}" == 1 ]] && command -v valgrind >/dev/null; then
+  for api in completions chat; do
+    section "callgrind: SSE parse + decode per event ($api)"
+    out=$(mktemp /tmp/callgrind.XXXXXX)
+    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect=llmcap_bench_hot_loop \
+      "$B/bench_hotpath_callgrind" --events=10000 --api=$api 2>&1 | grep -E 'Collected|events framed'
+    ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    echo "instructions per event: $((ir / 10000)) (Ir $ir over 10000 events)"
+    rm -f "$out"
+  done
+fi
+
+section "macro: client firehose (token events/s, per-request CPU)"
+"$B/bench_client_firehose" --seconds=3 --repeat=3
+section "macro: open loop 5000 req/s"
+"$B/bench_open_loop" --rate=5000 --seconds=10 --repeat=3
+section "macro: 10000 paced streams (50 ms), exact ITL from token times"
+"$B/bench_concurrency" --streams=10000 --interval-ms=50 --tokens=100 --seconds=10 --token-times=1
+section "macro: 10000 paced streams (50 ms), memory without token times"
+"$B/bench_concurrency" --streams=10000 --interval-ms=50 --tokens=100 --seconds=10 --token-times=0
+section "macro: simulator 2000 streams on one core"
+"$B/bench_sim_streams" --streams=2000 --seconds=10
+section "daemon start and idle RSS"
+bench/daemon_start.sh "$BUILD/server/llmcapd" 5 3
