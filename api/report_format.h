@@ -1,0 +1,35 @@
+// Small text helpers shared by the report renderers (report_html, report_tables, svg_chart):
+// HTML/XML escaping, number formatting for humans and safe look-ups into a results document
+// whose optional fields may be missing or null. Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace llmcap::api {
+
+// Escapes & < > " ' so the text is safe in HTML/SVG element content and attribute values.
+std::string html_escape(std::string_view text);
+
+// Fixed-point with `decimals` digits; "-" for NaN/inf.
+std::string format_fixed(double value, int decimals);
+
+// Compact form for axis ticks and labels: up to 3 significant digits, no trailing zeros,
+// thousands as "1.5k" / millions as "2M" (12, 0.25, 1.2k, 15k).
+std::string format_compact(double value);
+
+// Member `key` of `object` as a number; nullopt when absent, null or not a number (the results
+// document writes null for "not measured").
+std::optional<double> json_number(const nlohmann::json& object, std::string_view key);
+
+// Member `key` as a string; `fallback` when absent or not a string.
+std::string json_string(const nlohmann::json& object, std::string_view key,
+                        std::string_view fallback = "");
+
+// Member `key` itself, or a shared null value when `object` is not an object or lacks it.
+const nlohmann::json& json_member(const nlohmann::json& object, std::string_view key);
+
+}  // namespace llmcap::api

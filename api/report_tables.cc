@@ -1,0 +1,345 @@
+#include "api/report_tables.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "api/report_format.h"
+
+namespace llmcap::api {
+
+using nlohmann::json;
+
+namespace {
+
+const json& targets_of(const json& results) {
+  static const json kEmpty = json::array();
+  const auto& t = json_member(results, "targets");
+  return t.is_array() ? t : kEmpty;
+}
+
+std::optional<double> p95_of(const json& q, const char* metric) {
+  return json_number(json_member(q, metric), "p95");
+}
+
+std::string opt_fixed(const std::optional<double>& v, int decimals) {
+  return v ? format_fixed(*v, decimals) : "-";
+}
+
+std::string percent(const std::optional<double>& fraction) {
+  return fraction ? format_fixed(*fraction * 100, 2) + "%" : "-";
+}
+
+// Markdown cell: pipes escaped, line breaks flattened.
+std::string md(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+// CSV number: plain, up to 4 decimals, no trailing zeros; empty when missing.
+std::string csv_number(const std::optional<double>& v) {
+  if (!v) return "";
+  std::string s = format_fixed(*v, 4);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string md_row(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& c : cells) out += " " + md(c) + " |";
+  return out + "\n";
+}
+
+std::string md_header(const std::vector<std::string>& cells, std::size_t left_aligned) {
+  std::string out = md_row(cells) + "|";
+  for (std::size_t i = 0; i < cells.size(); ++i) out += i < left_aligned ? "---|" : "---:|";
+  return out + "\n";
+}
+
+std::string csv_line(const std::vector<std::string>& cells) {
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i) out += ',';
+    out += csv_field(cells[i]);
+  }
+  return out + "\r\n";
+}
+
+std::string step_load(const StepRow& s) {
+  if (s.phase_kind == "concurrency_sweep" && s.concurrency) return "c=" + std::to_string(*s.concurrency);
+  if (s.offered_rate_rps) return format_fixed(*s.offered_rate_rps, 2) + " rps";
+  return "-";
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out += "\"\"";
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<CapacityRow> capacity_rows(const json& results) {
+  std::vector<CapacityRow> rows;
+  const std::string comparison_label = json_string(results, "comparison_label");
+  for (const auto& t : targets_of(results)) {
+    CapacityRow r;
+    r.target = json_string(t, "name");
+    r.job_id = json_string(t, "job_id");
+    r.model = json_string(t, "model");
+    r.precision = json_string(t, "precision");
+    const auto& w = json_member(t, "workload");
+    r.input_tokens_mean = json_number(w, "input_tokens_mean");
+    r.output_tokens_mean = json_number(w, "output_tokens_mean");
+    r.price_per_hour = json_number(t, "price_per_hour");
+    r.currency = json_string(t, "currency", "USD");
+    const auto& q = json_member(t, "qualified");
+    r.qualified = q.is_object();
+    if (r.qualified) {
+      r.basis = json_string(q, "basis");
+      if (r.basis == "closed_loop") {
+        if (auto c = json_number(q, "concurrency")) r.concurrency = static_cast<int>(*c);
+      } else {
+        r.offered_rate_rps = json_number(q, "offered_rate_rps");
+      }
+      r.requests_per_s = json_number(q, "requests_per_s");
+      r.output_tokens_per_s = json_number(q, "output_tokens_per_s");
+      r.ttft_p95_ms = p95_of(q, "ttft_ms");
+      r.tpot_p95_ms = p95_of(q, "tpot_ms");
+      r.e2e_p95_ms = p95_of(q, "e2e_ms");
+      r.error_rate = json_number(q, "error_rate");
+      r.cost_per_million_output_tokens = json_number(q, "cost_per_million_output_tokens");
+      r.memory_headroom_gb = json_number(q, "memory_headroom_gb");
+    }
+    if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(t, "memory_headroom_gb");
+    if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(json_member(t, "memory"), "headroom_gb");
+    r.verdict = r.qualified ? "qualified" : "no qualified capacity";
+    if (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>())
+      r.labels.push_back("simulated");
+    if (!comparison_label.empty()) r.labels.push_back(comparison_label);
+    if (json_number(t, "client_bound_steps").value_or(0) > 0)
+      r.labels.push_back("client-bound steps present");
+    if (json_member(q, "non_monotonic").is_boolean() && q["non_monotonic"].get<bool>())
+      r.labels.push_back("non-monotonic");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<StepRow> step_rows(const json& results) {
+  std::vector<StepRow> rows;
+  for (const auto& t : targets_of(results)) {
+    const auto& phases = json_member(t, "phases");
+    if (!phases.is_array()) continue;
+    for (const auto& p : phases) {
+      const auto& steps = json_member(p, "steps");
+      if (!steps.is_array()) continue;
+      for (const auto& s : steps) {
+        StepRow r;
+        r.target = json_string(t, "name");
+        r.phase = json_string(s, "phase", json_string(p, "name"));
+        r.phase_kind = json_string(s, "phase_kind", json_string(p, "kind"));
+        r.label = json_string(s, "label");
+        const auto& params = json_member(s, "params");
+        const auto& st = json_member(s, "stats");
+        if (auto c = json_number(params, "concurrency")) r.concurrency = static_cast<int>(*c);
+        r.offered_rate_rps = json_number(params, "rate_rps");
+        if (!r.offered_rate_rps) {
+          const auto o = json_number(st, "offered_rate_rps");
+          if (o && *o > 0) r.offered_rate_rps = o;
+        }
+        r.requests_per_s = json_number(st, "requests_per_s");
+        r.output_tokens_per_s = json_number(st, "output_tokens_per_s");
+        const auto& ttft = json_member(st, "ttft_ms");
+        const auto& tpot = json_member(st, "tpot_ms");
+        r.ttft_p50_ms = json_number(ttft, "p50");
+        r.ttft_p95_ms = json_number(ttft, "p95");
+        r.ttft_p99_ms = json_number(ttft, "p99");
+        r.tpot_p50_ms = json_number(tpot, "p50");
+        r.tpot_p95_ms = json_number(tpot, "p95");
+        r.tpot_p99_ms = json_number(tpot, "p99");
+        r.e2e_p95_ms = json_number(json_member(st, "e2e_ms"), "p95");
+        r.error_rate = json_number(st, "error_rate");
+        r.client_bound = json_member(s, "client_bound").is_boolean() && s["client_bound"].get<bool>();
+        r.partial = json_member(s, "partial").is_boolean() && s["partial"].get<bool>();
+        const auto& v = json_member(s, "verdict");
+        r.outcome = json_string(v, "outcome");
+        const auto& reasons = json_member(v, "reasons");
+        if (reasons.is_array()) {
+          for (const auto& reason : reasons) {
+            const auto status = json_string(reason, "status");
+            if (status == "missed" || status == "not_evaluated")
+              r.reasons.push_back(json_string(reason, "text", json_string(reason, "code")));
+          }
+        }
+        if (r.reasons.empty() && r.outcome == "pass") r.reasons.push_back("all checks held");
+        rows.push_back(std::move(r));
+      }
+    }
+  }
+  return rows;
+}
+
+std::vector<DemandRow> demand_rows(const json& results) {
+  std::vector<DemandRow> rows;
+  const auto& d = json_member(results, "demand_plan");
+  const auto& lines = json_member(d, "lines");
+  if (!lines.is_array()) return rows;
+  const std::string cheapest = json_string(d, "cheapest");
+  for (const auto& l : lines) {
+    DemandRow r;
+    r.target = json_string(l, "target");
+    r.feasible = json_member(l, "feasible").is_boolean() && l["feasible"].get<bool>();
+    if (auto n = json_number(l, "instances")) r.instances = static_cast<long long>(std::llround(*n));
+    r.hourly_cost = json_number(l, "hourly_cost");
+    r.monthly_cost = json_number(l, "monthly_cost");
+    r.utilisation = json_number(l, "utilisation");
+    r.cost_per_million_output_tokens = json_number(l, "cost_per_million_output_tokens");
+    r.cheapest = !cheapest.empty() && cheapest == r.target;
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string load_text(const CapacityRow& row) {
+  if (row.concurrency) return "c=" + std::to_string(*row.concurrency);
+  if (row.offered_rate_rps) return "offered " + format_fixed(*row.offered_rate_rps, 2) + " rps";
+  return "-";
+}
+
+std::string lengths_text(const CapacityRow& row) {
+  if (!row.input_tokens_mean || !row.output_tokens_mean) return "-";
+  return format_fixed(*row.input_tokens_mean, 0) + " / " + format_fixed(*row.output_tokens_mean, 0);
+}
+
+std::string render_markdown(const json& results) {
+  std::string out = "# Capacity report: " + md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
+  const auto desc = json_string(json_member(results, "plan_document"), "description");
+  if (!desc.empty()) out += md(desc) + "\n\n";
+  out += "- State: " + md(json_string(results, "state", "unknown")) + "\n";
+  out += "- Comparison: " + md(json_string(results, "comparison_label", "same-config")) + "\n";
+  const auto fp = json_string(results, "workload_fingerprint");
+  if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
+  out += "\n## Qualified capacity\n\n";
+  out += md_header({"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s",
+                    "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
+                    "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
+                   4);
+  for (const auto& r : capacity_rows(results)) {
+    out += md_row({r.job_id.empty() ? r.target : r.target, r.model, r.precision, lengths_text(r),
+                   load_text(r), opt_fixed(r.requests_per_s, 2), opt_fixed(r.output_tokens_per_s, 1),
+                   opt_fixed(r.ttft_p95_ms, 0), opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0),
+                   percent(r.error_rate), opt_fixed(r.memory_headroom_gb, 1),
+                   r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-",
+                   r.cost_per_million_output_tokens
+                       ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
+                       : "-",
+                   r.verdict, join(r.labels, ", ")});
+  }
+  const auto& comparison = json_member(results, "comparison");
+  if (comparison.is_array() && !comparison.empty()) {
+    out += "\n## Comparison (relative cost per output token)\n\n";
+    out += md_header({"Target", "Baseline", "Throughput ratio", "Price ratio",
+                      "Relative cost per token"}, 2);
+    for (const auto& c : comparison) {
+      out += md_row({json_string(c, "target"), json_string(c, "baseline"),
+                     opt_fixed(json_number(c, "throughput_ratio"), 2),
+                     opt_fixed(json_number(c, "price_ratio"), 2),
+                     opt_fixed(json_number(c, "relative_cost_per_token"), 2)});
+    }
+  }
+  const auto& d = json_member(results, "demand_plan");
+  if (d.is_object()) {
+    out += "\n## Demand plan\n\n";
+    out += "Demand " + opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0) +
+           " output tok/s; with headroom " +
+           opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
+           opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
+    out += md_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
+                      "Cost per M output tokens", "Note"}, 1);
+    for (const auto& r : demand_rows(results)) {
+      out += md_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
+                     r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
+                     r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
+                     r.feasible ? percent(r.utilisation) : "-",
+                     opt_fixed(r.cost_per_million_output_tokens, 4),
+                     !r.feasible ? "not feasible (no qualified capacity)" : r.cheapest ? "cheapest" : ""});
+    }
+  }
+  out += "\n## Steps\n\n";
+  out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50/P95/P99 ms",
+                    "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"}, 4);
+  for (const auto& s : step_rows(results)) {
+    out += md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
+                   opt_fixed(s.output_tokens_per_s, 1),
+                   opt_fixed(s.ttft_p50_ms, 0) + " / " + opt_fixed(s.ttft_p95_ms, 0) + " / " +
+                       opt_fixed(s.ttft_p99_ms, 0),
+                   opt_fixed(s.tpot_p50_ms, 1) + " / " + opt_fixed(s.tpot_p95_ms, 1) + " / " +
+                       opt_fixed(s.tpot_p99_ms, 1),
+                   opt_fixed(s.e2e_p95_ms, 0), percent(s.error_rate),
+                   s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
+                   join(s.reasons, "; ")});
+  }
+  return out;
+}
+
+std::string render_capacity_csv(const json& results) {
+  std::string out = csv_line({"job_id", "target", "model", "precision", "input_tokens_mean",
+                              "output_tokens_mean", "basis", "offered_rate_rps", "concurrency",
+                              "sustained_requests_per_s", "output_tokens_per_s", "ttft_p95_ms",
+                              "tpot_p95_ms", "e2e_p95_ms", "error_rate", "memory_headroom_gb",
+                              "price_per_hour", "currency", "cost_per_million_output_tokens",
+                              "verdict", "labels"});
+  for (const auto& r : capacity_rows(results)) {
+    out += csv_line({r.job_id, r.target, r.model, r.precision, csv_number(r.input_tokens_mean),
+                     csv_number(r.output_tokens_mean), r.basis, csv_number(r.offered_rate_rps),
+                     r.concurrency ? std::to_string(*r.concurrency) : "",
+                     csv_number(r.requests_per_s), csv_number(r.output_tokens_per_s),
+                     csv_number(r.ttft_p95_ms), csv_number(r.tpot_p95_ms), csv_number(r.e2e_p95_ms),
+                     csv_number(r.error_rate), csv_number(r.memory_headroom_gb),
+                     csv_number(r.price_per_hour), r.currency,
+                     csv_number(r.cost_per_million_output_tokens), r.verdict, join(r.labels, "; ")});
+  }
+  return out;
+}
+
+std::string render_steps_csv(const json& results) {
+  std::string out = csv_line({"target", "phase", "phase_kind", "step", "concurrency",
+                              "offered_rate_rps", "requests_per_s", "output_tokens_per_s",
+                              "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms",
+                              "tpot_p95_ms", "tpot_p99_ms", "e2e_p95_ms", "error_rate",
+                              "client_bound", "partial", "outcome", "reasons"});
+  for (const auto& s : step_rows(results)) {
+    out += csv_line({s.target, s.phase, s.phase_kind, s.label,
+                     s.concurrency ? std::to_string(*s.concurrency) : "",
+                     csv_number(s.offered_rate_rps), csv_number(s.requests_per_s),
+                     csv_number(s.output_tokens_per_s), csv_number(s.ttft_p50_ms),
+                     csv_number(s.ttft_p95_ms), csv_number(s.ttft_p99_ms), csv_number(s.tpot_p50_ms),
+                     csv_number(s.tpot_p95_ms), csv_number(s.tpot_p99_ms), csv_number(s.e2e_p95_ms),
+                     csv_number(s.error_rate), s.client_bound ? "true" : "false",
+                     s.partial ? "true" : "false", s.outcome, join(s.reasons, "; ")});
+  }
+  return out;
+}
+
+}  // namespace llmcap::api

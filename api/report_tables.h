@@ -1,0 +1,101 @@
+// The tables of a capacity report, extracted from a results document (the JSON written by
+// server/plan_executor.cc and api/result_json.h; also the combined document of
+// report_compare.h) and rendered as Markdown or CSV. report_html.h renders the same rows as
+// HTML, so every format shows the same figures.
+//
+// Rows tolerate missing fields (a failed or partial job): absent numbers become nullopt and
+// print as "-" (Markdown/HTML) or an empty cell (CSV). CSV follows RFC 4180: CRLF line ends,
+// fields holding , " CR or LF quoted with inner quotes doubled.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmcap::api {
+
+// One target's qualified-capacity point (DOMAIN §3, §4): the seed of every decision.
+struct CapacityRow {
+  std::string target;
+  std::string job_id;     // set in combined (compare) documents
+  std::string model;
+  std::string precision;
+  std::optional<double> input_tokens_mean;
+  std::optional<double> output_tokens_mean;
+  bool qualified = false;            // a qualified point exists
+  std::string basis;                 // "open_loop" | "closed_loop" | ""
+  std::optional<double> offered_rate_rps;  // open-loop basis
+  std::optional<int> concurrency;          // closed-loop basis
+  std::optional<double> requests_per_s;    // sustained (completed) rate at the point
+  std::optional<double> output_tokens_per_s;
+  std::optional<double> ttft_p95_ms;
+  std::optional<double> tpot_p95_ms;
+  std::optional<double> e2e_p95_ms;
+  std::optional<double> error_rate;        // fraction 0..1
+  // Free memory at the qualified point, when the document carries it: the target's
+  // `memory_headroom_gb`, or `qualified.memory_headroom_gb`, or `memory.headroom_gb`.
+  std::optional<double> memory_headroom_gb;
+  std::optional<double> price_per_hour;
+  std::string currency;
+  std::optional<double> cost_per_million_output_tokens;
+  std::string verdict;               // "qualified" | "no qualified capacity"
+  std::vector<std::string> labels;   // "simulated", "same-config" | "per-target optimised",
+                                     // "client-bound steps present", "non-monotonic"
+};
+
+// One measured step of one target (all phases), with its verdict and the reasons that decided
+// it (missed / not-evaluated checks; "all checks held" for a clean pass).
+struct StepRow {
+  std::string target;
+  std::string phase;
+  std::string phase_kind;
+  std::string label;                      // "c=8", "12.00 rps", "burst ..."
+  std::optional<int> concurrency;
+  std::optional<double> offered_rate_rps;
+  std::optional<double> requests_per_s;
+  std::optional<double> output_tokens_per_s;
+  std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_p99_ms;
+  std::optional<double> tpot_p50_ms, tpot_p95_ms, tpot_p99_ms;
+  std::optional<double> e2e_p95_ms;
+  std::optional<double> error_rate;
+  bool client_bound = false;
+  bool partial = false;
+  std::string outcome;                    // "pass" | "fail" | "inconclusive" | ""
+  std::vector<std::string> reasons;       // human texts
+};
+
+struct DemandRow {
+  std::string target;
+  bool feasible = false;
+  std::optional<long long> instances;
+  std::optional<double> hourly_cost;
+  std::optional<double> monthly_cost;
+  std::optional<double> utilisation;
+  std::optional<double> cost_per_million_output_tokens;
+  bool cheapest = false;
+};
+
+std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
+std::vector<StepRow> step_rows(const nlohmann::json& results);
+std::vector<DemandRow> demand_rows(const nlohmann::json& results);
+
+// "offered 12.0 rps" / "c=8" / "-".
+std::string load_text(const CapacityRow& row);
+// "512 / 128" / "-".
+std::string lengths_text(const CapacityRow& row);
+
+// A Markdown report: title, capacity table, comparison, demand plan, per-step tables.
+std::string render_markdown(const nlohmann::json& results);
+
+// The capacity table as CSV (header + one line per target).
+std::string render_capacity_csv(const nlohmann::json& results);
+// Every step as CSV (header + one line per step).
+std::string render_steps_csv(const nlohmann::json& results);
+
+// One RFC 4180 field: quoted when it holds , " CR or LF.
+std::string csv_field(std::string_view text);
+
+}  // namespace llmcap::api

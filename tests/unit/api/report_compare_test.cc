@@ -1,0 +1,112 @@
+#include "api/report_compare.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "api/report_html.h"
+#include "api/report_tables.h"
+
+namespace llmcap::api {
+namespace {
+
+using nlohmann::json;
+
+json load(const std::string& name) {
+  std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  return json::parse(in);
+}
+
+json with_job(json doc, const std::string& id) {
+  doc["job"] = json{{"id", id}, {"state", "succeeded"}};
+  return doc;
+}
+
+TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
+  const auto a = with_job(load("results-two-targets.json"), "job-a");
+  auto b = with_job(load("results-two-targets.json"), "job-b");
+  b["targets"][0]["price_per_hour"] = 0.3;  // a cheaper offer of the same card
+  const auto out = compare_results({a, b}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  EXPECT_TRUE(out.error.empty());
+  EXPECT_TRUE(out.mismatched_jobs.empty());
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["comparison_label"], "same-config");
+  EXPECT_EQ(doc["workloads_differ"], false);
+  EXPECT_EQ(doc["workload_fingerprint"], a["workload_fingerprint"]);
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][1]["job_id"], "job-b");
+  const auto rows = capacity_rows(doc);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].target, "job-a/rtx4090-48g");
+  EXPECT_EQ(rows[0].job_id, "job-a");
+  EXPECT_EQ(rows[3].target, "job-b/a100-80g-pcie");
+  EXPECT_EQ(doc["targets"][2]["source_name"], "rtx4090-48g");
+  EXPECT_EQ(doc["targets"][2]["phases"][0]["steps"][0]["target"], "job-b/rtx4090-48g");
+  EXPECT_EQ(rows[0].output_tokens_per_s, rows[2].output_tokens_per_s);
+  // Comparison against the first target: same throughput, half the price → ×0.50 per token.
+  ASSERT_EQ(doc["comparison"].size(), 3u);
+  EXPECT_EQ(doc["comparison"][1]["target"], "job-b/rtx4090-48g");
+  EXPECT_NEAR(doc["comparison"][1]["relative_cost_per_token"].get<double>(), 0.5, 1e-4);
+  // Same demand in both plans → one demand plan over four offers; the cheaper copy wins.
+  ASSERT_TRUE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_plan"]["lines"].size(), 4u);
+  EXPECT_EQ(doc["demand_plan"]["cheapest"], "job-b/rtx4090-48g");
+  // Renders like any results document.
+  const auto html = render_report_html(doc, {});
+  EXPECT_NE(html.find("<table id=\"jobs-table\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr data-target=\"job-b/a100-80g-pcie\">"), std::string::npos);
+}
+
+TEST(ReportCompareTest, DifferentFingerprintsAreRefusedNamingTheJobs) {
+  const auto a = with_job(load("results-two-targets.json"), "job-a");
+  const auto b = with_job(load("results-tiny.json"), "job-b");
+  ASSERT_NE(a["workload_fingerprint"], b["workload_fingerprint"]);
+  const auto out = compare_results({a, b}, false);
+  EXPECT_FALSE(out.document);
+  EXPECT_NE(out.error.find("job-a"), std::string::npos) << out.error;
+  EXPECT_NE(out.error.find("job-b"), std::string::npos) << out.error;
+  EXPECT_NE(out.error.find(b["workload_fingerprint"].get<std::string>()), std::string::npos);
+  EXPECT_EQ(out.mismatched_jobs, (std::vector<std::string>{"job-a", "job-b"}));
+}
+
+TEST(ReportCompareTest, DifferentFingerprintsAllowedAreLabelled) {
+  const auto a = with_job(load("results-two-targets.json"), "job-a");
+  const auto b = with_job(load("results-tiny.json"), "job-b");
+  const auto out = compare_results({a, b}, true);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["workloads_differ"], true);
+  EXPECT_EQ(doc["comparison_label"], "different workloads");
+  EXPECT_TRUE(doc["workload_fingerprint"].is_null());
+  EXPECT_EQ(doc["targets"].size(), 3u);
+  // Both plans asked for the same demand, so one demand plan covers all three offers.
+  ASSERT_TRUE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_plan"]["lines"].size(), 3u);
+  const auto html = render_report_html(doc, {});
+  EXPECT_NE(html.find(">different workloads</span>"), std::string::npos);
+}
+
+TEST(ReportCompareTest, JobIdFallbacksAndBadInput) {
+  json a = load("results-tiny.json");
+  a["job_id"] = "plain-id";
+  json b = load("results-tiny.json");
+  const auto out = compare_results({a, b}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  EXPECT_EQ((*out.document)["targets"][0]["name"], "plain-id/a100");
+  EXPECT_EQ((*out.document)["targets"][1]["name"], "job 2/a100");
+
+  const auto one = compare_results({a}, false);
+  EXPECT_FALSE(one.document);
+  EXPECT_NE(one.error.find("at least two"), std::string::npos);
+
+  json unfinished{{"complete", false}, {"steps", json::array()}, {"job", {{"id", "j-running"}}}};
+  const auto bad = compare_results({a, unfinished}, true);
+  EXPECT_FALSE(bad.document);
+  EXPECT_EQ(bad.mismatched_jobs, (std::vector<std::string>{"j-running"}));
+  EXPECT_NE(bad.error.find("j-running"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmcap::api

@@ -1,0 +1,215 @@
+#include "api/report_html.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "api/report_format.h"
+#include "api/report_tables.h"
+
+namespace llmcap::api {
+namespace {
+
+using nlohmann::json;
+
+json load(const std::string& name) {
+  std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  return json::parse(in);
+}
+
+std::size_t count(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+// The first <svg class="chart" data-chart="KIND"...>...</svg> element, or "".
+std::string chart(const std::string& html, const std::string& kind, std::size_t nth = 0) {
+  const std::string open = "<svg class=\"chart\" data-chart=\"" + kind + "\"";
+  std::size_t pos = html.find(open);
+  for (std::size_t i = 0; i < nth && pos != std::string::npos; ++i) pos = html.find(open, pos + 1);
+  if (pos == std::string::npos) return "";
+  const auto end = html.find("</svg>", pos);
+  return html.substr(pos, end + 6 - pos);
+}
+
+std::string element_by_id(const std::string& html, const std::string& tag, const std::string& id) {
+  const auto pos = html.find("<" + tag + " id=\"" + id + "\"");
+  if (pos == std::string::npos) return "";
+  const auto end = html.find("</" + tag + ">", pos);
+  return html.substr(pos, end - pos);
+}
+
+class ReportHtmlTest : public ::testing::Test {
+ protected:
+  json two_ = load("results-two-targets.json");
+  std::string html_ = render_report_html(two_, {});
+};
+
+TEST_F(ReportHtmlTest, SelfContainedPageWithoutScriptsOrExternalAssets) {
+  EXPECT_EQ(html_.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html_.find("<style>"), std::string::npos);
+  EXPECT_EQ(html_.find("<script"), std::string::npos);
+  EXPECT_EQ(html_.find("<link"), std::string::npos);
+  EXPECT_EQ(html_.find("src="), std::string::npos);
+  EXPECT_EQ(html_.find("url("), std::string::npos);
+  // The only absolute URLs are SVG namespaces and the targets' own base URLs (as text).
+  std::regex url("https?://[^\"<\\s]+");
+  for (auto it = std::sregex_iterator(html_.begin(), html_.end(), url); it != std::sregex_iterator(); ++it)
+    EXPECT_EQ(it->str(), "http://www.w3.org/2000/svg");
+  EXPECT_NE(html_.find("<title>Capacity report: two-targets</title>"), std::string::npos);
+  EXPECT_EQ(html_.substr(html_.size() - 8), "</html>\n");
+}
+
+TEST_F(ReportHtmlTest, CapacityTableHasEveryTargetWithItsFigures) {
+  const auto table = element_by_id(html_, "table", "capacity-table");
+  ASSERT_FALSE(table.empty());
+  const auto rows = capacity_rows(two_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(count(table, "<tr data-target="), 2u);
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.target);
+    const auto start = table.find("<tr data-target=\"" + r.target + "\">");
+    ASSERT_NE(start, std::string::npos);
+    const auto row = table.substr(start, table.find("</tr>", start) - start);
+    ASSERT_TRUE(r.qualified);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "<td>%.1f</td>", *r.output_tokens_per_s);
+    EXPECT_NE(row.find(buf), std::string::npos) << row;
+    std::snprintf(buf, sizeof buf, "<td>%.4f USD</td>", *r.cost_per_million_output_tokens);
+    EXPECT_NE(row.find(buf), std::string::npos) << row;
+    std::snprintf(buf, sizeof buf, "<td>%.0f</td>", *r.ttft_p95_ms);
+    EXPECT_NE(row.find(buf), std::string::npos);
+    EXPECT_NE(row.find("<td>512 / 128</td>"), std::string::npos);
+    EXPECT_NE(row.find(">simulated</span>"), std::string::npos);
+    EXPECT_NE(row.find(">same-config</span>"), std::string::npos);
+    EXPECT_NE(row.find(">qualified</td>"), std::string::npos);
+  }
+  EXPECT_NE(table.find("<td>0.60 USD</td>"), std::string::npos);
+  EXPECT_NE(table.find("<td>1.50 USD</td>"), std::string::npos);
+}
+
+TEST_F(ReportHtmlTest, ThroughputChartsHaveAxesLegendAndTheQualifiedPoint) {
+  const auto conc = chart(html_, "throughput-vs-concurrency");
+  ASSERT_FALSE(conc.empty());
+  EXPECT_NE(conc.find(">Concurrency (requests in flight)</text>"), std::string::npos);
+  EXPECT_NE(conc.find(">Output throughput (tokens/s)</text>"), std::string::npos);
+  EXPECT_NE(conc.find("data-series=\"rtx4090-48g\""), std::string::npos);
+  EXPECT_NE(conc.find("data-series=\"a100-80g-pcie\""), std::string::npos);
+  EXPECT_NE(conc.find("class=\"legend\""), std::string::npos);
+
+  const auto rate = chart(html_, "throughput-vs-rate");
+  ASSERT_FALSE(rate.empty());
+  EXPECT_NE(rate.find(">Offered rate (requests/s)</text>"), std::string::npos);
+  // Both targets qualified open loop: one ring each, at the qualified rate and tokens/s.
+  EXPECT_EQ(count(rate, "class=\"mark qualified-point\""), 2u);
+  for (const auto& t : two_["targets"]) {
+    const auto& q = t["qualified"];
+    ASSERT_EQ(q["basis"], "open_loop");
+    const std::string at = "data-x=\"" + format_compact(q["offered_rate_rps"].get<double>()) + "\" data-y=\"" +
+                           format_compact(q["output_tokens_per_s"].get<double>()) + "\"";
+    EXPECT_NE(rate.find(at), std::string::npos) << at;
+  }
+  EXPECT_NE(rate.find(">SLA-qualified point</text>"), std::string::npos);
+}
+
+TEST_F(ReportHtmlTest, LatencyChartsDrawTheSlaBounds) {
+  for (const char* kind : {"ttft-vs-concurrency", "ttft-vs-rate"}) {
+    const auto c = chart(html_, kind);
+    ASSERT_FALSE(c.empty()) << kind;
+    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"1000\""), 1u) << kind;
+    EXPECT_NE(c.find("SLA P95 TTFT ≤ 1000 ms"), std::string::npos);
+    EXPECT_NE(c.find("data-series=\"a100-80g-pcie P99\""), std::string::npos);
+    EXPECT_NE(c.find("data-series=\"rtx4090-48g P50\""), std::string::npos);
+    EXPECT_NE(c.find("TTFT (ms"), std::string::npos);
+  }
+  for (const char* kind : {"tpot-vs-concurrency", "tpot-vs-rate"}) {
+    const auto c = chart(html_, kind);
+    ASSERT_FALSE(c.empty()) << kind;
+    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"35\""), 1u) << kind;
+    EXPECT_NE(c.find("SLA P95 TPOT ≤ 35 ms"), std::string::npos);
+  }
+}
+
+TEST_F(ReportHtmlTest, CdfsPerStepWithCaptionAndBurstTimeline) {
+  const auto cdf = chart(html_, "cdf-ttft");
+  ASSERT_FALSE(cdf.empty());
+  EXPECT_NE(cdf.find(">Requests at or below (%)</text>"), std::string::npos);
+  EXPECT_NE(cdf.find("data-series=\"c=1\""), std::string::npos);
+  EXPECT_NE(html_.find("from the summary points min, P50, P90, P95, P99, P99.9 and max"), std::string::npos);
+  EXPECT_FALSE(chart(html_, "cdf-tpot").empty());
+  const auto burst = chart(html_, "burst-ttft");
+  ASSERT_FALSE(burst.empty());
+  EXPECT_NE(burst.find("<g class=\"band\">"), std::string::npos);
+  EXPECT_NE(burst.find("<line class=\"threshold\""), std::string::npos);
+  EXPECT_FALSE(chart(html_, "burst-in-flight").empty());
+  EXPECT_EQ(count(element_by_id(html_, "table", "burst-table"), "<tr data-target="), 2u);
+  EXPECT_EQ(count(element_by_id(html_, "table", "soak-table"), "<tr data-target="), 2u);
+}
+
+TEST_F(ReportHtmlTest, DemandComparisonStepsHardwareAndPlan) {
+  const auto demand = element_by_id(html_, "table", "demand-table");
+  EXPECT_EQ(count(demand, "<tr data-target="), 2u);
+  EXPECT_NE(demand.find(">cheapest</td>"), std::string::npos);
+  const auto cmp = element_by_id(html_, "table", "comparison-table");
+  ASSERT_EQ(two_["comparison"].size(), 1u);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "×%.2f", two_["comparison"][0]["relative_cost_per_token"].get<double>());
+  EXPECT_NE(cmp.find(buf), std::string::npos);
+  EXPECT_EQ(count(html_, "<table class=\"steps-table\""), 2u);
+  EXPECT_EQ(count(html_, "<tr data-outcome="), step_rows(two_).size());
+  EXPECT_NE(html_.find("NVIDIA A100 80GB PCIe"), std::string::npos);
+  EXPECT_NE(html_.find("Load generator CPU"), std::string::npos);
+  const auto plan = element_by_id(html_, "pre", "plan-json");
+  EXPECT_NE(plan.find("&quot;capacity_search&quot;"), std::string::npos);
+}
+
+TEST(ReportHtmlEscapeTest, TargetNamedScriptComesOutEscaped) {
+  json doc = load("results-tiny.json");
+  doc["targets"][0]["name"] = "<script>alert(1)</script>";
+  doc["targets"][0]["hardware"] = json{{"gpu", "<img src=x onerror=alert(2)>"}};
+  doc["plan"] = "\"quoted\" & <b>";
+  doc["plan_document"]["description"] = "<iframe>";
+  const auto html = render_report_html(doc, {.title = "", .job_id = "<job>", .generated_at = "", .include_step_cdfs = true, .include_plan = true});
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("<iframe"), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_EQ(html.find("<job>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("data-target=\"&lt;script&gt;alert(1)&lt;/script&gt;\""), std::string::npos);
+  EXPECT_NE(html.find("&quot;quoted&quot; &amp; &lt;b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(2)&gt;"), std::string::npos);
+}
+
+TEST(ReportHtmlEdgeTest, EmptyOrPartialDocumentsStillRender) {
+  const auto html = render_report_html(json::object(), {});
+  EXPECT_NE(html.find("<table id=\"capacity-table\">"), std::string::npos);
+  EXPECT_EQ(html.find("<svg"), std::string::npos);
+  json failed{{"plan", "p"}, {"state", "failed"}, {"error", "target x: simulator cannot start"},
+              {"targets", json::array({json{{"name", "x"}, {"qualified", nullptr}}})}};
+  const auto h2 = render_report_html(failed, {.title = "T", .job_id = "", .generated_at = "2026-12-02T12:00:00Z",
+                                              .include_step_cdfs = false, .include_plan = false});
+  EXPECT_NE(h2.find("Error: target x: simulator cannot start"), std::string::npos);
+  EXPECT_NE(h2.find(">no qualified capacity</td>"), std::string::npos);
+  EXPECT_NE(h2.find("Generated 2026-12-02T12:00:00Z"), std::string::npos);
+  EXPECT_EQ(h2.find("plan-json"), std::string::npos);
+}
+
+TEST(ReportHtmlEdgeTest, ClosedLoopQualifiedPointIsMarkedOnTheConcurrencyChart) {
+  json doc = load("results-tiny.json");
+  auto& t = doc["targets"][0];
+  t["qualified"] = t["capacity"]["closed_loop"]["point"];
+  t["qualified"]["basis"] = "closed_loop";
+  const auto html = render_report_html(doc, {});
+  const auto conc = chart(html, "throughput-vs-concurrency");
+  EXPECT_EQ(count(conc, "class=\"mark qualified-point\""), 1u);
+  EXPECT_NE(conc.find("data-x=\"8\""), std::string::npos);
+  EXPECT_EQ(count(chart(html, "throughput-vs-rate"), "qualified-point"), 0u);
+  EXPECT_NE(html.find(">client-bound steps present</span>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmcap::api

@@ -1,0 +1,201 @@
+#include "api/report_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace llmcap::api {
+namespace {
+
+using nlohmann::json;
+
+json load(const std::string& name) {
+  std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  return json::parse(in);
+}
+
+std::vector<std::string> lines_of(const std::string& text, const std::string& eol) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (auto pos = text.find(eol); pos != std::string::npos; pos = text.find(eol, start)) {
+    out.push_back(text.substr(start, pos - start));
+    start = pos + eol.size();
+  }
+  EXPECT_EQ(start, text.size()) << "text must end with a line end";
+  return out;
+}
+
+// Splits one RFC 4180 record (no embedded line ends needed here).
+std::vector<std::string> csv_split(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+TEST(ReportTablesTest, CapacityRowOfTinySampleHasTheQualifiedFigures) {
+  const auto rows = capacity_rows(load("results-tiny.json"));
+  ASSERT_EQ(rows.size(), 1u);
+  const auto& r = rows[0];
+  EXPECT_EQ(r.target, "a100");
+  EXPECT_EQ(r.model, "llama-3.1-8b");
+  EXPECT_EQ(r.precision, "bf16");
+  EXPECT_TRUE(r.qualified);
+  EXPECT_EQ(r.basis, "open_loop");
+  EXPECT_NEAR(*r.offered_rate_rps, 29.4365, 1e-9);
+  EXPECT_FALSE(r.concurrency);
+  EXPECT_NEAR(*r.output_tokens_per_s, 855.7127, 1e-9);
+  EXPECT_NEAR(*r.ttft_p95_ms, 79.5768, 1e-9);
+  EXPECT_NEAR(*r.tpot_p95_ms, 20.9962, 1e-9);
+  EXPECT_NEAR(*r.e2e_p95_ms, 683.6502, 1e-9);
+  EXPECT_NEAR(*r.cost_per_million_output_tokens, 0.486923, 1e-6);
+  EXPECT_EQ(r.price_per_hour, 1.5);
+  EXPECT_EQ(lengths_text(r), "256 / 32");
+  EXPECT_EQ(load_text(r), "offered 29.44 rps");
+  EXPECT_FALSE(r.memory_headroom_gb);
+  EXPECT_EQ(r.labels, (std::vector<std::string>{"simulated", "same-config", "client-bound steps present"}));
+}
+
+TEST(ReportTablesTest, UnqualifiedTargetAndMemoryHeadroom) {
+  json doc = load("results-tiny.json");
+  doc["targets"][0]["qualified"] = nullptr;
+  doc["targets"][0]["memory_headroom_gb"] = 12.5;
+  doc["comparison_label"] = "per-target optimised";
+  doc["targets"][0]["client_bound_steps"] = 0;
+  const auto rows = capacity_rows(doc);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].qualified);
+  EXPECT_EQ(rows[0].verdict, "no qualified capacity");
+  EXPECT_FALSE(rows[0].output_tokens_per_s);
+  EXPECT_EQ(rows[0].memory_headroom_gb, 12.5);
+  EXPECT_EQ(rows[0].labels, (std::vector<std::string>{"simulated", "per-target optimised"}));
+  const auto md = render_markdown(doc);
+  EXPECT_NE(md.find("| no qualified capacity |"), std::string::npos);
+  EXPECT_NE(md.find("| 12.5 |"), std::string::npos);
+}
+
+TEST(ReportTablesTest, StepRowsCarryLoadsFiguresAndReasons) {
+  const auto steps = step_rows(load("results-tiny.json"));
+  ASSERT_EQ(steps.size(), 2u + 4u);  // 2 sweep levels + 4 search steps
+  EXPECT_EQ(steps[0].phase_kind, "concurrency_sweep");
+  EXPECT_EQ(steps[0].concurrency, 1);
+  EXPECT_FALSE(steps[0].offered_rate_rps);
+  EXPECT_NEAR(*steps[0].output_tokens_per_s, 79.1162, 1e-9);
+  EXPECT_EQ(steps[0].outcome, "pass");
+  EXPECT_EQ(steps[0].reasons, (std::vector<std::string>{"all checks held"}));
+  EXPECT_EQ(steps[2].phase_kind, "capacity_search");
+  EXPECT_NEAR(*steps[2].offered_rate_rps, 14.71823250469356, 1e-9);
+  bool some_failure_reason = false;
+  for (const auto& s : steps) {
+    if (s.outcome != "pass") {
+      EXPECT_FALSE(s.reasons.empty()) << s.label;
+      some_failure_reason = some_failure_reason || !s.reasons.empty();
+    }
+  }
+  EXPECT_TRUE(some_failure_reason);
+}
+
+TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
+  json doc = load("results-two-targets.json");
+  doc["targets"][0]["name"] = "pipe|name";
+  const auto md = render_markdown(doc);
+  EXPECT_EQ(md.rfind("# Capacity report: two-targets\n", 0), 0u);
+  for (const char* h : {"## Qualified capacity", "## Comparison (relative cost per output token)", "## Demand plan", "## Steps"})
+    EXPECT_NE(md.find(h), std::string::npos) << h;
+  EXPECT_NE(md.find("| pipe\\|name |"), std::string::npos);
+  EXPECT_NE(md.find("| a100-80g-pcie |"), std::string::npos);
+  // Every table row has as many cells as its header.
+  const auto lines = lines_of(md, "\n");
+  std::size_t header_cells = 0;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    auto cells = [](const std::string& l) {
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < l.size(); ++k)
+        if (l[k] == '|' && (k == 0 || l[k - 1] != '\\')) ++n;
+      return n;
+    };
+    if (lines[i].empty() || lines[i][0] != '|') {
+      header_cells = 0;
+      continue;
+    }
+    if (header_cells == 0) {
+      header_cells = cells(lines[i]);
+      ASSERT_EQ(lines[i + 1].substr(0, 4), "|---") << lines[i];
+    }
+    EXPECT_EQ(cells(lines[i]), header_cells) << lines[i];
+  }
+}
+
+TEST(ReportTablesTest, CapacityCsvIsRfc4180WithEveryTarget) {
+  json doc = load("results-two-targets.json");
+  doc["targets"][1]["name"] = "a100, \"pcie\"";
+  const auto csv = render_capacity_csv(doc);
+  const auto lines = lines_of(csv, "\r\n");
+  ASSERT_EQ(lines.size(), 1u + doc["targets"].size());
+  const auto header = csv_split(lines[0]);
+  EXPECT_EQ(header[1], "target");
+  EXPECT_EQ(header[10], "output_tokens_per_s");
+  EXPECT_EQ(header[18], "cost_per_million_output_tokens");
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(csv_split(lines[i]).size(), header.size()) << lines[i];
+  EXPECT_NE(lines[2].find("\"a100, \"\"pcie\"\"\""), std::string::npos);
+  const auto row = csv_split(lines[2]);
+  EXPECT_EQ(row[1], "a100, \"pcie\"");
+  const auto& q = doc["targets"][1]["qualified"];
+  ASSERT_TRUE(q.is_object());
+  EXPECT_NEAR(std::stod(row[10]), q["output_tokens_per_s"].get<double>(), 1e-4);
+  EXPECT_NEAR(std::stod(row[18]), q["cost_per_million_output_tokens"].get<double>(), 1e-4);
+  EXPECT_EQ(csv_split(lines[1])[1], "rtx4090-48g");
+}
+
+TEST(ReportTablesTest, StepsCsvHasOneLinePerStep) {
+  const auto doc = load("results-two-targets.json");
+  const auto csv = render_steps_csv(doc);
+  const auto lines = lines_of(csv, "\r\n");
+  EXPECT_EQ(lines.size(), 1u + step_rows(doc).size());
+  EXPECT_GT(lines.size(), 10u);
+}
+
+TEST(ReportTablesTest, CsvFieldQuoting) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_field(""), "");
+}
+
+TEST(ReportTablesTest, DemandRowsOfTwoTargets) {
+  const auto doc = load("results-two-targets.json");
+  const auto rows = demand_rows(doc);
+  ASSERT_EQ(rows.size(), 2u);
+  int cheapest = 0;
+  for (const auto& r : rows) cheapest += r.cheapest;
+  EXPECT_EQ(cheapest, 1);
+  EXPECT_EQ(rows[0].target, "rtx4090-48g");
+  EXPECT_EQ(rows[1].target, "a100-80g-pcie");
+}
+
+}  // namespace
+}  // namespace llmcap::api
