@@ -50,7 +50,7 @@ std::int32_t words_in(const std::string& text) {
 }  // namespace
 
 struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl> {
-  Impl(Script s, ScriptedTargetOptions o) : options(std::move(o)), script(s) {}
+  Impl(Script s, ScriptedTargetOptions o) : options(std::move(o)), cycle{s} {}
 
   asio::io_context io{1};
   std::unique_ptr<net::HttpServer> server;
@@ -58,7 +58,7 @@ struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl>
   ScriptedTargetOptions options;
 
   mutable std::mutex mu;
-  Script script;                     // GUARDED_BY(mu)
+  std::vector<Script> cycle;         // GUARDED_BY(mu); never empty
   std::vector<ServedStream> served;  // GUARDED_BY(mu)
   std::uint64_t next_id = 0;         // GUARDED_BY(mu)
   std::uint64_t tokenize_count = 0;  // GUARDED_BY(mu)
@@ -113,7 +113,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   std::uint64_t stream_no = 0;
   {
     std::lock_guard lock(mu);
-    s = script;
+    s = cycle[next_id % cycle.size()];
     stream_no = next_id++;
     rec.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(stream_no);
   }
@@ -156,7 +156,14 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   if (s.headers_delay_us > 0) co_await sleep_until(t0 + s.headers_delay_us * 1000);
   if (s.status != 200) {
     json err{{"error", {{"message", "scripted failure"}, {"code", s.status}}}};
-    co_return HttpResponse::json(s.status, err.dump());
+    HttpResponse r = HttpResponse::json(s.status, err.dump());
+    if (!s.retry_after.empty()) r.with_header("Retry-After", s.retry_after);
+    co_return r;
+  }
+  if (s.html_page) {
+    // What a proxy login page or a wrong base URL returns: 200, but not an event stream.
+    co_return HttpResponse::text(200, "<html><body><h1>Sign in</h1>data: not sse</body></html>\n",
+                                 "text/html; charset=utf-8");
   }
   const json usage{{"prompt_tokens", rec.prompt_tokens},
                    {"completion_tokens", n},
@@ -227,7 +234,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   std::vector<std::string> frames;
   frames.reserve(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) {
-    const bool last = i == n - 1;
+    const bool last = i == n - 1 && !s.endless;
     frames.push_back(
         frame(chunk(" tok", last ? "length" : nullptr, last && s.send_usage && s.llama_cpp_usage)));
   }
@@ -238,14 +245,27 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
       co_return std::nullopt;
     }
     if (i == s.malformed_after_tokens) {
-      if (!(co_await send(frame("{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok"))))
-        co_return std::nullopt;
+      const std::string bad = s.malformed_payload.empty()
+                                  ? "{\"id\": \"" + rec.id + "\", \"choices\": [{\"text\": \"tok"
+                                  : s.malformed_payload;
+      if (!(co_await send(frame(bad)))) co_return std::nullopt;
     }
     co_await sleep_until(t0 + phase_ns + (s.ttft_us + i * s.itl_us) * 1000);
     const std::int64_t before = now_ns();
     const bool sent = co_await send(frames[static_cast<std::size_t>(i)]);
     record_write(before, now_ns());
     if (!sent) co_return std::nullopt;
+  }
+  if (s.endless) {
+    // A body that never ends: token events every itl until the client goes away.
+    const std::string tok = frame(chunk(" tok", nullptr, false));
+    for (std::int64_t i = n;; ++i) {
+      co_await sleep_until(t0 + phase_ns + (s.ttft_us + i * s.itl_us) * 1000);
+      const std::int64_t before = now_ns();
+      const bool sent = co_await send(tok);
+      record_write(before, now_ns());
+      if (!sent) co_return std::nullopt;
+    }
   }
   if (s.send_usage && !s.llama_cpp_usage) {
     json c{{"id", rec.id},
@@ -265,7 +285,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
 ScriptedTarget::ScriptedTarget(Script script, ScriptedTargetOptions options)
     : impl_(std::make_shared<Impl>(script, std::move(options))) {
   net::HttpServerOptions so;
-  so.port = 0;
+  so.port = impl_->options.port;
   so.max_connections = 100'000;
   so.write_timeout = std::chrono::milliseconds(120'000);
   so.idle_timeout = std::chrono::milliseconds(impl_->options.idle_timeout_ms);
@@ -298,8 +318,12 @@ std::string ScriptedTarget::base_url() const {
   return "http://127.0.0.1:" + std::to_string(port());
 }
 void ScriptedTarget::set_script(const Script& script) {
+  set_script_cycle({script});
+}
+void ScriptedTarget::set_script_cycle(std::vector<Script> cycle) {
+  if (cycle.empty()) cycle.emplace_back();
   std::lock_guard lock(impl_->mu);
-  impl_->script = script;
+  impl_->cycle = std::move(cycle);
 }
 std::vector<ServedStream> ScriptedTarget::records() const {
   std::lock_guard lock(impl_->mu);

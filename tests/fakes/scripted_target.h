@@ -8,7 +8,9 @@
 // timers, no drift). Shapes: vLLM (usage in a separate `choices: []` chunk) or llama.cpp (usage
 // in the final chunk that still has choices); chat streams start with a role-only chunk.
 // Misbehaviour on demand: HTTP status (429/500), slow headers, stall, reset, malformed chunk,
-// no [DONE], no usage, CRLF line ends, SSE comments, events split across writes.
+// no [DONE], no usage, CRLF line ends, SSE comments, events split across writes, 429 with
+// Retry-After, a 200 HTML page, a stream that never ends; a cycle of scripts mixes faulty and
+// good requests in one step. Raw wire-level faults live in tests/fakes/raw_target.h.
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, POST /tokenize
 // (optional). Its tokenizer: tokens = words × tokens_per_word (rounded) + bos_tokens; chat
@@ -44,6 +46,10 @@ struct Script {
   std::int64_t stall_us = 60'000'000;
   std::int32_t reset_after_tokens = -1;      // TCP reset after n tokens
   std::int32_t malformed_after_tokens = -1;  // send a malformed JSON event after n tokens
+  std::string malformed_payload;             // data of that event (empty: truncated JSON)
+  std::string retry_after;                   // non-200: Retry-After header value, when set
+  bool html_page = false;                    // 200 text/html page instead of a stream
+  bool endless = false;  // token events every itl forever (no finish, usage or [DONE])
 };
 
 struct ScriptedTargetOptions {
@@ -53,6 +59,7 @@ struct ScriptedTargetOptions {
   std::int32_t chat_template_tokens = 7;
   std::string model = "scripted-model";
   std::int64_t idle_timeout_ms = 60'000;  // server closes kept-alive connections idle this long
+  std::uint16_t port = 0;                 // listen port; 0 picks a free one (restart tests reuse one)
 };
 
 // What the fake did for one completion request.
@@ -79,6 +86,9 @@ class ScriptedTarget {
   std::uint16_t port() const;
   std::string base_url() const;  // "http://127.0.0.1:PORT"
   void set_script(const Script& script);
+  // Completion request n (counted from 0 over the fake's life) follows cycle[n % size]: mixes
+  // faulty and good requests in one step. set_script(s) is set_script_cycle({s}).
+  void set_script_cycle(std::vector<Script> cycle);
   std::vector<ServedStream> records() const;
   std::uint64_t completion_requests() const;
   std::uint64_t tokenize_requests() const;

@@ -1,0 +1,484 @@
+// Fault tests of the load generator (issue 9): a target that refuses, does not resolve, does
+// not speak TLS, resets, stalls, trickles, throttles, fails, sends garbage, never ends, sends an
+// enormous event, the wrong content type, an HTTP/1.0 close-delimited body, or restarts during
+// the step. In every case the failed request carries the right ErrorClass (analysis/
+// request_sample.h), the other requests of the step still succeed, StepRunner returns normally
+// and the counts add up. Faulty and good requests are mixed with a cycle of scripts (request n
+// follows cycle[n % size]); closed loop at concurrency 1 keeps sample index = request number.
+//
+// Targets: tests/fakes/scripted_target.h (net::HttpServer based) and tests/fakes/raw_target.h
+// (raw bytes, for wire-level faults). Both run on their own threads; the agent runs on this one.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "agent/step_runner.h"
+#include "tests/fakes/raw_target.h"
+#include "tests/fakes/scripted_target.h"
+
+namespace llmcap::agent {
+namespace {
+
+using analysis::ErrorClass;
+using fakes::RawReply;
+using fakes::RawTarget;
+using fakes::Script;
+using fakes::ScriptedTarget;
+using fakes::ScriptedTargetOptions;
+
+constexpr std::int64_t kMs = 1'000'000;
+
+Script quick() {
+  Script s;
+  s.ttft_us = 5'000;
+  s.itl_us = 2'000;
+  s.tokens = 5;
+  return s;
+}
+
+StepSpec spec_for(const std::string& base_url, double duration_s = 0.3) {
+  StepSpec s;
+  s.target.base_url = base_url;
+  s.target.model = "scripted-model";
+  s.workload.input_tokens = analysis::LengthDistribution::fixed(32);
+  s.workload.output_tokens = analysis::LengthDistribution::fixed(5);
+  s.workload.calibrate = false;
+  s.load.concurrency = 1;
+  s.duration_s = duration_s;
+  s.deadlines.connect_ms = 2'000;
+  s.deadlines.first_token_ms = 2'000;
+  s.deadlines.idle_ms = 2'000;
+  s.deadlines.total_ms = 10'000;
+  s.drain_timeout_s = 5;
+  return s;
+}
+
+// The step ran to its end and every count agrees with the samples.
+void expect_counts_add_up(const StepResult& r) {
+  EXPECT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_TRUE(r.completed);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_EQ(r.counts.sent, r.samples.size());
+  EXPECT_EQ(r.counts.intended, r.counts.sent);  // closed loop: nothing dropped
+  EXPECT_EQ(r.counts.ok + r.counts.failed + r.counts.cancelled, r.counts.sent);
+  std::uint64_t ok = 0, failed = 0, cancelled = 0, tokens = 0;
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const auto& s = r.samples[i];
+    EXPECT_EQ(s.index, i);
+    EXPECT_LE(s.error_message.size(), 256u);
+    if (s.ok()) {
+      ++ok;
+      tokens += static_cast<std::uint64_t>(std::max(0, s.output_tokens));
+      EXPECT_TRUE(s.error_message.empty()) << s.error_message;
+    } else if (s.error == ErrorClass::kCancelled) {
+      ++cancelled;
+    } else {
+      ++failed;
+      EXPECT_FALSE(s.error_message.empty());
+    }
+  }
+  EXPECT_EQ(r.counts.ok, ok);
+  EXPECT_EQ(r.counts.failed, failed);
+  EXPECT_EQ(r.counts.cancelled, cancelled);
+  EXPECT_EQ(r.counts.output_tokens, tokens);
+}
+
+std::map<ErrorClass, std::uint64_t> by_class(const StepResult& r) {
+  std::map<ErrorClass, std::uint64_t> m;
+  for (const auto& s : r.samples) ++m[s.error];
+  return m;
+}
+
+// A good request of the quick() script.
+void expect_good(const analysis::RequestSample& s, std::uint32_t tokens = 5) {
+  EXPECT_TRUE(s.ok()) << s.index << ": " << to_string(s.error) << " " << s.error_message;
+  EXPECT_EQ(s.token_events, tokens) << s.index;
+  EXPECT_EQ(s.output_tokens, static_cast<std::int32_t>(tokens)) << s.index;
+  EXPECT_FALSE(s.output_tokens_estimated) << s.index;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Runs a step against a cycle {fault, good × (period − 1)} and checks both kinds of request.
+// Returns the result for case-specific checks of the faulty samples (index % period == 0).
+StepResult run_cycle(ScriptedTarget& fake, const Script& fault, std::size_t period, StepSpec spec,
+                     ErrorClass expected, const std::string& message_part) {
+  std::vector<Script> cycle(period, quick());
+  cycle[0] = fault;
+  fake.set_script_cycle(cycle);
+  StepResult r = StepRunner().run(spec);
+  expect_counts_add_up(r);
+  EXPECT_EQ(fake.completion_requests(), r.samples.size());  // no hidden retries
+  EXPECT_GE(r.samples.size(), 2 * period) << "too few requests to mix faults and good ones";
+  std::uint64_t faulty = 0;
+  for (const auto& s : r.samples) {
+    if (s.index % period != 0) {
+      expect_good(s);
+      continue;
+    }
+    ++faulty;
+    EXPECT_EQ(s.error, expected) << s.index << ": " << to_string(s.error) << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, message_part)) << s.index << ": " << s.error_message;
+  }
+  EXPECT_EQ(r.counts.failed, faulty);
+  EXPECT_EQ(r.counts.ok, r.samples.size() - faulty);
+  return r;
+}
+
+// ---- Connection-level faults: every request fails the same way; the step still ends.
+
+TEST(AgentFaults, ConnectionRefusedOnAPortWithNothingListening) {
+  // A bound but not listening socket: the port is ours, and connecting to it is refused.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  const StepResult r = StepRunner().run(spec_for("http://127.0.0.1:" + port, 0.1));
+  ::close(fd);
+  expect_counts_add_up(r);
+  ASSERT_FALSE(r.samples.empty());
+  EXPECT_EQ(r.counts.failed, r.samples.size());
+  for (const auto& s : r.samples) {
+    ASSERT_EQ(s.error, ErrorClass::kConnect) << to_string(s.error) << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "connect to 127.0.0.1:" + port)) << s.error_message;
+    EXPECT_EQ(s.t_send_ns, -1);  // nothing was sent
+    EXPECT_EQ(s.http_status, 0);
+  }
+  EXPECT_EQ(r.connections_opened, 0u);
+}
+
+TEST(AgentFaults, DnsFailureUnderDotInvalid) {
+  // RFC 6761: names under .invalid never resolve.
+  const StepResult r = StepRunner().run(spec_for("http://llmcap-fault-test.invalid:8000", 0.1));
+  expect_counts_add_up(r);
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& s : r.samples) {
+    ASSERT_EQ(s.error, ErrorClass::kConnect) << to_string(s.error) << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "cannot resolve llmcap-fault-test.invalid"))
+        << s.error_message;
+    EXPECT_EQ(s.t_send_ns, -1);
+  }
+}
+
+TEST(AgentFaults, TlsAgainstAPlainHttpPort) {
+  ScriptedTarget fake(quick());
+  const std::string url = "https://127.0.0.1:" + std::to_string(fake.port());
+  const StepResult r = StepRunner().run(spec_for(url, 0.1));
+  expect_counts_add_up(r);
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& s : r.samples) {
+    ASSERT_EQ(s.error, ErrorClass::kTls) << to_string(s.error) << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "TLS handshake with 127.0.0.1")) << s.error_message;
+    EXPECT_GE(s.connect_ns, 0);  // TCP connected, the handshake failed
+    EXPECT_EQ(s.t_send_ns, -1);
+  }
+  EXPECT_EQ(fake.completion_requests(), 0u);
+}
+
+// ---- Stream faults mixed with good requests.
+
+TEST(AgentFaults, ResetMidStreamKeepsWhatArrived) {
+  ScriptedTarget fake(quick());
+  Script fault = quick();
+  fault.reset_after_tokens = 2;
+  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kProtocol,
+                                 "connection closed mid-response");
+  for (const auto& s : r.samples) {
+    if (s.index % 3 == 0) {
+      EXPECT_EQ(s.token_events, 2u) << s.index;
+    }
+  }
+  EXPECT_EQ(r.itl_ns.count(), r.counts.ok * 4);  // only good requests feed ITL
+}
+
+TEST(AgentFaults, StallAfterHeadersIsAFirstTokenTimeoutAtThePlanDeadline) {
+  ScriptedTarget fake(quick());
+  StepSpec spec = spec_for(fake.base_url(), 0.8);
+  spec.target.api = ApiKind::kChat;  // the role-only chunk arrives, and is not a token
+  spec.deadlines.first_token_ms = 250;
+  Script fault = quick();
+  fault.stall_after_tokens = 0;
+  fault.stall_us = 3'000'000;
+  const StepResult r =
+      run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutFirstToken, "deadline passed");
+  for (const auto& s : r.samples) {
+    if (s.index % 2 != 0) continue;
+    EXPECT_EQ(s.http_status, 200);
+    EXPECT_GE(s.t_headers_ns, 0);  // headers came; the stall is after them
+    EXPECT_EQ(s.token_events, 0u);
+    EXPECT_EQ(s.t_first_token_ns, -1);
+    const std::int64_t waited = s.t_end_ns - s.t_intended_ns;
+    EXPECT_GE(waited, 250 * kMs);
+    EXPECT_LT(waited, 450 * kMs);
+  }
+}
+
+TEST(AgentFaults, StallAfterNTokensIsAnIdleTimeoutAtThePlanDeadline) {
+  ScriptedTarget fake(quick());
+  StepSpec spec = spec_for(fake.base_url(), 0.6);
+  spec.deadlines.idle_ms = 150;
+  Script fault = quick();
+  fault.stall_after_tokens = 3;
+  fault.stall_us = 3'000'000;
+  const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutIdle, "deadline passed");
+  for (const auto& s : r.samples) {
+    if (s.index % 2 != 0) continue;
+    EXPECT_EQ(s.token_events, 3u);
+    const std::int64_t gap = s.t_end_ns - s.t_last_token_ns;
+    EXPECT_GE(gap, 150 * kMs);
+    EXPECT_LT(gap, 350 * kMs);
+  }
+}
+
+TEST(AgentFaults, Http429WithRetryAfterIsCountedNotRetriedNorWaitedFor) {
+  ScriptedTarget fake(quick());
+  Script fault = quick();
+  fault.status = 429;
+  fault.retry_after = "30";
+  const StepSpec spec = spec_for(fake.base_url());
+  const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kHttp429, "HTTP 429: {");
+  for (const auto& s : r.samples) {
+    if (s.index % 2 == 0) {
+      EXPECT_EQ(s.http_status, 429);
+    }
+  }
+  // A capacity test measures throttling; sleeping 30 s on Retry-After would hide it (and
+  // overrun the step).
+  EXPECT_LT(r.end_ns, static_cast<std::int64_t>(spec.duration_s * 1e9) + 500 * kMs);
+}
+
+TEST(AgentFaults, Http5xxBursts) {
+  ScriptedTarget fake(quick());
+  std::vector<Script> cycle(8, quick());
+  for (int i = 0; i < 3; ++i) cycle[static_cast<std::size_t>(i)].status = 503;
+  cycle[3].status = 500;
+  fake.set_script_cycle(cycle);
+  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.4));
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 16u);
+  for (const auto& s : r.samples) {
+    const std::size_t k = s.index % 8;
+    if (k < 4) {
+      EXPECT_EQ(s.error, ErrorClass::kHttp5xx) << s.index << " " << s.error_message;
+      EXPECT_EQ(s.http_status, k < 3 ? 503 : 500);
+      EXPECT_TRUE(contains(s.error_message, "scripted failure")) << s.error_message;
+    } else {
+      expect_good(s);
+    }
+  }
+  const auto m = by_class(r);
+  EXPECT_EQ(m.at(ErrorClass::kHttp5xx), r.counts.failed);
+}
+
+TEST(AgentFaults, MalformedJsonIsAProtocolErrorWithTruncatedOffendingBytes) {
+  ScriptedTarget fake(quick());
+  Script fault = quick();
+  fault.malformed_after_tokens = 2;
+  fault.malformed_payload = "{\"choices\":[{\"text\":\"" + std::string(10'000, 'y');
+  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kProtocol,
+                                 "malformed JSON in SSE event (");
+  for (const auto& s : r.samples) {
+    if (s.index % 3 != 0) continue;
+    EXPECT_TRUE(contains(s.error_message, "{\"choices\":[{\"text\":\"yyyy")) << s.error_message;
+    EXPECT_LE(s.error_message.size(), 256u);
+    EXPECT_EQ(s.token_events, 2u);  // what arrived before the bad event is kept
+  }
+}
+
+TEST(AgentFaults, MalformedSseAndChunkFraming) {
+  // 0: SSE data that is not JSON; 1: a 200 event stream with no data event at all (garbage
+  // lines, a close-delimited body); 2: broken chunk framing; 3: good.
+  RawReply not_json;
+  not_json.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+      "data: <!DOCTYPE html><html>\n\n";
+  RawReply no_events;
+  no_events.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+      "this is not\nserver-sent events\n\n";
+  RawReply bad_chunk;
+  bad_chunk.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\nzz\r\ndata: {}\r\n";
+  RawTarget fake({not_json, no_events, bad_chunk, RawTarget::ok_chunked(5)});
+  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.2));
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 8u);
+  const char* expected_message[] = {"malformed JSON in SSE event", "without any SSE data event",
+                                    "read response body"};
+  for (const auto& s : r.samples) {
+    const std::size_t k = s.index % 4;
+    if (k == 3) {
+      expect_good(s);
+      continue;
+    }
+    EXPECT_EQ(s.error, ErrorClass::kProtocol) << s.index << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, expected_message[k])) << s.index << " " << s.error_message;
+  }
+}
+
+TEST(AgentFaults, SlowTrickleOneByteAtATimeIsStillCorrect) {
+  RawReply trickle = RawTarget::ok_chunked(3);
+  trickle.byte_interval_us = 100;  // headers, chunk framing and events: one byte per write
+  RawTarget fake({trickle, RawTarget::ok_chunked(5)});
+  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.3));
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 2u);
+  for (const auto& s : r.samples) {
+    expect_good(s, s.index % 2 == 0 ? 3 : 5);
+    EXPECT_EQ(s.finish_reason, analysis::FinishReason::kLength);
+    EXPECT_EQ(s.input_tokens, 10);
+  }
+  const auto served = fake.served();
+  ASSERT_FALSE(served.empty());
+  EXPECT_EQ(served[0].bytes_written, trickle.head.size());
+  // The three events came in separate bytes, so their stamps differ.
+  EXPECT_GT(r.samples[0].t_last_token_ns, r.samples[0].t_first_token_ns);
+}
+
+TEST(AgentFaults, BodyThatNeverEndsHitsTheTotalDeadline) {
+  ScriptedTarget fake(quick());
+  StepSpec spec = spec_for(fake.base_url(), 1.0);  // 400 + 13 + 400 ms: four requests start
+  spec.deadlines.total_ms = 400;
+  Script fault = quick();
+  fault.endless = true;
+  fault.itl_us = 10'000;
+  const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutTotal, "deadline passed");
+  for (const auto& s : r.samples) {
+    if (s.index % 2 != 0) continue;
+    EXPECT_GE(s.token_events, 20u);  // tokens kept coming; only the total deadline ends it
+    const std::int64_t took = s.t_end_ns - s.t_intended_ns;
+    EXPECT_GE(took, 400 * kMs);
+    EXPECT_LT(took, 600 * kMs);
+  }
+}
+
+// Peak resident set of this process (VmHWM), bytes; 0 when /proc is not readable.
+std::int64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return 0;
+}
+
+TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
+  constexpr std::uint64_t kHugeBytes = 50ull * 1024 * 1024;  // one event, no line end
+  RawReply huge;
+  huge.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: ";
+  huge.filler_bytes = kHugeBytes;
+  huge.tail = "\n\n";
+  RawTarget fake({huge, RawTarget::ok_chunked(5)});
+  // Reset the peak RSS so it measures this step (Linux: "5" > clear_refs).
+  { std::ofstream("/proc/self/clear_refs") << "5"; }
+  const std::int64_t rss_before = peak_rss_bytes();
+  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.8));
+  const std::int64_t rss_growth = peak_rss_bytes() - rss_before;
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 3u);  // huge, good, huge, ...
+  for (const auto& s : r.samples) {
+    if (s.index % 2 != 0) {
+      expect_good(s);
+      continue;
+    }
+    EXPECT_EQ(s.error, ErrorClass::kProtocol) << s.index << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "SSE event exceeds 4194304 bytes")) << s.error_message;
+  }
+  const auto served = fake.served();
+  ASSERT_FALSE(served.empty());
+  EXPECT_TRUE(served[0].write_failed);                  // the agent stopped reading
+  EXPECT_LT(served[0].bytes_written, kHugeBytes / 2);   // long before the end
+  std::printf("enormous event: server wrote %.1f MB before the agent gave up; peak RSS +%.1f MB\n",
+              static_cast<double>(served[0].bytes_written) / 1e6,
+              static_cast<double>(rss_growth) / 1e6);
+  if (rss_before > 0) {
+    EXPECT_LT(rss_growth, 32ll * 1024 * 1024);
+  }
+}
+
+TEST(AgentFaults, WrongContentTypeHtml200) {
+  ScriptedTarget fake(quick());
+  Script fault = quick();
+  fault.html_page = true;
+  run_cycle(fake, fault, 2, spec_for(fake.base_url()), ErrorClass::kProtocol,
+            "expected Content-Type text/event-stream, got 'text/html");
+}
+
+TEST(AgentFaults, Http10CloseDelimitedBodyIsReadToTheEnd) {
+  // HTTP/1.0: no length, no chunking; the body ends when the server closes (with and without
+  // [DONE]).
+  RawReply with_done;
+  with_done.head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+                   RawTarget::sse_events(4, true);
+  RawReply without_done = with_done;
+  without_done.head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+                      RawTarget::sse_events(4, false);
+  RawTarget fake({with_done, without_done});
+  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.2));
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 4u);
+  for (const auto& s : r.samples) {
+    expect_good(s, 4);
+    EXPECT_EQ(s.http_status, 200);
+    EXPECT_EQ(s.input_tokens, 10);
+  }
+  EXPECT_EQ(r.connections_opened, r.samples.size());  // never reused after a close
+  EXPECT_EQ(fake.served().size(), r.samples.size());
+}
+
+TEST(AgentFaults, TargetRestartingDuringAStep) {
+  Script s = quick();
+  s.itl_us = 20'000;  // ≈ 85 ms per request: some are in flight when the target goes away
+  auto fake = std::make_unique<ScriptedTarget>(s);
+  ScriptedTargetOptions same_port;
+  same_port.port = fake->port();
+  StepSpec spec = spec_for(fake->base_url(), 1.2);
+  spec.load.concurrency = 2;
+  StepResult r;
+  std::thread agent([&] { r = StepRunner().run(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  fake.reset();  // stop: open streams are closed, new connections refused
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  fake = std::make_unique<ScriptedTarget>(s, same_port);
+  agent.join();
+
+  expect_counts_add_up(r);
+  const auto m = by_class(r);
+  for (const auto& [error, n] : m) {
+    EXPECT_TRUE(error == ErrorClass::kNone || error == ErrorClass::kConnect ||
+                error == ErrorClass::kProtocol)
+        << to_string(error) << " × " << n;
+  }
+  EXPECT_GT(m.count(ErrorClass::kConnect), 0u) << "no request saw the target down";
+  // Good requests before the stop and after the restart.
+  std::int64_t first_ok_end = -1, last_ok_end = -1;
+  for (const auto& x : r.samples) {
+    if (!x.ok()) continue;
+    EXPECT_EQ(x.token_events, 5u);
+    if (first_ok_end < 0) first_ok_end = x.t_end_ns;
+    last_ok_end = x.t_end_ns;
+  }
+  EXPECT_GE(first_ok_end, 0);
+  EXPECT_LT(first_ok_end, 400 * kMs);
+  EXPECT_GT(last_ok_end, 700 * kMs);
+  EXPECT_GT(fake->completion_requests(), 0u);  // the restarted target served the rest
+}
+
+}  // namespace
+}  // namespace llmcap::agent
