@@ -74,6 +74,7 @@ bool StreamRecorder::on_body(std::string_view bytes, std::int64_t t_ns) {
 }
 
 bool StreamRecorder::handle_event(const SseEvent& event) {
+  ++data_events_;
   if (done_seen_) return true;  // bytes after [DONE] carry nothing we measure
   const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true);
   if (c.done) {
@@ -157,6 +158,11 @@ void StreamRecorder::finish(const ExchangeResult& x) {
     } else if (status_ < 200 || status_ >= 300) {
       set_error(class_of_status(status_),
                 "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
+    } else if (config_.streaming && data_events_ == 0) {
+      // A 2xx event stream that ended without one data event (not even [DONE]) answered
+      // nothing: counting it ok would add a zero-token success to goodput.
+      set_error(ErrorClass::kProtocol, "stream ended without any SSE data event (" +
+                                           std::to_string(parser_.bytes_seen()) + " body bytes)");
     } else if (!config_.streaming) {
       const DecodedChunk c = ChunkDecoder::decode(error_body_, config_.api, false);
       if (c.malformed) {

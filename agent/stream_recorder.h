@@ -68,6 +68,7 @@ class StreamRecorder final : public ResponseObserver {
   std::int32_t usage_prompt_ = -1;
   std::int32_t usage_completion_ = -1;
   int status_ = 0;
+  std::uint32_t data_events_ = 0;  // SSE events with data seen (tokens or not, [DONE] included)
   bool done_seen_ = false;
   bool error_set_ = false;
   bool first_token_seen_ = false;

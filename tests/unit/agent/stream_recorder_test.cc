@@ -111,6 +111,27 @@ TEST(StreamRecorder, StreamWithoutDoneAndWithoutFinalBlankLine) {
   EXPECT_EQ(s.t_last_token_ns, 100'000);  // the unterminated event counts at stream end
 }
 
+// A 200 event stream with no data event at all (garbage lines, comments only) answered nothing:
+// a protocol error, not a zero-token success.
+TEST(StreamRecorder, StreamWithoutAnyDataEventIsAProtocolError) {
+  RequestSample s;
+  StreamRecorder r(config(ApiKind::kCompletions), s);
+  r.on_headers(200, "text/event-stream", kEpoch);
+  EXPECT_TRUE(r.on_body(": ping\nnot sse at all\n\n", kEpoch + 10));
+  r.finish(ok_exchange());
+  EXPECT_EQ(s.error, ErrorClass::kProtocol);
+  EXPECT_NE(s.error_message.find("stream ended without any SSE data event (23 body bytes)"),
+            std::string::npos)
+      << s.error_message;
+  // [DONE] alone is an answer (an empty completion), not an error.
+  RequestSample d;
+  StreamRecorder rd(config(ApiKind::kCompletions), d);
+  rd.on_headers(200, "text/event-stream", kEpoch);
+  EXPECT_TRUE(rd.on_body("data: [DONE]\n\n", kEpoch + 10));
+  rd.finish(ok_exchange());
+  EXPECT_TRUE(d.ok()) << d.error_message;
+}
+
 TEST(StreamRecorder, MalformedJsonIsAProtocolErrorKeepingTheBytes) {
   RequestSample s;
   StreamRecorder r(config(ApiKind::kCompletions), s);
