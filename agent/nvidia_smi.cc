@@ -18,7 +18,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -48,8 +49,8 @@ GpuInventory parse_nvidia_smi_csv(std::string_view text) {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = line.find(',', start);
-      fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? line.npos
-                                                                               : comma - start)));
+      fields.push_back(
+          trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }

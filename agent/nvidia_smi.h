@@ -16,17 +16,17 @@
 namespace llmcap::agent {
 
 struct GpuInfo {
-  int index = 0;                          // row order of nvidia-smi
-  std::string name;                       // e.g. "NVIDIA H100 80GB HBM3"
-  std::optional<double> memory_total_mib; // nullopt when reported as [N/A]
+  int index = 0;                           // row order of nvidia-smi
+  std::string name;                        // e.g. "NVIDIA H100 80GB HBM3"
+  std::optional<double> memory_total_mib;  // nullopt when reported as [N/A]
   std::string driver_version;
-  std::optional<double> power_limit_w;    // nullopt when [N/A] / [Not Supported]
+  std::optional<double> power_limit_w;  // nullopt when [N/A] / [Not Supported]
 };
 
 struct GpuInventory {
-  bool available = false;        // nvidia-smi ran and its output was read
+  bool available = false;  // nvidia-smi ran and its output was read
   std::vector<GpuInfo> gpus;
-  std::string note;              // why it was skipped, or parse problems (line numbers)
+  std::string note;  // why it was skipped, or parse problems (line numbers)
 };
 
 // Parses the CSV output (noheader, nounits): one GPU per line, four comma-separated fields.

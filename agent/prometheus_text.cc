@@ -232,8 +232,8 @@ class Parser {
     }
     const auto value = parse_value(value_text);
     if (!value) {
-      error(line_no, "sample '" + name + "': value '" + std::string(value_text) +
-                         "' is not a number");
+      error(line_no,
+            "sample '" + name + "': value '" + std::string(value_text) + "' is not a number");
       return;
     }
     sample.value = *value;
@@ -241,8 +241,8 @@ class Parser {
     if (!ts_text.empty()) {
       sample.timestamp_ms = parse_timestamp(ts_text);
       if (!sample.timestamp_ms) {
-        error(line_no, "sample '" + name + "': timestamp '" + std::string(ts_text) +
-                           "' is not an integer");
+        error(line_no,
+              "sample '" + name + "': timestamp '" + std::string(ts_text) + "' is not an integer");
         return;
       }
     }
@@ -355,16 +355,11 @@ void escape_label_value(std::string_view v, std::string& out) {
 
 std::string_view metric_type_name(MetricType type) {
   switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-    case MetricType::kSummary:
-      return "summary";
-    case MetricType::kUntyped:
-      break;
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
+    case MetricType::kSummary: return "summary";
+    case MetricType::kUntyped: break;
   }
   return "untyped";
 }
@@ -436,8 +431,9 @@ HistogramData histogram_delta(const HistogramData& earlier, const HistogramData&
   d.sum = later.sum - earlier.sum;
   d.count = later.count - earlier.count;
   for (const HistogramBucket& b : later.buckets) {
-    const auto it = std::find_if(earlier.buckets.begin(), earlier.buckets.end(),
-                                 [&](const HistogramBucket& e) { return e.upper_bound == b.upper_bound; });
+    const auto it =
+        std::find_if(earlier.buckets.begin(), earlier.buckets.end(),
+                     [&](const HistogramBucket& e) { return e.upper_bound == b.upper_bound; });
     if (it == earlier.buckets.end() || b.cumulative_count < it->cumulative_count) return later;
     d.buckets.push_back({b.upper_bound, b.cumulative_count - it->cumulative_count});
   }

@@ -143,40 +143,21 @@ void TelemetryAccumulator::add_scrape(std::int64_t t_ns, const ParsedExposition&
       }
       if (is_histogram) continue;
       switch (known.role) {
-        case R::kRunning:
-          running.add(s.value);
-          break;
-        case R::kWaiting:
-          waiting.add(s.value);
-          break;
-        case R::kKvUsage:
-          kv.add(s.value);
-          break;
-        case R::kPreemptions:
-          preempt.add(s.value);
-          break;
-        case R::kPower:
-          power.add(s.value);
-          break;
-        case R::kTemperature:
-          temp.add(s.value);
-          break;
-        case R::kSmClock:
-          sm.add(s.value);
-          break;
-        case R::kGpuUtil:
-          util.add(s.value);
-          break;
-        case R::kFbUsed:
-          fb.add(s.value);
-          break;
+        case R::kRunning: running.add(s.value); break;
+        case R::kWaiting: waiting.add(s.value); break;
+        case R::kKvUsage: kv.add(s.value); break;
+        case R::kPreemptions: preempt.add(s.value); break;
+        case R::kPower: power.add(s.value); break;
+        case R::kTemperature: temp.add(s.value); break;
+        case R::kSmClock: sm.add(s.value); break;
+        case R::kGpuUtil: util.add(s.value); break;
+        case R::kFbUsed: fb.add(s.value); break;
         case R::kThrottleReasons:
           if (std::isfinite(s.value) && s.value >= 0) {
             throttle = throttle.value_or(0) | static_cast<std::uint64_t>(s.value);
           }
           break;
-        default:
-          break;
+        default: break;
       }
     }
     // Histograms: one per role per scrape (the first known family that has buckets).
@@ -219,8 +200,8 @@ TelemetrySummary TelemetryAccumulator::summary() const {
   if (kv_.n > 0) s.kv_usage_max = kv_.max;
   if (preempt_first_ && preempt_last_) {
     // A counter reset (server restart) during the step: the new counter's value is the increase.
-    s.preemptions = *preempt_last_ >= *preempt_first_ ? *preempt_last_ - *preempt_first_
-                                                      : *preempt_last_;
+    s.preemptions =
+        *preempt_last_ >= *preempt_first_ ? *preempt_last_ - *preempt_first_ : *preempt_last_;
   }
   if (running_.n > 0) {
     s.running_max = running_.max;

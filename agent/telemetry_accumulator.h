@@ -41,13 +41,13 @@ struct TelemetrySummary {
   std::vector<std::string> engines;  // sorted: "dcgm", "llamacpp", "sglang", "tgi", "vllm"
   std::size_t points_dropped = 0;    // beyond the max_points bound
 
-  std::optional<double> kv_usage_max;      // fraction 0..1 (vLLM *_usage_perc is a fraction)
-  std::optional<double> preemptions;       // counter increase over the step
-  std::optional<double> running_max;       // requests in the running batch
+  std::optional<double> kv_usage_max;  // fraction 0..1 (vLLM *_usage_perc is a fraction)
+  std::optional<double> preemptions;   // counter increase over the step
+  std::optional<double> running_max;   // requests in the running batch
   std::optional<double> running_mean;
-  std::optional<double> waiting_max;       // requests queued in the server
+  std::optional<double> waiting_max;  // requests queued in the server
   std::optional<double> waiting_mean;
-  std::optional<double> power_w_mean;      // summed over GPUs
+  std::optional<double> power_w_mean;  // summed over GPUs
   std::optional<double> power_w_max;
   std::optional<double> gpu_temp_c_max;
   std::optional<double> sm_clock_mhz_min;  // a drop below max = throttling
@@ -73,7 +73,7 @@ struct TelemetryAccumulatorOptions {
 };
 
 enum class TelemetryRole {
-  kOther,         // stored, not summarised
+  kOther,  // stored, not summarised
   kRunning,
   kWaiting,
   kKvUsage,

@@ -1,5 +1,6 @@
 #include "agent/telemetry_scraper.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -35,8 +36,8 @@ Expected<MetricsLocation> parse_metrics_url(const std::string& url) {
   if (url.empty()) return Expected<MetricsLocation>::failure("metrics_url: is empty");
   auto parsed = boost::urls::parse_uri(url);
   if (!parsed) {
-    return Expected<MetricsLocation>::failure("metrics_url: '" + url + "' is not a URL: " +
-                                              parsed.error().message());
+    return Expected<MetricsLocation>::failure("metrics_url: '" + url +
+                                              "' is not a URL: " + parsed.error().message());
   }
   const boost::urls::url_view u = *parsed;
   if (u.has_fragment()) {
@@ -60,7 +61,8 @@ std::string seconds_text(std::int64_t ns) {
 }  // namespace
 
 struct TelemetryScraper::Impl {
-  explicit Impl(TelemetryScraperOptions o) : options(std::move(o)), accumulator(options.accumulator) {}
+  explicit Impl(TelemetryScraperOptions o)
+      : options(std::move(o)), accumulator(options.accumulator) {}
 
   // ---- owner side ----
   TelemetryScraperOptions options;
@@ -73,7 +75,7 @@ struct TelemetryScraper::Impl {
   std::unique_ptr<HttpClient> client;
   MetricsLocation location;
   std::int64_t epoch_ns = 0;
-  bool stopping = false;        // set on the io thread (posted by stop())
+  bool stopping = false;  // set on the io thread (posted by stop())
   bool scrape_in_flight = false;
   TelemetryAccumulator accumulator;
   std::vector<std::string> errors;

@@ -36,8 +36,8 @@ namespace llmcap::agent {
 struct TelemetryScraperOptions {
   // http[s]://host[:port]/path[?query]; an empty path means "/metrics".
   std::string metrics_url;
-  std::int64_t interval_ns = 1'000'000'000;  // scrape period (daemon: telemetry_interval_s)
-  std::int64_t timeout_ns = 2'000'000'000;   // per scrape: connect + whole response
+  std::int64_t interval_ns = 1'000'000'000;       // scrape period (daemon: telemetry_interval_s)
+  std::int64_t timeout_ns = 2'000'000'000;        // per scrape: connect + whole response
   std::size_t max_body_bytes = 16 * 1024 * 1024;  // larger documents are a scrape error
   bool final_scrape_on_stop = true;               // see the file comment
   std::size_t max_errors = 20;                    // error messages kept (then one summary line)

@@ -50,11 +50,12 @@ int complete(std::uint16_t port, int max_tokens) {
   req.set(http::field::content_type, "application/json");
   std::string prompt;
   for (int i = 0; i < 200; ++i) prompt += "w" + std::to_string(i) + " ";
-  req.body() = nlohmann::json{{"model", "llama-3.1-8b"},
-                              {"prompt", prompt},
-                              {"max_tokens", max_tokens},
-                              {"ignore_eos", true}}
-                   .dump();
+  req.body() = nlohmann::json{
+      {"model", "llama-3.1-8b"},
+      {"prompt", prompt},
+      {"max_tokens", max_tokens},
+      {"ignore_eos",
+       true}}.dump();
   req.prepare_payload();
   http::write(stream, req, ec);
   if (ec) return 0;
@@ -94,8 +95,8 @@ TEST(TelemetryScraperTest, CollectsKvUsageAndQueueFromSimulator) {
   o.model = "llama-3.1-8b";
   o.port = 0;
   o.seed = 3;
-  o.time_scale = 1;       // real time: the scraper must see the batch while it runs
-  o.max_num_seqs = 2;     // 6 clients on 2 slots: requests queue in the server
+  o.time_scale = 1;    // real time: the scraper must see the batch while it runs
+  o.max_num_seqs = 2;  // 6 clients on 2 slots: requests queue in the server
   o.max_model_len = 4096;
   Sim sim(o);
 
@@ -174,11 +175,12 @@ TEST(TelemetryScraperTest, CollectsKvUsageAndQueueFromSimulator) {
   EXPECT_LE(*s.server_ttft_p50_s, *s.server_ttft_p95_s);
   EXPECT_LT(*s.server_ttft_p95_s, 20.0);
   EXPECT_FALSE(s.power_w_mean);  // the simulator exports no DCGM series
-  std::printf("scrapes=%zu points=%zu kv_max=%.4f running_max=%.0f waiting_max=%.0f "
-              "waiting_mean=%.2f ttft_p50=%.4fs ttft_p95=%.4fs ttft_n=%.0f tpot_p50=%.4fs\n",
-              s.scrapes_ok, result.points.size(), *s.kv_usage_max, *s.running_max,
-              *s.waiting_max, *s.waiting_mean, *s.server_ttft_p50_s, *s.server_ttft_p95_s,
-              *s.server_ttft_count, s.server_tpot_p50_s.value_or(-1));
+  std::printf(
+      "scrapes=%zu points=%zu kv_max=%.4f running_max=%.0f waiting_max=%.0f "
+      "waiting_mean=%.2f ttft_p50=%.4fs ttft_p95=%.4fs ttft_n=%.0f tpot_p50=%.4fs\n",
+      s.scrapes_ok, result.points.size(), *s.kv_usage_max, *s.running_max, *s.waiting_max,
+      *s.waiting_mean, *s.server_ttft_p50_s, *s.server_ttft_p95_s, *s.server_ttft_count,
+      s.server_tpot_p50_s.value_or(-1));
 }
 
 std::uint16_t closed_port() {

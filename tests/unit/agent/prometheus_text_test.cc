@@ -57,8 +57,7 @@ TEST(PrometheusText, LabelValueEscapes) {
 }
 
 TEST(PrometheusText, SpecialValues) {
-  const auto p = parse_prometheus_text(
-      "a NaN\nb +Inf\nc -Inf\nd 1.5e-3\ne -2\nf Inf\ng +4\n");
+  const auto p = parse_prometheus_text("a NaN\nb +Inf\nc -Inf\nd 1.5e-3\ne -2\nf Inf\ng +4\n");
   ASSERT_EQ(p.error_count, 0u) << p.errors[0].message;
   EXPECT_TRUE(std::isnan(p.find("a")->samples[0].value));
   EXPECT_EQ(p.find("b")->samples[0].value, kInf);
@@ -97,16 +96,16 @@ TEST(PrometheusText, HistogramSamplesGroupUnderFamily) {
 TEST(PrometheusText, BadLinesAreReportedAndSkipped) {
   const auto p = parse_prometheus_text(
       "good 1\n"
-      "bad{le=\"x\" 2\n"             // unterminated label set
-      "bad2 abc\n"                    // not a number
-      "bad3{a=b} 1\n"                 // unquoted
-      "bad4{a=\"\\q\"} 1\n"           // invalid escape
-      "bad5{a=\"1\",a=\"2\"} 1\n"     // duplicate label
-      "9bad 1\n"                      // invalid name
-      "bad6 1 notatime\n"             // bad timestamp
-      "bad7 1 2 3\n"                  // trailing text
-      "bad8\n"                        // no value
-      "# TYPE t wibble\n"             // unknown type
+      "bad{le=\"x\" 2\n"           // unterminated label set
+      "bad2 abc\n"                 // not a number
+      "bad3{a=b} 1\n"              // unquoted
+      "bad4{a=\"\\q\"} 1\n"        // invalid escape
+      "bad5{a=\"1\",a=\"2\"} 1\n"  // duplicate label
+      "9bad 1\n"                   // invalid name
+      "bad6 1 notatime\n"          // bad timestamp
+      "bad7 1 2 3\n"               // trailing text
+      "bad8\n"                     // no value
+      "# TYPE t wibble\n"          // unknown type
       "also_good{x=\"y\"} 2\n");
   EXPECT_EQ(p.error_count, 10u);
   ASSERT_FALSE(p.errors.empty());

@@ -13,13 +13,21 @@ std::string vllm_scrape(double running, double waiting, double kv, double preemp
                         const std::string& ttft_counts /* le=0.1,0.5,1,+Inf */) {
   std::string s =
       "# TYPE vllm:num_requests_running gauge\n"
-      "vllm:num_requests_running{model_name=\"m\"} " + std::to_string(running) + "\n"
+      "vllm:num_requests_running{model_name=\"m\"} " +
+      std::to_string(running) +
+      "\n"
       "# TYPE vllm:num_requests_waiting gauge\n"
-      "vllm:num_requests_waiting{model_name=\"m\"} " + std::to_string(waiting) + "\n"
+      "vllm:num_requests_waiting{model_name=\"m\"} " +
+      std::to_string(waiting) +
+      "\n"
       "# TYPE vllm:kv_cache_usage_perc gauge\n"
-      "vllm:kv_cache_usage_perc{model_name=\"m\"} " + std::to_string(kv) + "\n"
+      "vllm:kv_cache_usage_perc{model_name=\"m\"} " +
+      std::to_string(kv) +
+      "\n"
       "# TYPE vllm:num_preemptions_total counter\n"
-      "vllm:num_preemptions_total{model_name=\"m\"} " + std::to_string(preemptions) + "\n"
+      "vllm:num_preemptions_total{model_name=\"m\"} " +
+      std::to_string(preemptions) +
+      "\n"
       "# TYPE unrelated_metric gauge\nunrelated_metric 5\n"
       "# TYPE vllm:time_to_first_token_seconds histogram\n";
   double c[4];
@@ -96,15 +104,26 @@ TEST(TelemetryAccumulator, DcgmAcrossGpus) {
   auto scrape = [](double p0, double p1, double clk0, double clk1, double temp, int throttle) {
     return parse_prometheus_text(
         "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
-        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"a\"} " + std::to_string(p0) + "\n"
-        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",UUID=\"b\"} " + std::to_string(p1) + "\n"
-        "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} " + std::to_string(clk0) + "\n"
-        "DCGM_FI_DEV_SM_CLOCK{gpu=\"1\"} " + std::to_string(clk1) + "\n"
-        "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} " + std::to_string(temp) + "\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"a\"} " +
+        std::to_string(p0) +
+        "\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",UUID=\"b\"} " +
+        std::to_string(p1) +
+        "\n"
+        "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} " +
+        std::to_string(clk0) +
+        "\n"
+        "DCGM_FI_DEV_SM_CLOCK{gpu=\"1\"} " +
+        std::to_string(clk1) +
+        "\n"
+        "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} " +
+        std::to_string(temp) +
+        "\n"
         "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\"} 40\n"
         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 100\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 50\n"
         "DCGM_FI_DEV_FB_USED{gpu=\"0\"} 1000\nDCGM_FI_DEV_FB_USED{gpu=\"1\"} 2000\n"
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{gpu=\"0\"} " + std::to_string(throttle) + "\n");
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{gpu=\"0\"} " +
+        std::to_string(throttle) + "\n");
   };
   TelemetryAccumulator acc;
   acc.add_scrape(0, scrape(300, 310, 1980, 1980, 60, 0));
@@ -127,10 +146,9 @@ TEST(TelemetryAccumulator, OtherEnginesAndPointBound) {
   TelemetryAccumulatorOptions o;
   o.max_points = 3;
   TelemetryAccumulator acc(o);
-  acc.add_scrape(0, parse_prometheus_text(
-                        "sglang:num_running_reqs 4\nsglang:num_queue_reqs 2\n"
-                        "sglang:token_usage 0.7\nllamacpp:requests_processing 1\n"
-                        "tgi_queue_size NaN\n"));
+  acc.add_scrape(0, parse_prometheus_text("sglang:num_running_reqs 4\nsglang:num_queue_reqs 2\n"
+                                          "sglang:token_usage 0.7\nllamacpp:requests_processing 1\n"
+                                          "tgi_queue_size NaN\n"));
   const TelemetrySummary s = acc.summary();
   EXPECT_EQ(s.engines, (std::vector<std::string>{"llamacpp", "sglang", "tgi"}));
   EXPECT_DOUBLE_EQ(*s.running_max, 5.0);
