@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz in a separate clang build folder and runs each for
+# SECONDS (default 60). Exits non-zero when a build fails or any fuzzer finds a crash, a leak,
+# a hang (-timeout) or a sanitizer report; the crashing input is left in
+# <build>/fuzz-artifacts/<fuzzer>/ (reproduce: <build>/tests/fuzz/<fuzzer> <that file>).
+#
+# Usage: tests/fuzz/run_fuzzers.sh [SECONDS]
+# Environment: BUILD_DIR (default <repo>/build-fuzz), CXX (default clang++-14), JOBS (default 2),
+#              FUZZERS (default "sse_parser_fuzz plan_reader_fuzz http_request_fuzz"),
+#              FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=4 -workers=4").
+# Needs the Debian packages clang-14 and libclang-rt-14-dev. See tests/fuzz/README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=${1:-60}
+build=${BUILD_DIR:-$root/build-fuzz}
+cxx=${CXX:-clang++-14}
+jobs=${JOBS:-2}
+fuzzers=${FUZZERS:-sse_parser_fuzz plan_reader_fuzz http_request_fuzz}
+
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
+  echo "run_fuzzers.sh: SECONDS must be a positive integer, got '$seconds'" >&2
+  exit 2
+fi
+if ! command -v "$cxx" > /dev/null; then
+  echo "run_fuzzers.sh: $cxx not found (apt-get install -y clang-14 libclang-rt-14-dev)" >&2
+  exit 2
+fi
+if ! grep -Eq '^[[:space:]]*add_subdirectory\(fuzz\)' "$root/tests/CMakeLists.txt"; then
+  echo "run_fuzzers.sh: tests/CMakeLists.txt does not include tests/fuzz (add_subdirectory(fuzz))" >&2
+  exit 2
+fi
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+  -DLLMCAP_FUZZ=ON -DLLMCAP_WERROR=OFF -DLLMCAP_BUILD_BENCH=OFF > "$build.cmake.log" 2>&1 ||
+  { cat "$build.cmake.log" >&2; exit 1; }
+# shellcheck disable=SC2086
+make -C "$build" -j"$jobs" $fuzzers
+
+failed=()
+for f in $fuzzers; do
+  seeds="$root/tests/fuzz/corpus/$f"
+  work="$build/fuzz-corpus/$f"  # grows across runs; seeds stay read-only in the repo
+  artifacts="$build/fuzz-artifacts/$f"
+  mkdir -p "$work" "$artifacts"
+  echo "== $f for ${seconds}s (corpus $work, seeds $seeds)"
+  # shellcheck disable=SC2086
+  if "$build/tests/fuzz/$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
+      "$work" "$seeds" > "$build/fuzz-$f.log" 2>&1; then
+    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' \
+      "$build/fuzz-$f.log" || true
+  else
+    echo "!! $f FAILED (log: $build/fuzz-$f.log, artifacts: $artifacts)"
+    tail -40 "$build/fuzz-$f.log"
+    failed+=("$f")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run_fuzzers.sh: failures in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "run_fuzzers.sh: all fuzzers ran ${seconds}s without a finding"
