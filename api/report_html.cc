@@ -39,7 +39,7 @@ table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { padding: 5px 7px; border-bottom: 1px solid #e6e9ed; text-align: right; vertical-align: top; }
 td { white-space: nowrap; }
 th { background: #eef1f5; font-weight: 600; vertical-align: bottom; }
-td.labels { white-space: normal; text-align: left; min-width: 150px; }
+td.labels { white-space: normal; text-align: left; min-width: 190px; }
 td.labels .badge { margin: 1px 4px 1px 0; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
@@ -75,10 +75,14 @@ std::string td(std::string_view text, std::string_view cls = "") {
                      : "<td class=\"" + std::string(cls) + "\">" + esc(text) + "</td>";
 }
 
-std::string th_row(const std::vector<std::string>& cells, std::size_t left_aligned) {
+// `align`: one 'l' (text) or 'r' (number) per column; missing letters mean 'r'.
+std::string th_row(const std::vector<std::string>& cells, std::string_view align) {
   std::string out = "<thead><tr>";
-  for (std::size_t i = 0; i < cells.size(); ++i)
-    out += (i < left_aligned ? "<th class=\"text\">" : "<th>") + esc(cells[i]) + "</th>";
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    out += i < align.size() && align[i] == 'l' ? "<th class=\"text\">" : "<th>";
+    out += esc(cells[i]);
+    out += "</th>";
+  }
   return out + "</tr></thead>";
 }
 
@@ -345,7 +349,7 @@ std::string burst_section(const json& results) {
   }
   out += "<h3>Recovery</h3><div class=\"table-wrap\"><table id=\"burst-table\">" +
          th_row({"Target", "Phase", "Outcome", "P95 TTFT back under bound after", "Backlog drained after",
-                 "Recovered after", "In flight before", "Peak in flight"}, 2) +
+                 "Recovered after", "In flight before", "Peak in flight"}, "lll") +
          "<tbody>" + rows + "</tbody></table></div>";
   out += "<p class=\"caption\">Times are measured from the end of the burst; \"never\" means not within the observation window.</p></section>";
   return out;
@@ -384,7 +388,7 @@ std::string soak_section(const json& results) {
   if (rows.empty()) return "";
   return "<section id=\"soak\"><h2>Soak</h2><div class=\"table-wrap\"><table id=\"soak-table\">" +
          th_row({"Target", "Phase", "Rate (rps)", "Windows", "Windows with every bound held",
-                 "Windows with error rate held", "Per bound"}, 2) +
+                 "Windows with error rate held", "Per bound"}, "llrrrrl") +
          "<tbody>" + rows + "</tbody></table></div></section>";
 }
 
@@ -454,7 +458,10 @@ std::string capacity_table(const json& results) {
                                    "P95 E2E (ms)", "Error rate"};
   if (any_memory) head.push_back("Memory headroom (GB)");
   for (const char* h : {"Price per hour", "Cost per M output tokens", "Verdict", "Labels"}) head.push_back(h);
-  std::string out = "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, 3) + "<tbody>";
+  std::string align = "lllrrrrrrrr";
+  if (any_memory) align += 'r';
+  align += "rrll";
+  std::string out = "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, align) + "<tbody>";
   for (const auto& r : rows) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") + td(r.model, "text") +
            td(r.precision, "text") + td(lengths_text(r)) + td(load_text(r)) + td(opt_fixed(r.requests_per_s, 2)) +
@@ -487,7 +494,7 @@ std::string comparison_section(const json& results) {
     return out + "<p class=\"meta\">No comparison: it needs at least two targets with qualified capacity.</p></section>";
   }
   out += "<div class=\"table-wrap\"><table id=\"comparison-table\">" +
-         th_row({"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"}, 2) + "<tbody>";
+         th_row({"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"}, "ll") + "<tbody>";
   for (const auto& c : comparison) {
     out += "<tr data-target=\"" + esc(json_string(c, "target")) + "\">" + td(json_string(c, "target"), "text") +
            td(json_string(c, "baseline"), "text") + td("×" + opt_fixed(json_number(c, "throughput_ratio"), 2)) +
@@ -507,7 +514,7 @@ std::string demand_section(const json& results) {
                     esc(opt_fixed(json_number(d, "required_output_tokens_per_s"), 0)) + " tokens/s; " +
                     esc(opt_fixed(json_number(d, "hours_per_month"), 0)) + " hours per month.</p>";
   out += "<div class=\"table-wrap\"><table id=\"demand-table\">" +
-         th_row({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation", "Cost per M output tokens", "Note"}, 1) +
+         th_row({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation", "Cost per M output tokens", "Note"}, "lrrrrrl") +
          "<tbody>";
   for (const auto& r : demand_rows(results)) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text");
@@ -527,7 +534,7 @@ std::string jobs_section(const json& results) {
   const auto& jobs = json_member(results, "jobs");
   if (!jobs.is_array() || jobs.empty()) return "";
   std::string out = "<section id=\"jobs\"><h2>Jobs compared</h2><div class=\"table-wrap\"><table id=\"jobs-table\">" +
-                    th_row({"Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"}, 5) + "<tbody>";
+                    th_row({"Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"}, "lllll") + "<tbody>";
   for (const auto& j : jobs) {
     std::string names;
     const auto& t = json_member(j, "targets");
@@ -555,7 +562,7 @@ std::string steps_section(const json& results) {
   std::string current;
   bool open = false;
   const auto head = th_row({"Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50", "TTFT P95", "TTFT P99",
-                            "TPOT P50", "TPOT P95", "TPOT P99", "E2E P95", "Error rate", "Verdict", "Reasons"}, 2);
+                            "TPOT P50", "TPOT P95", "TPOT P99", "E2E P95", "Error rate", "Verdict", "Reasons"}, "llrrrrrrrrrrrll");
   for (const auto& s : rows) {
     if (!open || s.target != current) {
       if (open) out += "</tbody></table></div>";

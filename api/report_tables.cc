@@ -62,13 +62,18 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
 
 std::string md_row(const std::vector<std::string>& cells) {
   std::string out = "|";
-  for (const auto& c : cells) out += " " + md(c) + " |";
+  for (const auto& c : cells) {
+    out += ' ';
+    out += md(c);  // appends, not "a" + b + "c": GCC 12 -Wrestrict false positive at -O2
+    out += " |";
+  }
   return out + "\n";
 }
 
-std::string md_header(const std::vector<std::string>& cells, std::size_t left_aligned) {
+// `align`: one 'l' (text) or 'r' (number) per column.
+std::string md_header(const std::vector<std::string>& cells, std::string_view align) {
   std::string out = md_row(cells) + "|";
-  for (std::size_t i = 0; i < cells.size(); ++i) out += i < left_aligned ? "---|" : "---:|";
+  for (std::size_t i = 0; i < cells.size(); ++i) out += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
   return out + "\n";
 }
 
@@ -244,9 +249,9 @@ std::string render_markdown(const json& results) {
   out += md_header({"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s",
                     "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
                     "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
-                   4);
+                   "lllllrrrrrrrrrll");
   for (const auto& r : capacity_rows(results)) {
-    out += md_row({r.job_id.empty() ? r.target : r.target, r.model, r.precision, lengths_text(r),
+    out += md_row({r.target, r.model, r.precision, lengths_text(r),
                    load_text(r), opt_fixed(r.requests_per_s, 2), opt_fixed(r.output_tokens_per_s, 1),
                    opt_fixed(r.ttft_p95_ms, 0), opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0),
                    percent(r.error_rate), opt_fixed(r.memory_headroom_gb, 1),
@@ -260,7 +265,7 @@ std::string render_markdown(const json& results) {
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";
     out += md_header({"Target", "Baseline", "Throughput ratio", "Price ratio",
-                      "Relative cost per token"}, 2);
+                      "Relative cost per token"}, "llrrr");
     for (const auto& c : comparison) {
       out += md_row({json_string(c, "target"), json_string(c, "baseline"),
                      opt_fixed(json_number(c, "throughput_ratio"), 2),
@@ -276,7 +281,7 @@ std::string render_markdown(const json& results) {
            opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
            opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
     out += md_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
-                      "Cost per M output tokens", "Note"}, 1);
+                      "Cost per M output tokens", "Note"}, "lrrrrrl");
     for (const auto& r : demand_rows(results)) {
       out += md_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
                      r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
@@ -288,7 +293,7 @@ std::string render_markdown(const json& results) {
   }
   out += "\n## Steps\n\n";
   out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50/P95/P99 ms",
-                    "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"}, 4);
+                    "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"}, "llllrrrrrrll");
   for (const auto& s : step_rows(results)) {
     out += md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
                    opt_fixed(s.output_tokens_per_s, 1),

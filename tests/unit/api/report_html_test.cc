@@ -82,7 +82,7 @@ TEST_F(ReportHtmlTest, CapacityTableHasEveryTargetWithItsFigures) {
     EXPECT_NE(row.find(buf), std::string::npos) << row;
     std::snprintf(buf, sizeof buf, "<td>%.0f</td>", *r.ttft_p95_ms);
     EXPECT_NE(row.find(buf), std::string::npos);
-    EXPECT_NE(row.find("<td>512 / 128</td>"), std::string::npos);
+    EXPECT_NE(row.find("<td>512 / 64</td>"), std::string::npos);
     EXPECT_NE(row.find(">simulated</span>"), std::string::npos);
     EXPECT_NE(row.find(">same-config</span>"), std::string::npos);
     EXPECT_NE(row.find(">qualified</td>"), std::string::npos);
@@ -128,8 +128,8 @@ TEST_F(ReportHtmlTest, LatencyChartsDrawTheSlaBounds) {
   for (const char* kind : {"tpot-vs-concurrency", "tpot-vs-rate"}) {
     const auto c = chart(html_, kind);
     ASSERT_FALSE(c.empty()) << kind;
-    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"35\""), 1u) << kind;
-    EXPECT_NE(c.find("SLA P95 TPOT ≤ 35 ms"), std::string::npos);
+    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"50\""), 1u) << kind;
+    EXPECT_NE(c.find("SLA P95 TPOT ≤ 50 ms"), std::string::npos);
   }
 }
 
@@ -195,7 +195,7 @@ TEST(ReportHtmlEdgeTest, EmptyOrPartialDocumentsStillRender) {
   EXPECT_NE(h2.find("Error: target x: simulator cannot start"), std::string::npos);
   EXPECT_NE(h2.find(">no qualified capacity</td>"), std::string::npos);
   EXPECT_NE(h2.find("Generated 2026-12-02T12:00:00Z"), std::string::npos);
-  EXPECT_EQ(h2.find("plan-json"), std::string::npos);
+  EXPECT_EQ(h2.find("<pre id=\"plan-json\""), std::string::npos);
 }
 
 TEST(ReportHtmlEdgeTest, ClosedLoopQualifiedPointIsMarkedOnTheConcurrencyChart) {
