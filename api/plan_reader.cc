@@ -168,12 +168,11 @@ std::string lower(std::string_view s) {
 }
 
 // Headers whose values are credentials: redacted in the normalised plan (like secrets).
+// Must stay the same set the daemon stores as secrets when it saves a job
+// (server/rest_api.cc, "header:<name>"), or a redacted value would be sent as "***".
 bool sensitive_header(std::string_view name) {
   const std::string n = lower(name);
-  for (const char* part : {"auth", "key", "token", "secret", "cookie", "password", "session"}) {
-    if (n.find(part) != std::string::npos) return true;
-  }
-  return false;
+  return n == "authorization" || n == "x-api-key";
 }
 
 bool valid_name(const std::string& s) {
@@ -782,7 +781,6 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
            {"secrets", secrets},
            {"tls", {{"ca_file", t.tls_ca_file}, {"insecure", t.tls_insecure}}},
            {"hardware", json::parse(t.hardware_json, nullptr, false)},
-           {"precision", t.precision},
            {"price_per_hour", t.price_per_hour},
            {"currency", t.currency},
            {"metrics_url", t.metrics_url}};
@@ -871,14 +869,32 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     return out;
   }
   json doc;
+  // Strict: a key given twice in one object is an error, not "last one wins".
+  std::vector<std::set<std::string>> keys_seen;
+  std::vector<std::string> duplicates;
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    else if (event == json::parse_event_t::key && !keys_seen.empty() &&
+             !keys_seen.back().insert(parsed.get<std::string>()).second)
+      duplicates.push_back(parsed.get<std::string>());
+    return true;
+  };
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, on_event);
   } catch (const json::parse_error& e) {
     out.malformed = true;
     errors.push_back({"", "not valid JSON (byte " + std::to_string(e.byte) + "): " +
                               printable(e.what())});
     return out;
+  } catch (const json::exception& e) {
+    // e.g. a number too large for a double (1e400)
+    out.malformed = true;
+    errors.push_back({"", "not valid JSON: " + printable(e.what())});
+    return out;
   }
+  for (const auto& d : duplicates) errors.push_back({"", "duplicate key '" + printable(d) + "'"});
+  if (!errors.empty()) return out;
   TestPlan plan;
   ObjectReader root(&doc, "", errors);
   if (!root.ok()) return out;

@@ -11,6 +11,8 @@ namespace llmcap::server {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"demo", "start a daemon with simulated GPUs, run the example plan, print the table",
+       &cmd_demo},
       {"serve", "run the daemon: REST API, job scheduler, SQLite storage, /metrics", &cmd_serve},
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},

@@ -263,8 +263,10 @@ std::string Settings::help_text() const {
   std::string out;
   for (const auto& key : order_) {
     const auto& f = fields_.at(key);
-    std::string flag = "  --" + flag_name(key);
-    if (f.type != "bool") flag += " " + std::string(f.type == "list" ? "A,B" : "VALUE");
+    // Built with append(): GCC 12 reports a false -Wrestrict on "literal" + string here.
+    std::string flag("  --");
+    flag.append(flag_name(key));
+    if (f.type != "bool") flag.append(f.type == "list" ? " A,B" : " VALUE");
     if (flag.size() < 34) flag.resize(34, ' ');
     else flag += "  ";
     out += flag + f.help;
