@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The llmcapd command line as a user meets it: help, version, exit codes, config errors,
+and a one-shot `run` of a tiny simulated plan that prints the qualified-capacity table."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+LLMCAPD = sys.argv.pop(1) if len(sys.argv) > 1 else "llmcapd"
+
+TINY_PLAN = {
+    "version": 1,
+    "name": "cli-tiny",
+    "targets": [{"name": "a100", "base_url": "sim://a100-80g-pcie/llama-3.1-8b",
+                 "price_per_hour": 1.5}],
+    "workload": {"input_tokens": {"fixed": 128}, "output_tokens": {"fixed": 16}},
+    "sla": {"ttft_ms": {"p95": 1000}, "tpot_ms": {"p95": 35}, "min_requests": 5},
+    "phases": [{"kind": "concurrency_sweep", "levels": [2, 4], "duration_s": 2, "warmup_s": 0.5}],
+    "demand": {"requests_per_minute": 90, "mean_output_tokens": 240, "headroom": 0.3},
+}
+
+
+def run(*args, env=None, timeout=120):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+class Cli(unittest.TestCase):
+    def test_help_lists_subcommands_and_exit_codes(self):
+        r = run("--help")
+        self.assertEqual(r.returncode, 0)
+        for cmd in ("serve", "run", "sim", "demo", "estimate", "version"):
+            self.assertIn("\n  " + cmd, r.stdout)
+        self.assertIn("Exit codes", r.stdout)
+
+    def test_version(self):
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^llmcapd \d+\.\d+\.\d+ \(")
+
+    def test_unknown_command_and_flag_exit_2_naming_them(self):
+        r = run("frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'frobnicate'", r.stderr)
+        r = run("serve", "--no-such-flag")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--no-such-flag", r.stderr)
+        r = run("sim", "--hardware")
+        self.assertEqual(r.returncode, 2)
+
+    def test_unknown_config_key_and_env_exit_2(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"port": 0, "colour": "blue"}, f)
+        try:
+            r = run("serve", "--config", f.name)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("unknown key 'colour'", r.stderr)
+        finally:
+            os.unlink(f.name)
+        r = run("serve", env={"LLMCAP_NOT_A_SETTING": "1"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LLMCAP_NOT_A_SETTING", r.stderr)
+        r = run("serve", "--max-concurrent-jobs", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("max_concurrent_jobs", r.stderr)
+
+    def test_invalid_plan_exit_2_with_every_path(self):
+        bad = dict(TINY_PLAN)
+        bad["targets"] = [{"name": "A B", "base_url": "ftp://x", "bogus": 1}]
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(bad, f)
+        try:
+            r = run("run", f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(r.returncode, 2)
+        for path in ("/targets/0/name", "/targets/0/base_url", "/targets/0/bogus"):
+            self.assertIn(path, r.stderr)
+
+    def test_estimate_exit_codes(self):
+        r = run("estimate", "--hardware", "a100-80g-pcie", "--model", "llama-3.1-8b")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("fits               yes", r.stdout)
+        r = run("estimate", "--hardware", "rtx4090-24g", "--model", "llama-3.1-8b", "--context",
+                "8192", "--concurrency", "32", "--json")
+        self.assertEqual(r.returncode, 1)
+        self.assertFalse(json.loads(r.stdout)["fits"])
+        r = run("estimate", "--hardware", "nope")
+        self.assertEqual(r.returncode, 2)
+
+    def test_run_tiny_plan_prints_capacity_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "plan.json")
+            out = os.path.join(d, "results.json")
+            with open(plan, "w") as f:
+                json.dump(TINY_PLAN, f)
+            r = run("run", plan, "--out", out, timeout=180)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            self.assertIn("Qualified capacity", r.stdout)
+            self.assertIn("a100", r.stdout)
+            self.assertIn("demand:", r.stdout)
+            with open(out) as f:
+                doc = json.load(f)
+            steps = doc["targets"][0]["phases"][0]["steps"]
+            self.assertEqual(len(steps), 2)
+            for s in steps:
+                self.assertIn(s["verdict"]["outcome"], ("pass", "fail", "inconclusive"))
+                self.assertGreater(s["stats"]["counts"]["completed_ok"], 0)
+            self.assertEqual(r.returncode == 0, doc["all_qualified"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
