@@ -27,7 +27,7 @@ struct Run {
   double err_p99_ms = 0;  // max(|P99 − truth|, |P1 − truth|)
   double kib_per_request = 0;
   double utilisation = 0;
-  std::uint64_t gaps = 0, ok = 0, failed = 0;
+  std::uint64_t gaps = 0, ok = 0, failed = 0, cancelled = 0;
   std::int64_t preemptions = 0;
   std::string first_error;
 };
@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     run.preemptions = r.cpu.involuntary_context_switches;
     for (const auto& s : r.samples) {
       if (s.ok()) ++run.ok;
+      else if (s.error == analysis::ErrorClass::kCancelled) ++run.cancelled;
       else if (s.error != analysis::ErrorClass::kCancelled) {
         ++run.failed;
         if (run.first_error.empty()) run.first_error = s.error_message;
@@ -126,13 +127,14 @@ int main(int argc, char** argv) {
               "per request, %.0f s window, %d run(s), ITL from %s\n",
               streams, interval_ms, tokens, seconds, repeat,
               token_times ? "exact per-token times (memory includes them)" : "the LogHistogram (+-1%)");
-  std::printf("| run | held | ok | failed | ITL gaps | P1 ms | P50 ms | P99 ms | P99.9 ms | max ms | "
+  std::printf("| run | held | ok | failed | cancelled | ITL gaps | P1 ms | P50 ms | P99 ms | P99.9 ms | max ms | "
               "P99 error ms | KiB/request | agent util | preempt |\n");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    std::printf("| %zu | %lld | %llu | %llu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f | %.2f | %lld |\n",
+    std::printf("| %zu | %lld | %llu | %llu | %llu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f | %.2f | %lld |\n",
                 i + 1, static_cast<long long>(r.held), static_cast<unsigned long long>(r.ok),
-                static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.gaps),
+                static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.cancelled),
+                static_cast<unsigned long long>(r.gaps),
                 r.itl_p1_ms, r.itl_p50_ms, r.itl_p99_ms, r.itl_p999_ms, r.itl_max_ms, r.err_p99_ms,
                 r.kib_per_request, r.utilisation, static_cast<long long>(r.preemptions));
     if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
