@@ -97,6 +97,42 @@ TEST(ChunkDecoder, ServerErrorEvent) {
   EXPECT_EQ(d.server_error_message, "overloaded");
 }
 
+// The decoder reads chunks with a SAX pass (no DOM); it must answer as a DOM would: the last of
+// duplicated keys wins, fields nested where the API does not put them are ignored, and the
+// choices array's elements that are not objects are skipped.
+TEST(ChunkDecoder, SaxPassMatchesDomSemantics) {
+  auto d = ChunkDecoder::decode(R"({"id":"a","id":"b","choices":[{"text":"abc","text":""}]})",
+                                ApiKind::kCompletions);
+  EXPECT_EQ(d.id, "b");
+  EXPECT_FALSE(d.is_token);  // the last "text" is empty
+  d = ChunkDecoder::decode(R"({"id":"a","id":7,"choices":[{"text":"x"}],"choices":{"y":1}})",
+                           ApiKind::kCompletions);
+  EXPECT_EQ(d.id, "");  // the last "id" is not a string
+  EXPECT_EQ(d.text_bytes, 0u);  // the last "choices" is not an array
+  d = ChunkDecoder::decode(
+      R"({"nested":{"choices":[{"text":"no"}],"id":"no"},"choices":[5,"x",[{"text":"q"}],{"text":"ok","finish_reason":"stop"}]})",
+      ApiKind::kCompletions);
+  EXPECT_EQ(d.id, "");
+  EXPECT_EQ(d.text_bytes, 2u);
+  EXPECT_EQ(d.finish_reason, FinishReason::kStop);
+  d = ChunkDecoder::decode(R"({"choices":[{"delta":{"content":"a"},"delta":{"reasoning":"bb"}}]})",
+                           ApiKind::kChat);
+  EXPECT_EQ(d.text_bytes, 2u);  // the second delta replaces the first
+  d = ChunkDecoder::decode(R"({"usage":{"prompt_tokens":3},"usage":5})", ApiKind::kChat);
+  EXPECT_EQ(d.prompt_tokens, -1);
+  d = ChunkDecoder::decode(R"({"error":{"code":500,"message":"a","message":"b"}})", ApiKind::kChat);
+  EXPECT_TRUE(d.server_error);
+  EXPECT_EQ(d.server_error_code, 500);
+  EXPECT_EQ(d.server_error_message, "b");
+  d = ChunkDecoder::decode(R"({"error":null,"choices":[{"text":"\u00e9\ud83d\ude00"}]})",
+                           ApiKind::kCompletions);
+  EXPECT_FALSE(d.server_error);
+  EXPECT_EQ(d.text_bytes, 6u);  // é (2 bytes) + 😀 (4 bytes), decoded
+  d = ChunkDecoder::decode(R"({"a":1}x)", ApiKind::kChat);
+  EXPECT_TRUE(d.malformed);
+  EXPECT_EQ(d.malformed_reason, "invalid JSON");
+}
+
 TEST(ChunkDecoder, NonStreamingBody) {
   const std::string body =
       R"({"id":"chatcmpl-1","choices":[{"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}})";
