@@ -177,20 +177,56 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
   if (const auto od = observer.deadline(); od.at_ns < d.at_ns) d = od;
 
   if (!resolved) {
-    tcp::resolver resolver(io);
-    asio::steady_timer timer(io);
-    timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(d.at_ns)));
-    timer.async_wait([&resolver](const beast::error_code& ec) {
-      if (!ec) resolver.cancel();
-    });
-    auto [ec, results] = co_await resolver.async_resolve(endpoint.host, endpoint.port, use_nothrow);
-    timer.cancel();
-    if (ec || results.empty()) {
-      r.error = now_ns() >= d.at_ns ? d.on_expiry : ErrorClass::kConnect;
-      r.error_message = "cannot resolve " + endpoint.host + ": " + describe(ec);
+    // getaddrinfo cannot be interrupted (resolver.cancel() only stops a lookup that has not
+    // started), so the lookup runs on Asio's resolver thread while this request waits on a
+    // timer that the answer, the deadline or a cancel ends: a DNS server that never answers
+    // costs the request its deadline, and a stop or drain still ends it at once. A late answer
+    // lands in the shared state and is dropped.
+    struct PendingResolve {
+      explicit PendingResolve(asio::io_context& ctx) : resolver(ctx), wake(ctx) {}
+      tcp::resolver resolver;
+      asio::steady_timer wake;
+      bool answered = false;
+      beast::error_code ec;
+      tcp::resolver::results_type results;
+    };
+    if (canceller && canceller->cancelled()) {
+      r.error = ErrorClass::kCancelled;
+      r.error_message = "cancelled before connect";
       co_return nullptr;
     }
-    resolved = std::move(results);
+    auto pending = std::make_shared<PendingResolve>(io);
+    pending->wake.expires_at(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(d.at_ns)));
+    pending->resolver.async_resolve(
+        endpoint.host, endpoint.port,
+        [pending](const beast::error_code& ec, tcp::resolver::results_type results) {
+          pending->answered = true;
+          pending->ec = ec;
+          pending->results = std::move(results);
+          pending->wake.cancel();
+        });
+    if (canceller) canceller->set_hook([pending] { pending->wake.cancel(); });
+    co_await pending->wake.async_wait(use_nothrow);
+    if (canceller) canceller->set_hook(nullptr);
+    if (!pending->answered) {
+      pending->resolver.cancel();
+      if (canceller && canceller->cancelled()) {
+        r.error = ErrorClass::kCancelled;
+        r.error_message = "cancelled while resolving " + endpoint.host;
+      } else {
+        r.error = d.on_expiry;
+        r.error_message = "cannot resolve " + endpoint.host + ": no answer before the deadline";
+      }
+      co_return nullptr;
+    }
+    if (pending->ec || pending->results.empty()) {
+      // An answer, even a late one, says the name does not resolve: a connect error.
+      r.error = ErrorClass::kConnect;
+      r.error_message = "cannot resolve " + endpoint.host + ": " + describe(pending->ec);
+      co_return nullptr;
+    }
+    resolved = std::move(pending->results);
   }
 
   auto conn = std::make_unique<Connection>();

@@ -5,7 +5,10 @@
 // TLS handshake), writes the request, and hands the response to a ResponseObserver as bytes
 // arrive, each read stamped with steady_clock at its completion. The observer decides the
 // read deadline before every socket operation (first-token / idle / total, DOMAIN §2), so
-// timeouts are classified as the error the observer names. A kept-alive connection that the
+// timeouts are classified as the error the observer names. Name resolution runs on Asio's
+// resolver thread and is raced against the deadline and the canceller, so a DNS server that never
+// answers cannot hold a request past its deadline (a failed answer is kConnect, no answer in time
+// the deadline's class). A kept-alive connection that the
 // server closed before answering is retried once on a fresh connection (t_send is the retry's).
 //
 // Threading: all calls must run on the thread of the io_context given at construction (the
