@@ -22,19 +22,22 @@ B="$BUILD/bench"
 PRIO=()
 if [[ "${RT:-1}" == 1 ]] && chrt -f 10 true 2>/dev/null; then PRIO=(chrt -f 10); fi
 section() { printf '\n===== %s =====\n' "$*"; }
+FAILED=()
+# Runs one benchmark command; a failure is reported at the end instead of stopping the rest.
+run() { "$@" || { echo "FAILED (rc $?): $*"; FAILED+=("$*"); }; }
 
 section "machine"
 echo "nproc: $(nproc); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); build: Release ($BUILD); $(date -u +%FT%TZ)"
 
 section "micro: SSE framing + chunk decode"
-"$B/bench_agent_sse_decode" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+run "$B/bench_agent_sse_decode" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_min_time=0.2
 section "micro: LogHistogram, sample storage, split reads"
-"$B/bench_micro" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+run "$B/bench_micro" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_min_time=0.2
 section "micro: storage ingest"
-"$B/bench_storage_ingest" --benchmark_repetitions=1 --benchmark_min_time=0.5
+run "$B/bench_storage_ingest" --benchmark_repetitions=1 --benchmark_min_time=0.5
 
 if [[ "${CALLGRIND:-1}" == 1 ]] && command -v valgrind >/dev/null; then
   for api in completions chat; do
@@ -50,16 +53,19 @@ fi
 
 echo "macro benchmarks run under: ${PRIO[*]:-normal priority}"
 section "macro: client firehose (token events/s, per-request CPU)"
-"${PRIO[@]}" "$B/bench_client_firehose" --seconds=3 --repeat=3
+run "${PRIO[@]}" "$B/bench_client_firehose" --seconds=3 --repeat=3
 section "macro: open loop 5000 req/s"
-"${PRIO[@]}" "$B/bench_open_loop" --rate=5000 --seconds=5 --repeat=3
+run "${PRIO[@]}" "$B/bench_open_loop" --rate=5000 --seconds=5 --repeat=3
 section "macro: paced streams (50 ms), exact ITL from token times: 10, 1000 and 10000 streams"
 for n in 10 1000 10000; do
-  "${PRIO[@]}" "$B/bench_concurrency" --streams=$n --interval-ms=50 --tokens=40 --seconds=6 --token-times=1 | tail -3
+  run "${PRIO[@]}" "$B/bench_concurrency" --streams=$n --interval-ms=50 --tokens=40 --seconds=6 --token-times=1
 done
 section "macro: 10000 paced streams (50 ms), memory without token times"
-"${PRIO[@]}" "$B/bench_concurrency" --streams=10000 --interval-ms=50 --tokens=40 --seconds=6 --token-times=0
+run "${PRIO[@]}" "$B/bench_concurrency" --streams=10000 --interval-ms=50 --tokens=40 --seconds=6 --token-times=0
 section "macro: simulator 2000 streams on one core"
-"${PRIO[@]}" "$B/bench_sim_streams" --streams=2000 --seconds=10
+run "${PRIO[@]}" "$B/bench_sim_streams" --streams=2000 --seconds=10
 section "daemon start and idle RSS"
-bench/daemon_start.sh "${LLMCAPD:-$BUILD/server/llmcapd}" 5 3
+run bench/daemon_start.sh "${LLMCAPD:-$BUILD/server/llmcapd}" 5 3
+if ((${#FAILED[@]})); then
+  printf '\n%d benchmark(s) failed:\n' "${#FAILED[@]}"; printf '  %s\n' "${FAILED[@]}"; exit 1
+fi
