@@ -393,6 +393,17 @@ TEST(PlanReader, InvalidUtf8IsACleanMalformedError) {
   EXPECT_FALSE(json::parse(resp.body, nullptr, false).is_discarded());
 }
 
+TEST(PlanReader, DuplicateKeysAndHugeNumbersAreRefused) {
+  auto p = parse_plan(R"({"version": 1, "version": 2, "targets": [{"name": "a", "name": "b",
+      "base_url": "sim://rtx4090-48g/llama-3.1-8b"}], "phases": [{"kind": "soak"}]})");
+  EXPECT_ERROR(p, "", "duplicate key 'version'");
+  EXPECT_ERROR(p, "", "duplicate key 'name'");
+  EXPECT_FALSE(p.plan);
+  p = parse_plan(R"({"version": 1e400})");
+  EXPECT_TRUE(p.malformed);
+  ASSERT_EQ(p.errors.size(), 1u);
+}
+
 TEST(PlanReader, NotJsonIsMalformed) {
   for (const char* text : {"", "{", "{\"version\": 1,}", "nul", "{\"a\":1} trailing"}) {
     const auto p = parse_plan(text);
