@@ -38,12 +38,13 @@ p.caption { font-size: 12.5px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { padding: 5px 7px; border-bottom: 1px solid #e6e9ed; text-align: right; vertical-align: top; }
 td { white-space: nowrap; }
+#capacity-table th, #capacity-table td { padding: 5px 5px; }
 th { background: #eef1f5; font-weight: 600; vertical-align: bottom; }
-td.labels { white-space: normal; text-align: left; min-width: 190px; }
-td.labels .badge { margin: 1px 4px 1px 0; }
+td.labels { white-space: normal; text-align: left; min-width: 165px; }
+td.labels .badge { margin: 1px 3px 1px 0; padding: 0 6px; font-size: 11px; white-space: nowrap; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-td.reasons { text-align: left; min-width: 260px; max-width: 460px; white-space: normal; font-size: 12px; color: #333; }
+td.reasons { text-align: left; min-width: 200px; max-width: 460px; white-space: normal; font-size: 12px; color: #333; }
 .outcome-pass, .verdict-qualified { color: #0b6e2e; font-weight: 600; }
 .outcome-fail, .verdict-none { color: #b3261e; font-weight: 600; }
 .outcome-inconclusive { color: #8a5a00; font-weight: 600; }
@@ -159,10 +160,11 @@ std::vector<ChartPoint> sorted(std::vector<ChartPoint> pts) {
 }
 
 // Throughput and latency-vs-load charts for one load axis (concurrency or offered rate).
-std::string load_charts(const json& results, bool concurrency) {
+std::vector<std::string> load_charts(const json& results, bool concurrency) {
   const auto& targets = targets_of(results);
   const std::initializer_list<std::string_view> kinds_conc = {"concurrency_sweep"};
-  const std::initializer_list<std::string_view> kinds_rate = {"rate_sweep", "capacity_search"};
+  // Soak steps run at one offered rate too (often the qualified one), so they belong here.
+  const std::initializer_list<std::string_view> kinds_rate = {"rate_sweep", "capacity_search", "soak"};
   std::vector<std::vector<StepRef>> per_target;
   std::vector<double> all_x;
   bool any = false;
@@ -171,11 +173,11 @@ std::string load_charts(const json& results, bool concurrency) {
     for (const auto& s : per_target.back()) all_x.push_back(x_of(*s.step, concurrency));
     any = any || !per_target.back().empty();
   }
-  if (!any) return "";
+  if (!any) return {};
   const std::string axis = concurrency ? "concurrency" : "rate";
   const std::string x_title = concurrency ? "Concurrency (requests in flight)" : "Offered rate (requests/s)";
   const bool log_x = concurrency && wide_range(all_x, 8);
-  std::string out;
+  std::vector<std::string> out;
 
   {
     ChartOptions o;
@@ -202,9 +204,9 @@ std::string load_charts(const json& results, bool concurrency) {
         if (x && y) chart.add_mark({*x, *y, "SLA-qualified point", static_cast<int>(i), "qualified-point"});
       }
     }
-    out += figure(chart, std::string("One line per target; the ring marks the SLA-qualified point (") +
+    out.push_back(figure(chart, std::string("One line per target; the ring marks the SLA-qualified point (") +
                              (concurrency ? "highest passing concurrency level" : "highest passing offered rate") +
-                             ") when the target qualified on this load model.");
+                             ") when the target qualified on this load model."));
   }
 
   for (const std::string metric : {"ttft", "tpot"}) {
@@ -245,8 +247,8 @@ std::string load_charts(const json& results, bool concurrency) {
       }
     }
     for (const auto& b : bounds) chart.add_threshold({b.limit_ms, "SLA " + b.label + " " + upper + " ≤ " + format_compact(b.limit_ms) + " ms"});
-    out += figure(chart, upper + " percentiles per step (dotted P50, solid P95, dashed P99); dashed red lines are the plan's SLA bounds." +
-                             std::string(metric == "ttft" ? " TTFT is measured from the intended send time (DOMAIN §2) unless the plan says otherwise." : " TPOT is per request: (last − first token) / (output tokens − 1)."));
+    out.push_back(figure(chart, upper + " percentiles per step (dotted P50, solid P95, dashed P99); dashed red lines are the plan's SLA bounds." +
+                             std::string(metric == "ttft" ? " TTFT is measured from the intended send time (DOMAIN §2) unless the plan says otherwise." : " TPOT is per request: (last − first token) / (output tokens − 1).")));
   }
   return out;
 }
@@ -453,7 +455,7 @@ std::string cdf_section(const json& results) {
 std::string capacity_table(const json& results) {
   const auto rows = capacity_rows(results);
   const bool any_memory = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.memory_headroom_gb.has_value(); });
-  std::vector<std::string> head = {"Target", "Model", "Precision", "In / out tokens", "Load at the point",
+  std::vector<std::string> head = {"Target", "Model", "Precision", "In / out tokens", "Load",
                                    "Sustained (req/s)", "Output tok/s", "P95 TTFT (ms)", "P95 TPOT (ms)",
                                    "P95 E2E (ms)", "Error rate"};
   if (any_memory) head.push_back("Memory headroom (GB)");
@@ -681,13 +683,19 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += comparison_section(results);
   out += demand_section(results);
 
-  const std::string conc = load_charts(results, true);
-  const std::string rate = load_charts(results, false);
+  // Closed loop on the left, open loop on the right, row by row (throughput, TTFT, TPOT).
+  const auto conc = load_charts(results, true);
+  const auto rate = load_charts(results, false);
   if (!conc.empty() || !rate.empty()) {
-    out += "<section id=\"load-charts\"><h2>Throughput and latency under load</h2>";
-    if (!conc.empty()) out += "<h3>Closed loop (fixed concurrency)</h3><div class=\"charts\">" + conc + "</div>";
-    if (!rate.empty()) out += "<h3>Open loop (offered rate: rate sweeps and capacity search)</h3><div class=\"charts\">" + rate + "</div>";
-    out += "</section>";
+    out += "<section id=\"load-charts\"><h2>Throughput and latency under load</h2><p class=\"caption\">";
+    if (!conc.empty()) out += "Closed loop: concurrency sweeps (fixed requests in flight). ";
+    if (!rate.empty()) out += "Open loop: rate sweeps, capacity search and soak steps (offered rate, Poisson arrivals unless the plan says otherwise).";
+    out += "</p><div class=\"charts\">";
+    for (std::size_t i = 0; i < std::max(conc.size(), rate.size()); ++i) {
+      if (i < conc.size()) out += conc[i];
+      if (i < rate.size()) out += rate[i];
+    }
+    out += "</div></section>";
   }
   out += burst_section(results);
   out += soak_section(results);

@@ -228,7 +228,7 @@ std::vector<DemandRow> demand_rows(const json& results) {
 
 std::string load_text(const CapacityRow& row) {
   if (row.concurrency) return "c=" + std::to_string(*row.concurrency);
-  if (row.offered_rate_rps) return "offered " + format_fixed(*row.offered_rate_rps, 2) + " rps";
+  if (row.offered_rate_rps) return format_fixed(*row.offered_rate_rps, 2) + " rps";
   return "-";
 }
 

@@ -82,7 +82,7 @@ std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
 std::vector<StepRow> step_rows(const nlohmann::json& results);
 std::vector<DemandRow> demand_rows(const nlohmann::json& results);
 
-// "offered 12.0 rps" / "c=8" / "-".
+// "12.00 rps" (offered, open loop) / "c=8" (closed loop) / "-".
 std::string load_text(const CapacityRow& row);
 // "512 / 128" / "-".
 std::string lengths_text(const CapacityRow& row);

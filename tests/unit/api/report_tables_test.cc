@@ -74,7 +74,7 @@ TEST(ReportTablesTest, CapacityRowOfTinySampleHasTheQualifiedFigures) {
   EXPECT_NEAR(*r.cost_per_million_output_tokens, 0.486923, 1e-6);
   EXPECT_EQ(r.price_per_hour, 1.5);
   EXPECT_EQ(lengths_text(r), "256 / 32");
-  EXPECT_EQ(load_text(r), "offered 29.44 rps");
+  EXPECT_EQ(load_text(r), "29.44 rps");
   EXPECT_FALSE(r.memory_headroom_gb);
   EXPECT_EQ(r.labels, (std::vector<std::string>{"simulated", "same-config", "client-bound steps present"}));
 }
