@@ -232,6 +232,20 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return why;
   }
 
+  // The stored progress is written at step boundaries only (the agent's progress callback must
+  // not block on SQLite); while a job runs, the newest in-memory progress event is fresher.
+  json live_progress(const storage::JobRecord& j) const {
+    json stored = json::parse(j.progress_json, nullptr, false);
+    if (j.state != storage::JobState::kRunning) return stored;
+    const auto read = deps.events.read(j.id, 0);
+    for (auto it = read.events.rbegin(); it != read.events.rend(); ++it) {
+      if (it->type != "progress") continue;
+      json live = json::parse(it->data, nullptr, false);
+      return live.is_object() ? live : stored;
+    }
+    return stored;
+  }
+
   json job_json(const storage::JobRecord& j) const {
     json targets = json::array();
     for (const auto& t : j.targets) targets.push_back({{"name", t.name}, {"base_url", t.base_url}});
@@ -248,7 +262,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
                 {"last_completed_step",
                  j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
                 {"targets", targets},
-                {"progress", json::parse(j.progress_json, nullptr, false)},
+                {"progress", live_progress(j)},
                 {"links",
                  {{"self", self},
                   {"results", self + "/results"},
@@ -389,6 +403,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       (void)deps.store.delete_job(job.id);
       return submitted == JobScheduler::SubmitResult::kQueueFull
                  ? problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
+                       .with_header("Retry-After", "30")
                  : problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
     }
     (void)deps.store.append_audit({0, 0, nj.submitted_by, "job.create", job.id,
@@ -479,7 +494,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
                               "only interrupted jobs can be resumed (this one is " +
                                   std::string(storage::to_string(job.value().state)) + ")");
     if (deps.scheduler.queued() >= static_cast<std::size_t>(deps.config.max_queued_jobs))
-      return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later");
+      return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
+          .with_header("Retry-After", "30");
     auto queued = deps.store.update_state(id, storage::JobState::kQueued);
     if (!queued.ok()) return storage_problem(queued.status());
     std::vector<std::string> keys;
@@ -713,8 +729,14 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_events(
       idle = 0;
     }
     if (read.finished || (at_rest && !read.known)) {
+      // The state now, not the one when the stream opened (the runner stores it before
+      // finish()).
+      co_await asio::post(blocking, asio::use_awaitable);
+      auto final_job = deps.store.get_job(id);
+      co_await asio::post(io, asio::use_awaitable);
+      const auto state = final_job.ok() ? final_job.value().state : job.value().state;
       const std::string frame = "event: end\ndata: {\"state\":\"" +
-                                std::string(storage::to_string(job.value().state)) + "\"}\n\n";
+                                std::string(storage::to_string(state)) + "\"}\n\n";
       co_await out.write(frame);
       break;
     }
