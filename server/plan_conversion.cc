@@ -1,5 +1,7 @@
 #include "server/plan_conversion.h"
 
+#include <nlohmann/json.hpp>
+
 namespace llmcap::server {
 
 namespace {
@@ -45,6 +47,9 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
     rt.name = t.name;
     rt.base_url = t.base_url;
     rt.sim_options_json = t.sim_json;
+    if (const auto sim = nlohmann::json::parse(t.sim_json, nullptr, false);
+        sim.is_object() && sim.contains("time_scale") && sim["time_scale"].is_number())
+      rt.time_scale = sim["time_scale"].get<double>();
     rt.spec.api = t.api == "chat" ? agent::ApiKind::kChat : agent::ApiKind::kCompletions;
     rt.spec.model = t.model;
     for (const auto& [k, v] : t.headers) rt.spec.headers.emplace_back(k, v);

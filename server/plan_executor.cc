@@ -62,6 +62,50 @@ std::uint64_t step_seed(std::uint64_t plan_seed, std::size_t phase, int repeat, 
   return x;
 }
 
+// Time compression for simulated targets with time_scale k: the step runs k× faster (durations
+// ÷ k, rates × k) and every measured time is scaled back × k before analysis.
+agent::RateProfile compress(const agent::RateProfile& p, double k) {
+  std::vector<agent::RateProfile::Segment> segs = p.segments();
+  for (auto& s : segs) {
+    s.start_s /= k;
+    s.end_s /= k;
+    s.rate_start *= k;
+    s.rate_end *= k;
+  }
+  return agent::RateProfile::from_segments(std::move(segs));
+}
+
+void expand(agent::StepResult& r, double k) {
+  auto scale = [k](std::int64_t& t) {
+    if (t >= 0) t = static_cast<std::int64_t>(std::llround(static_cast<double>(t) * k));
+  };
+  for (auto& s : r.samples) {
+    scale(s.t_intended_ns);
+    scale(s.t_send_ns);
+    scale(s.connect_ns);
+    scale(s.tls_ns);
+    scale(s.t_headers_ns);
+    scale(s.t_first_token_ns);
+    scale(s.t_last_token_ns);
+    scale(s.t_end_ns);
+    scale(s.max_itl_ns);
+    for (auto& t : s.token_times_ns) scale(t);
+  }
+  analysis::LogHistogram itl;
+  for (const auto& b : r.itl_ns.buckets())
+    itl.record(analysis::LogHistogram::bucket_value(b.index) * k, b.count);
+  r.itl_ns = itl;
+  for (auto& [t, n] : r.in_flight_series) scale(t);
+  scale(r.window_start_ns);
+  scale(r.window_end_ns);
+  scale(r.end_ns);
+  scale(r.schedule_lag.p50_ns);
+  scale(r.schedule_lag.p99_ns);
+  scale(r.schedule_lag.max_ns);
+  r.schedule_lag.mean_ns *= k;
+  scale(r.timer_lag.p99_ns);
+}
+
 // One judged step, kept for the target's capacity and the phase analyses.
 struct StepRecord {
   analysis::JudgedStep judged;
@@ -139,6 +183,20 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   spec.load = std::move(load);
   spec.warmup_s = phase.warmup_s;
   spec.duration_s = duration_s;
+  const agent::RateProfile offered_profile = spec.load.rate;
+  const double k = target_.time_scale > 0 ? target_.time_scale : 1.0;
+  if (k != 1.0) {
+    spec.warmup_s /= k;
+    spec.duration_s /= k;
+    spec.drain_timeout_s /= k;
+    spec.load.rate = compress(spec.load.rate, k);
+    auto shrink = [k](std::int64_t& ms) {
+      if (ms > 0) ms = std::max<std::int64_t>(1, static_cast<std::int64_t>(ms / k));
+    };
+    shrink(spec.deadlines.first_token_ms);
+    shrink(spec.deadlines.idle_ms);
+    shrink(spec.deadlines.total_ms);
+  }
   spec.drain = phase.drain;
   spec.seed = step_seed(plan_.seed, phase_index, repeat, step_index);
   sink_.on_step_started(ctx);
@@ -153,6 +211,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     return std::nullopt;
   }
   if (model_.empty()) model_ = result.model;
+  if (k != 1.0) expand(result, k);
 
   analysis::StepInput input;
   input.samples = result.samples;
@@ -163,7 +222,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     const double t0 = static_cast<double>(result.window_start_ns) / kNsPerS;
     const double t1 = static_cast<double>(result.window_end_ns) / kNsPerS;
     input.offered_rate_rps =
-        t1 > t0 ? (spec.load.rate.cumulative(t1) - spec.load.rate.cumulative(t0)) / (t1 - t0) : 0;
+        t1 > t0 ? (offered_profile.cumulative(t1) - offered_profile.cumulative(t0)) / (t1 - t0) : 0;
   } else {
     input.concurrency = spec.load.concurrency;
   }
@@ -201,6 +260,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
       {"stats", api::step_stats_json(record.judged.stats)},
       {"verdict", api::verdict_json(record.verdict)},
       {"client_bound", client_bound},
+      {"time_scale", k},
       {"client",
        json{{"cpu_utilisation", result.client_cpu_utilisation},
             {"schedule_lag_p99_ms", static_cast<double>(result.schedule_lag.p99_ns) / 1e6},
@@ -527,7 +587,8 @@ json TargetRun::run(std::string& error, bool& cancelled) {
            {"phases", phases},
            {"capacity", cap},
            {"qualified", qualified},
-           {"client_bound_steps", client_bound_steps_}};
+           {"client_bound_steps", client_bound_steps_},
+           {"time_scale", target_.time_scale}};
   if (search_repeats.size() > 1) {
     const auto rep = analysis::assess_repeatability(search_repeats);
     doc["repeatability"] = json{{"runs", rep.runs},

@@ -26,6 +26,10 @@ struct RunTarget {
   double price_per_hour = 0;
   std::string currency = "USD";
   std::string metrics_url;
+  // Simulated targets only: the simulator runs this many times faster than real time. The
+  // executor runs each step compressed by this factor and scales every measured time back
+  // (× time_scale) before analysis, so results read in simulated real time.
+  double time_scale = 1.0;
 };
 
 enum class PhaseKind { kConcurrencySweep, kRateSweep, kCapacitySearch, kBurst, kSoak };
