@@ -17,52 +17,6 @@
 
 namespace llmcap::bench {
 
-BenchFlags::BenchFlags(int argc, char** argv) : program_(argc > 0 ? argv[0] : "bench") {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || a.find('=') == std::string::npos) {
-      std::cerr << program_ << ": argument '" << a << "' is not --name=value\n";
-      std::exit(2);
-    }
-    const auto eq = a.find('=');
-    given_[a.substr(2, eq - 2)] = a.substr(eq + 1);
-  }
-}
-
-double BenchFlags::number(const std::string& name, double fallback) {
-  known_.push_back(name);
-  const auto it = given_.find(name);
-  if (it == given_.end()) return fallback;
-  used_[name] = true;
-  try {
-    std::size_t n = 0;
-    const double v = std::stod(it->second, &n);
-    if (n != it->second.size()) throw std::invalid_argument("trailing");
-    return v;
-  } catch (const std::exception&) {
-    std::cerr << program_ << ": --" << name << ": '" << it->second << "' is not a number\n";
-    std::exit(2);
-  }
-}
-
-std::string BenchFlags::text(const std::string& name, const std::string& fallback) {
-  known_.push_back(name);
-  const auto it = given_.find(name);
-  if (it == given_.end()) return fallback;
-  used_[name] = true;
-  return it->second;
-}
-
-void BenchFlags::check_all_used() const {
-  for (const auto& [name, value] : given_) {
-    if (used_.count(name) != 0) continue;
-    std::cerr << program_ << ": unknown flag --" << name << "; known:";
-    for (const auto& k : known_) std::cerr << " --" << k;
-    std::cerr << "\n";
-    std::exit(2);
-  }
-}
-
 namespace {
 std::int64_t status_kib(const std::string& key) {
   std::ifstream in("/proc/self/status");
@@ -87,49 +41,6 @@ std::int64_t raise_nofile(std::int64_t want) {
     getrlimit(RLIMIT_NOFILE, &rl);
   }
   return static_cast<std::int64_t>(rl.rlim_cur);
-}
-
-ForkedServer::~ForkedServer() { stop(); }
-
-void ForkedServer::start(const std::function<void(int)>& serve) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  std::cout.flush();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    close(fds[0]);
-    try {
-      serve(fds[1]);
-    } catch (const std::exception& e) {
-      std::cerr << "server child: " << e.what() << "\n";
-      _exit(1);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::uint16_t port = 0;
-  const ssize_t n = read(fds[0], &port, sizeof port);
-  close(fds[0]);
-  pid_ = pid;
-  if (n != static_cast<ssize_t>(sizeof port) || port == 0) {
-    stop();
-    throw std::runtime_error("server child did not report a port");
-  }
-  port_ = port;
-}
-
-std::int64_t ForkedServer::stop() {
-  if (pid_ <= 0) return 0;
-  kill(pid_, SIGTERM);
-  int status = 0;
-  rusage ru{};
-  wait4(pid_, &status, 0, &ru);
-  pid_ = -1;
-  auto ns = [](const timeval& t) {
-    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000;
-  };
-  return ns(ru.ru_utime) + ns(ru.ru_stime);
 }
 
 void serve_firehose(const FirehoseOptions& options, int port_fd) {

@@ -8,11 +8,11 @@
 // Usage: bench_client_firehose [--seconds=3] [--streams=4] [--tokens=4096] [--repeat=3]
 //                              [--events-per-write=64] [--request-streams=16]
 //        bench_client_firehose --serve=1 [--interval-ms=N]   (firehose only, for manual probes)
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "agent/step_runner.h"
@@ -49,8 +49,9 @@ Run run_once(const agent::StepSpec& spec) {
   out.events_per_wall_s = wall_s > 0 ? events / wall_s : 0;
   out.cpu_per_event_ns = events > 0 ? static_cast<double>(r.cpu.thread_cpu_ns) / events : 0;
   out.requests_per_wall_s = wall_s > 0 ? static_cast<double>(completed) / wall_s : 0;
-  out.cpu_per_request_us =
-      completed > 0 ? static_cast<double>(r.cpu.thread_cpu_ns) / 1e3 / static_cast<double>(completed) : 0;
+  out.cpu_per_request_us = completed > 0 ? static_cast<double>(r.cpu.thread_cpu_ns) / 1e3 /
+                                               static_cast<double>(completed)
+                                         : 0;
   out.utilisation = r.cpu.thread_utilisation();
   out.failed = r.counts.failed;
   return out;
@@ -61,7 +62,8 @@ void row(const char* name, const std::vector<Run>& runs, F field, const char* un
   std::vector<double> v;
   for (const auto& r : runs) v.push_back(field(r));
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  std::printf("| %-38s | %14.3f | %14.3f .. %-14.3f | %s\n", name, bench::median(v), *lo, *hi, unit);
+  std::printf("| %-38s | %14.3f | %14.3f .. %-14.3f | %s\n", name, bench::median(v), *lo, *hi,
+              unit);
 }
 
 }  // namespace
@@ -100,21 +102,37 @@ int main(int argc, char** argv) {
   std::vector<Run> token_runs, request_runs;
   for (int i = 0; i < repeat; ++i) {
     token_runs.push_back(run_once(bench::local_step(server.port(), streams, 16, tokens, seconds)));
-    request_runs.push_back(run_once(bench::local_step(server.port(), request_streams, 16, 1, seconds)));
+    request_runs.push_back(
+        run_once(bench::local_step(server.port(), request_streams, 16, 1, seconds)));
   }
   const std::int64_t server_cpu_ns = server.stop();
 
-  std::printf("bench_client_firehose: %d streams x %d tokens (%d events per server write), "
-              "%d x 1-token streams, %.1f s per run, %d runs (median, min .. max)\n",
-              streams, tokens, per_write, request_streams, seconds, repeat);
+  std::printf(
+      "bench_client_firehose: %d streams x %d tokens (%d events per server write), "
+      "%d x 1-token streams, %.1f s per run, %d runs (median, min .. max)\n",
+      streams, tokens, per_write, request_streams, seconds, repeat);
   std::printf("| %-38s | %14s | %-32s | unit\n", "metric", "median", "range");
-  row("token events / agent CPU second", token_runs, [](const Run& r) { return r.events_per_cpu_s; }, "events/s (target >= 1e6)");
-  row("token events / wall second", token_runs, [](const Run& r) { return r.events_per_wall_s; }, "events/s");
-  row("agent CPU per token event", token_runs, [](const Run& r) { return r.cpu_per_event_ns; }, "ns (target <= 1000)");
-  row("agent thread utilisation (tokens)", token_runs, [](const Run& r) { return r.utilisation; }, "fraction of a core");
-  row("1-token requests / wall second", request_runs, [](const Run& r) { return r.requests_per_wall_s; }, "req/s");
-  row("agent CPU per 1-token request", request_runs, [](const Run& r) { return r.cpu_per_request_us; }, "us (target <= 20)");
-  row("agent thread utilisation (requests)", request_runs, [](const Run& r) { return r.utilisation; }, "fraction of a core");
+  row(
+      "token events / agent CPU second", token_runs,
+      [](const Run& r) { return r.events_per_cpu_s; }, "events/s (target >= 1e6)");
+  row(
+      "token events / wall second", token_runs, [](const Run& r) { return r.events_per_wall_s; },
+      "events/s");
+  row(
+      "agent CPU per token event", token_runs, [](const Run& r) { return r.cpu_per_event_ns; },
+      "ns (target <= 1000)");
+  row(
+      "agent thread utilisation (tokens)", token_runs, [](const Run& r) { return r.utilisation; },
+      "fraction of a core");
+  row(
+      "1-token requests / wall second", request_runs,
+      [](const Run& r) { return r.requests_per_wall_s; }, "req/s");
+  row(
+      "agent CPU per 1-token request", request_runs,
+      [](const Run& r) { return r.cpu_per_request_us; }, "us (target <= 20)");
+  row(
+      "agent thread utilisation (requests)", request_runs,
+      [](const Run& r) { return r.utilisation; }, "fraction of a core");
   std::uint64_t failed = 0;
   for (const auto& r : token_runs) failed += r.failed;
   for (const auto& r : request_runs) failed += r.failed;

@@ -13,8 +13,12 @@ std::int32_t to_us(std::int64_t ns, bool absent) {
   constexpr std::int64_t kMin = CompactSample::kAbsent + 1;
   return static_cast<std::int32_t>(us > kMax ? kMax : us < kMin ? kMin : us);
 }
-std::int64_t to_ns(std::int32_t us) { return us == CompactSample::kAbsent ? -1 : std::int64_t{us} * 1000; }
-std::int32_t stamp(std::int64_t t_ns, std::int64_t base_ns) { return to_us(t_ns - base_ns, t_ns < 0); }
+std::int64_t to_ns(std::int32_t us) {
+  return us == CompactSample::kAbsent ? -1 : std::int64_t{us} * 1000;
+}
+std::int32_t stamp(std::int64_t t_ns, std::int64_t base_ns) {
+  return to_us(t_ns - base_ns, t_ns < 0);
+}
 std::int64_t unstamp(std::int32_t us, std::int64_t base_ns) {
   return us == CompactSample::kAbsent ? -1 : base_ns + std::int64_t{us} * 1000;
 }

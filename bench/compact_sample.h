@@ -23,7 +23,7 @@ struct CompactSample {
   static constexpr std::int32_t kAbsent = std::numeric_limits<std::int32_t>::min();
 
   std::int64_t t_intended_ns = 0;
-  std::int32_t send_us = kAbsent;  // t_send − t_intended
+  std::int32_t send_us = kAbsent;     // t_send − t_intended
   std::int32_t connect_us = kAbsent;  // durations, as RequestSample
   std::int32_t tls_us = kAbsent;
   std::int32_t headers_us = kAbsent;      // t_headers − t_intended

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     agent::StepRunner runner;
     const auto r = runner.run(spec, {}, [&](const agent::StepProgress& p) {
       held = std::max<std::int64_t>(held, static_cast<std::int64_t>(p.in_flight));
-      if (static_cast<std::int64_t>(p.in_flight) >= streams) rss_peak = std::max(rss_peak, bench::rss_kib());
+      if (static_cast<std::int64_t>(p.in_flight) >= streams)
+        rss_peak = std::max(rss_peak, bench::rss_kib());
     });
     if (!r.fatal_error.empty()) {
       std::cerr << "step failed: " << r.fatal_error << "\n";
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
       // Exact gaps of ok requests intended in the window (the histogram's population, §2).
       std::vector<std::int64_t> gaps;
       for (const auto& s : r.samples) {
-        if (!s.ok() || s.t_intended_ns < r.window_start_ns || s.t_intended_ns >= r.window_end_ns) continue;
+        if (!s.ok() || s.t_intended_ns < r.window_start_ns || s.t_intended_ns >= r.window_end_ns)
+          continue;
         for (std::size_t k = 1; k < s.token_times_ns.size(); ++k)
           gaps.push_back(s.token_times_ns[k] - s.token_times_ns[k - 1]);
       }
@@ -106,14 +108,17 @@ int main(int argc, char** argv) {
       run.itl_p1_ms = r.itl_ns.quantile(0.01) / 1e6;
       run.itl_max_ms = r.itl_ns.max() / 1e6;
     }
-    run.err_p99_ms = std::max(std::abs(run.itl_p99_ms - truth_ms), std::abs(truth_ms - run.itl_p1_ms));
+    run.err_p99_ms =
+        std::max(std::abs(run.itl_p99_ms - truth_ms), std::abs(truth_ms - run.itl_p1_ms));
     run.gaps = r.itl_ns.count();
     run.kib_per_request = static_cast<double>(rss_peak - rss0) / streams;
     run.utilisation = r.cpu.thread_utilisation();
     run.preemptions = r.cpu.involuntary_context_switches;
     for (const auto& s : r.samples) {
-      if (s.ok()) ++run.ok;
-      else if (s.error == analysis::ErrorClass::kCancelled) ++run.cancelled;
+      if (s.ok())
+        ++run.ok;
+      else if (s.error == analysis::ErrorClass::kCancelled)
+        ++run.cancelled;
       else if (s.error != analysis::ErrorClass::kCancelled) {
         ++run.failed;
         if (run.first_error.empty()) run.first_error = s.error_message;
@@ -123,23 +128,29 @@ int main(int argc, char** argv) {
   }
   server.stop();
 
-  std::printf("bench_concurrency: %d streams, one event per stream every %d ms (truth), %d tokens "
-              "per request, %.0f s window, %d run(s), ITL from %s\n",
-              streams, interval_ms, tokens, seconds, repeat,
-              token_times ? "exact per-token times (memory includes them)" : "the LogHistogram (+-1%)");
-  std::printf("| run | held | ok | failed | cancelled | ITL gaps | P1 ms | P50 ms | P99 ms | P99.9 ms | max ms | "
-              "P99 error ms | KiB/request | agent util | preempt |\n");
+  std::printf(
+      "bench_concurrency: %d streams, one event per stream every %d ms (truth), %d tokens "
+      "per request, %.0f s window, %d run(s), ITL from %s\n",
+      streams, interval_ms, tokens, seconds, repeat,
+      token_times ? "exact per-token times (memory includes them)" : "the LogHistogram (+-1%)");
+  std::printf(
+      "| run | held | ok | failed | cancelled | ITL gaps | P1 ms | P50 ms | P99 ms | P99.9 ms | "
+      "max ms | "
+      "P99 error ms | KiB/request | agent util | preempt |\n");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    std::printf("| %zu | %lld | %llu | %llu | %llu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f | %.2f | %lld |\n",
-                i + 1, static_cast<long long>(r.held), static_cast<unsigned long long>(r.ok),
-                static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.cancelled),
-                static_cast<unsigned long long>(r.gaps),
-                r.itl_p1_ms, r.itl_p50_ms, r.itl_p99_ms, r.itl_p999_ms, r.itl_max_ms, r.err_p99_ms,
-                r.kib_per_request, r.utilisation, static_cast<long long>(r.preemptions));
+    std::printf(
+        "| %zu | %lld | %llu | %llu | %llu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f "
+        "| %.2f | %lld |\n",
+        i + 1, static_cast<long long>(r.held), static_cast<unsigned long long>(r.ok),
+        static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.cancelled),
+        static_cast<unsigned long long>(r.gaps), r.itl_p1_ms, r.itl_p50_ms, r.itl_p99_ms,
+        r.itl_p999_ms, r.itl_max_ms, r.err_p99_ms, r.kib_per_request, r.utilisation,
+        static_cast<long long>(r.preemptions));
     if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
   }
-  std::printf("targets: held >= 10000, P99 error <= 1 ms, <= 16 KiB/request "
-              "(LogHistogram quantiles are within 1%% relative, i.e. +-0.5 ms at 50 ms)\n");
+  std::printf(
+      "targets: held >= 10000, P99 error <= 1 ms, <= 16 KiB/request "
+      "(LogHistogram quantiles are within 1%% relative, i.e. +-0.5 ms at 50 ms)\n");
   return 0;
 }

@@ -53,11 +53,12 @@ std::string chat_event(const std::string& model) {
 }
 std::string final_events(bool chat, std::int64_t prompt_tokens, std::int64_t n) {
   const std::string usage = R"("usage":{"prompt_tokens":)" + std::to_string(prompt_tokens) +
-                            R"(,"completion_tokens":)" + std::to_string(n) +
-                            R"(,"total_tokens":)" + std::to_string(prompt_tokens + n) + "}";
+                            R"(,"completion_tokens":)" + std::to_string(n) + R"(,"total_tokens":)" +
+                            std::to_string(prompt_tokens + n) + "}";
   const std::string finish =
-      chat ? R"(data: {"id":"chatcmpl-firehose","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"
-           : R"(data: {"id":"cmpl-firehose","object":"text_completion","choices":[{"index":0,"text":"","finish_reason":"length"}]})";
+      chat
+          ? R"(data: {"id":"chatcmpl-firehose","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"
+          : R"(data: {"id":"cmpl-firehose","object":"text_completion","choices":[{"index":0,"text":"","finish_reason":"length"}]})";
   return finish + "\n\n" + R"(data: {"id":"firehose","choices":[],)" + usage + "}\n\n" +
          "data: [DONE]\n\n";
 }
@@ -79,7 +80,8 @@ std::optional<std::int64_t> max_tokens_of(std::string_view body) {
 Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat) {
   const auto mt = max_tokens_of(req.body);
   if (!mt && req.body.find("\"max_tokens\"") != std::string::npos)
-    co_return HttpResponse::json(400, R"({"error":{"message":"max_tokens: must be a non-negative integer"}})");
+    co_return HttpResponse::json(
+        400, R"({"error":{"message":"max_tokens: must be a non-negative integer"}})");
   const std::int64_t n = mt.value_or(s->options.default_max_tokens);
   // Rough prompt length so usage.prompt_tokens is plausible (≈ 4 bytes per token).
   const std::int64_t prompt_tokens = static_cast<std::int64_t>(req.body.size() / 4);
@@ -99,7 +101,8 @@ Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat
       s->events.fetch_add(static_cast<std::uint64_t>(per), std::memory_order_relaxed);
     }
     if (left > 0) {
-      if (!co_await st.write(std::string_view(block).substr(0, one.size() * static_cast<std::size_t>(left))))
+      if (!co_await st.write(
+              std::string_view(block).substr(0, one.size() * static_cast<std::size_t>(left))))
         co_return std::nullopt;
       s->events.fetch_add(static_cast<std::uint64_t>(left), std::memory_order_relaxed);
     }
@@ -112,7 +115,8 @@ Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat
       timer.expires_at(due);
       co_await timer.async_wait(asio::use_awaitable);
       const auto lag = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now() - due).count();
+                           std::chrono::steady_clock::now() - due)
+                           .count();
       auto seen = s->max_lag_ns.load(std::memory_order_relaxed);
       while (lag > seen && !s->max_lag_ns.compare_exchange_weak(seen, lag)) {
       }
@@ -131,8 +135,8 @@ Result handle(StatePtr s, HttpRequest& req, ResponseStream& st) {
   if (req.method == "POST" && req.path == "/v1/chat/completions")
     co_return co_await stream_tokens(s, req, st, true);
   if (req.method == "GET" && req.path == "/v1/models")
-    co_return HttpResponse::json(200, R"({"object":"list","data":[{"id":")" + s->options.model +
-                                          R"(","object":"model"}]})");
+    co_return HttpResponse::json(
+        200, R"({"object":"list","data":[{"id":")" + s->options.model + R"(","object":"model"}]})");
   co_return HttpResponse::json(404, R"({"error":{"message":"not found"}})");
 }
 

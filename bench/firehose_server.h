@@ -24,12 +24,12 @@ namespace llmcap::bench {
 
 struct FirehoseOptions {
   std::string address = "127.0.0.1";
-  std::uint16_t port = 0;                   // 0 picks a free port
-  std::int64_t interval_ms = 0;             // 0 = firehose; > 0 = one event per stream per interval
-  std::int32_t events_per_write = 64;       // firehose: events batched into one chunk write
-  std::int32_t default_max_tokens = 16;     // when a request sends no max_tokens
-  std::size_t max_connections = 20'000;     // held at once (raise RLIMIT_NOFILE to match)
-  std::string model = "firehose";           // served model name
+  std::uint16_t port = 0;                // 0 picks a free port
+  std::int64_t interval_ms = 0;          // 0 = firehose; > 0 = one event per stream per interval
+  std::int32_t events_per_write = 64;    // firehose: events batched into one chunk write
+  std::int32_t default_max_tokens = 16;  // when a request sends no max_tokens
+  std::size_t max_connections = 20'000;  // held at once (raise RLIMIT_NOFILE to match)
+  std::string model = "firehose";        // served model name
 };
 
 struct FirehoseState;  // defined in firehose_server.cc

@@ -21,7 +21,8 @@ using llmcap::agent::SseParser;
 
 // Frames and decodes `events` copies of one event, one read per event (the usual case below
 // saturation). Returns the number of token events decoded (so the work cannot be elided).
-extern "C" __attribute__((noinline)) int llmcap_bench_hot_loop(const char* event, int events, int chat) {
+extern "C" __attribute__((noinline)) int llmcap_bench_hot_loop(const char* event, int events,
+                                                               int chat) {
   SseParser p;
   std::vector<SseEvent> out;
   int tokens = 0;
@@ -55,7 +56,9 @@ int main(int argc, char** argv) {
   const std::string chat_event =
       R"(data: {"id":"chatcmpl-11","object":"chat.completion.chunk","created":1733100000,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[{"index":0,"delta":{"content":" there"},"logprobs":null,"finish_reason":null}]})"
       "\n\n";
-  const int tokens = llmcap_bench_hot_loop(chat ? chat_event.c_str() : completions.c_str(), events, chat ? 1 : 0);
-  std::printf("%d events framed and decoded, %d tokens (%s)\n", events, tokens, chat ? "chat" : "completions");
+  const int tokens =
+      llmcap_bench_hot_loop(chat ? chat_event.c_str() : completions.c_str(), events, chat ? 1 : 0);
+  std::printf("%d events framed and decoded, %d tokens (%s)\n", events, tokens,
+              chat ? "chat" : "completions");
   return tokens == events ? 0 : 1;
 }

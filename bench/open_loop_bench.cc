@@ -39,10 +39,13 @@ int main(int argc, char** argv) {
   bench::ForkedServer server;
   server.start([&](int fd) { bench::serve_firehose(fo, fd); });
 
-  std::printf("bench_open_loop: offered %.0f req/s, %.0f s window (+1 s warm-up), %d tokens per "
-              "request, %d run(s) per arrival process\n", rate, seconds, tokens, repeat);
-  std::printf("| arrivals | run | achieved req/s | error %% | sched lag P50 us | P99 us | max us | "
-              "dispatch P99 us | timer P99 us | agent util | dropped | failed | connections |\n");
+  std::printf(
+      "bench_open_loop: offered %.0f req/s, %.0f s window (+1 s warm-up), %d tokens per "
+      "request, %d run(s) per arrival process\n",
+      rate, seconds, tokens, repeat);
+  std::printf(
+      "| arrivals | run | achieved req/s | error %% | sched lag P50 us | P99 us | max us | "
+      "dispatch P99 us | timer P99 us | agent util | dropped | failed | connections |\n");
   for (const auto kind : {agent::InterArrival::kConstant, agent::InterArrival::kPoisson}) {
     std::vector<double> p99s, errs;
     for (int i = 0; i < repeat; ++i) {
@@ -64,7 +67,8 @@ int main(int argc, char** argv) {
       Run run;
       std::uint64_t sent_in_window = 0, intended_in_window = 0;
       for (const auto& s : r.samples) {
-        if (s.t_intended_ns >= r.window_start_ns && s.t_intended_ns < r.window_end_ns) ++intended_in_window;
+        if (s.t_intended_ns >= r.window_start_ns && s.t_intended_ns < r.window_end_ns)
+          ++intended_in_window;
         if (s.t_send_ns >= r.window_start_ns && s.t_send_ns < r.window_end_ns) ++sent_in_window;
         if (!s.ok() && s.error != analysis::ErrorClass::kCancelled) ++run.failed;
       }
@@ -82,18 +86,22 @@ int main(int argc, char** argv) {
       run.connections = r.connections_opened;
       p99s.push_back(run.sched_p99_us);
       errs.push_back(run.rate_error_pct);
-      std::printf("| %s | %d | %.1f | %+.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %llu | %llu | %llu |\n",
-                  std::string(agent::to_string(kind)).c_str(), i + 1, run.achieved_rps, run.rate_error_pct,
-                  run.sched_p50_us, run.sched_p99_us, run.sched_max_us, run.dispatch_p99_us,
-                  run.timer_p99_us, run.utilisation, static_cast<unsigned long long>(run.dropped),
-                  static_cast<unsigned long long>(run.failed),
-                  static_cast<unsigned long long>(run.connections));
+      std::printf(
+          "| %s | %d | %.1f | %+.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %llu | %llu | %llu "
+          "|\n",
+          std::string(agent::to_string(kind)).c_str(), i + 1, run.achieved_rps, run.rate_error_pct,
+          run.sched_p50_us, run.sched_p99_us, run.sched_max_us, run.dispatch_p99_us,
+          run.timer_p99_us, run.utilisation, static_cast<unsigned long long>(run.dropped),
+          static_cast<unsigned long long>(run.failed),
+          static_cast<unsigned long long>(run.connections));
     }
     std::printf("| %s | median | | %+.2f | | %.1f | | | | | | | |\n",
-                std::string(agent::to_string(kind)).c_str(), bench::median(errs), bench::median(p99s));
+                std::string(agent::to_string(kind)).c_str(), bench::median(errs),
+                bench::median(p99s));
   }
   server.stop();
-  std::printf("targets: schedule lag P99 <= 1000 us; |achieved - offered| <= 1 %% (Poisson: the "
-              "count itself varies by 1/sqrt(rate x seconds))\n");
+  std::printf(
+      "targets: schedule lag P99 <= 1000 us; |achieved - offered| <= 1 %% (Poisson: the "
+      "count itself varies by 1/sqrt(rate x seconds))\n");
   return 0;
 }

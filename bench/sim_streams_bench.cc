@@ -9,12 +9,12 @@
 //                          [--hardware=h200] [--model=qwen2.5-7b] [--pin=1]
 #include <sched.h>
 
+#include <unistd.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 #include "agent/step_runner.h"
 #include "bench/bench_support.h"
@@ -88,16 +88,20 @@ int main(int argc, char** argv) {
   }
   std::uint64_t ok = 0, failed = 0;
   for (const auto& s : r.samples) {
-    if (s.ok()) ++ok;
-    else if (s.error != analysis::ErrorClass::kCancelled) ++failed;
+    if (s.ok())
+      ++ok;
+    else if (s.error != analysis::ErrorClass::kCancelled)
+      ++failed;
   }
   const double tokens = static_cast<double>(bench::total_token_events(r.samples));
-  std::printf("bench_sim_streams: %s / %s, %d streams (closed loop), %d in / %d out tokens, %.0f s "
-              "window, simulator on one io thread%s\n",
-              hardware.c_str(), model.c_str(), streams, input, output, seconds,
-              pin ? " pinned to CPU 1 (client on CPU 0)" : "");
-  std::printf("| held | ok | failed | token events/s | sim CPU (s) | sim util (of 1 core) | ITL P50 ms | "
-              "ITL P99 ms | ITL max ms | client util |\n");
+  std::printf(
+      "bench_sim_streams: %s / %s, %d streams (closed loop), %d in / %d out tokens, %.0f s "
+      "window, simulator on one io thread%s\n",
+      hardware.c_str(), model.c_str(), streams, input, output, seconds,
+      pin ? " pinned to CPU 1 (client on CPU 0)" : "");
+  std::printf(
+      "| held | ok | failed | token events/s | sim CPU (s) | sim util (of 1 core) | ITL P50 ms | "
+      "ITL P99 ms | ITL max ms | client util |\n");
   std::printf("| %lld | %llu | %llu | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
               static_cast<long long>(held), static_cast<unsigned long long>(ok),
               static_cast<unsigned long long>(failed), tokens / wall_s,
