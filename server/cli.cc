@@ -15,6 +15,7 @@ const std::vector<Command>& commands() {
        &cmd_demo},
       {"serve", "run the daemon: REST API, job scheduler, SQLite storage, /metrics", &cmd_serve},
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
+      {"report", "render a results file or job as an HTML report (or Markdown/CSV)", &cmd_report},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
       {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)",
        &cmd_estimate},

@@ -7,6 +7,7 @@
 namespace llmcap::server {
 
 int cmd_version(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);

@@ -16,6 +16,9 @@
 #include "analysis/memory_fit.h"
 #include "api/plan_reader.h"
 #include "api/problem_json.h"
+#include "api/report_compare.h"
+#include "api/report_html.h"
+#include "api/report_tables.h"
 #include "api/result_json.h"
 #include "api/router.h"
 #include "server/daemon_config.h"
@@ -164,6 +167,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
             {"GET", "/v1/jobs/{id}/results", "get_results"},
             {"GET", "/v1/jobs/{id}/requests", "get_requests"},
             {"GET", "/v1/jobs/{id}/events", "watch_job"},
+            {"GET", "/v1/jobs/{id}/report", "get_report"},
+            {"GET", "/v1/compare", "compare_jobs"},
         }) {}
 
   RestApiDeps deps;
@@ -531,6 +536,72 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return json_response(200, out);
   }
 
+  // The stored results document of a finished (or partial) job, with its job resource.
+  std::optional<json> results_doc(const std::string& id, HttpResponse& error) {
+    auto r = get_results(id);
+    if (r.status != 200) {
+      error = r;
+      return std::nullopt;
+    }
+    return json::parse(r.body, nullptr, false);
+  }
+
+  HttpResponse get_report(const std::string& id, const HttpRequest& req) {
+    HttpResponse error;
+    auto doc = results_doc(id, error);
+    if (!doc) return error;
+    if (!doc->contains("targets"))
+      return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
+    const std::string accept(req.header("accept").value_or("text/html"));
+    if (accept.find("text/markdown") != std::string::npos)
+      return HttpResponse::text(200, api::render_markdown(*doc), "text/markdown; charset=utf-8");
+    if (accept.find("text/csv") != std::string::npos)
+      return HttpResponse::text(200, api::render_capacity_csv(*doc), "text/csv; charset=utf-8");
+    api::ReportOptions o;
+    o.job_id = id;
+    o.generated_at = iso_time(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+    return HttpResponse::text(200, api::render_report_html(*doc, o), "text/html; charset=utf-8");
+  }
+
+  HttpResponse compare_jobs(const HttpRequest& req) {
+    const auto jobs = req.query_param("jobs");
+    if (!jobs || jobs->empty())
+      return problem_response(ApiErrorCode::kBadRequest, "give ?jobs=<id>,<id>,...",
+                              {{"jobs", "is required"}});
+    std::vector<json> docs;
+    std::string rest = *jobs;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string id = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      if (id.empty()) continue;
+      HttpResponse error;
+      auto doc = results_doc(id, error);
+      if (!doc) return error;
+      docs.push_back(std::move(*doc));
+    }
+    const bool allow = req.query_param("allow_different_workloads").value_or("false") == "true";
+    auto outcome = api::compare_results(std::move(docs), allow);
+    if (!outcome.document) {
+      std::vector<api::FieldError> errors;
+      for (const auto& j : outcome.mismatched_jobs) errors.push_back({"jobs", j});
+      return problem_response(ApiErrorCode::kInvalidRequest, outcome.error, errors);
+    }
+    const std::string accept(req.header("accept").value_or("application/json"));
+    if (accept.find("text/html") != std::string::npos)
+      return HttpResponse::text(200, api::render_report_html(*outcome.document, {}),
+                                "text/html; charset=utf-8");
+    if (accept.find("text/markdown") != std::string::npos)
+      return HttpResponse::text(200, api::render_markdown(*outcome.document),
+                                "text/markdown; charset=utf-8");
+    if (accept.find("text/csv") != std::string::npos)
+      return HttpResponse::text(200, api::render_capacity_csv(*outcome.document),
+                                "text/csv; charset=utf-8");
+    return json_response(200, *outcome.document);
+  }
+
   HttpResponse profiles() {
     const auto catalog = sim::ProfileCatalog::builtin();
     json hw = json::array(), models = json::array();
@@ -626,7 +697,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     std::string rows;
     if (page.ok()) {
       for (const auto& j : page.value().jobs) {
-        rows += "<tr><td><a href=\"/v1/jobs/" + j.id + "/results\">" + j.id + "</a></td><td>" +
+        rows += "<tr><td><a href=\"/v1/jobs/" + j.id + "/report\">" + j.id + "</a></td><td>" +
                 std::string(storage::to_string(j.state)) + "</td><td>" + iso_time(j.created_at_ms) +
                 "</td><td>";
         for (const auto& t : j.targets) rows += t.name + " ";
@@ -663,12 +734,14 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (name == "create_job") return create_job(req);
     if (name == "list_jobs") return list_jobs(req);
     if (name == "index") return index_page();
+    if (name == "compare_jobs") return compare_jobs(req);
     const std::string& id = m.params.at("id");
     if (name == "get_job") return get_job(id);
     if (name == "delete_job") return delete_job(id, req);
     if (name == "cancel_job") return cancel_job(id);
     if (name == "resume_job") return resume_job(id);
     if (name == "get_results") return get_results(id);
+    if (name == "get_report") return get_report(id, req);
     return problem_response(ApiErrorCode::kNotFound, "no such resource");
   }
 
