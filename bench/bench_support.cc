@@ -14,6 +14,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
 
 namespace llmcap::bench {
 
@@ -51,6 +53,17 @@ void serve_firehose(const FirehoseOptions& options, int port_fd) {
   const std::uint16_t port = server.port();
   if (write(port_fd, &port, sizeof port) != static_cast<ssize_t>(sizeof port)) return;
   close(port_fd);
+  // On SIGTERM (ForkedServer::stop) report what the server saw, so a timing error can be
+  // told apart: late server timers (pacing lag) vs the client.
+  boost::asio::signal_set signals(io, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) {
+    std::fprintf(stderr, "firehose: %llu requests, %llu token events, worst pacing lag %.3f ms\n",
+                 static_cast<unsigned long long>(server.requests()),
+                 static_cast<unsigned long long>(server.events_sent()),
+                 static_cast<double>(server.max_pacing_lag_ns()) / 1e6);
+    server.stop();
+    io.stop();
+  });
   auto guard = boost::asio::make_work_guard(io);
   io.run();
 }
