@@ -26,6 +26,7 @@ void ConsoleSink::on_step_started(const StepContext& ctx) {
 }
 
 bool ConsoleSink::on_step_finished(const StepContext&, const agent::StepResult&,
+                                   const std::vector<agent::TelemetryPoint>&,
                                    const nlohmann::json& step, std::string&) {
   const auto& s = step["stats"];
   auto p = [&](const char* metric, const char* q) {

@@ -17,6 +17,7 @@ class ConsoleSink final : public ExecutionSink {
                          const std::string& description) override;
   void on_step_started(const StepContext& ctx) override;
   bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
+                        const std::vector<agent::TelemetryPoint>& telemetry,
                         const nlohmann::json& step_json, std::string& error) override;
 
  private:

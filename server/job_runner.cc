@@ -85,6 +85,7 @@ class DaemonSink final : public ExecutionSink {
   }
 
   bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
+                        const std::vector<agent::TelemetryPoint>& telemetry,
                         const json& step_json, std::string& error) override {
     last_dropped_ = 0;
     metrics_.set_in_flight(ctx.target, 0);
@@ -106,6 +107,15 @@ class DaemonSink final : public ExecutionSink {
     rows.reserve(result.samples.size());
     for (const auto& s : result.samples) rows.push_back(to_row(s, step_id_));
     const bool accepted = rows.empty() || writer_.enqueue(std::move(rows));
+    if (!telemetry.empty()) {
+      std::vector<storage::TelemetryRow> trows;
+      trows.reserve(telemetry.size());
+      for (const auto& p : telemetry)
+        trows.push_back({0, step_id_, p.t_ns, p.series, p.labels, p.value});
+      if (!writer_.enqueue_telemetry(std::move(trows)))
+        log()->warn("job {}: telemetry of step {} dropped (storage queue full)", job_id_,
+                    ctx.global_step);
+    }
     storage::StepCompletion c;
     c.step_id = step_id_;
     c.summary_json = step_json.dump();

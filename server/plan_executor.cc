@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -201,9 +202,36 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   spec.seed = step_seed(plan_.seed, phase_index, repeat, step_index);
   sink_.on_step_started(ctx);
 
+  // Target telemetry (DOMAIN §1: the reason behind a verdict must be visible): the plan's
+  // metrics_url, or the embedded simulator's own /metrics.
+  std::string metrics_url = target_.metrics_url;
+  if (metrics_url.empty() && EmbeddedSimulators::is_sim_url(target_.base_url))
+    metrics_url = target_.spec.base_url + "/metrics";
+  std::optional<agent::TelemetryScraper> scraper;
+  const auto scrape_epoch = std::chrono::steady_clock::now().time_since_epoch();
+  if (!metrics_url.empty()) {
+    agent::TelemetryScraperOptions so;
+    so.metrics_url = metrics_url;
+    so.interval_ns = static_cast<std::int64_t>(plan_.telemetry_interval_s * 1e9 / k);
+    so.tls = target_.spec.tls;
+    scraper.emplace(so);
+    scraper->start(std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count());
+  }
+
   agent::StepRunner runner;
   auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
   agent::StepResult result = runner.run(spec, stop_, progress);
+  agent::TelemetryResult telemetry;
+  if (scraper) {
+    telemetry = scraper->stop();
+    // Onto the samples' clock (the step epoch), then out of compressed time.
+    const std::int64_t offset =
+        result.epoch_steady_ns -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count();
+    for (auto& p : telemetry.points) {
+      p.t_ns = static_cast<std::int64_t>(static_cast<double>(p.t_ns - offset) * k);
+    }
+  }
   ++global_step_;
   if (!result.fatal_error.empty()) {
     error = "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " +
@@ -275,7 +303,13 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
-  if (!sink_.on_step_finished(ctx, result, step_json, error)) return std::nullopt;
+  if (scraper) {
+    step_json["telemetry"] = json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
+    step_json["telemetry"]["source"] = metrics_url;
+    step_json["telemetry"]["errors"] = telemetry.errors;
+    if (k != 1.0) step_json["telemetry"]["note"] = "server-side latencies are in compressed simulator time";
+  }
+  if (!sink_.on_step_finished(ctx, result, telemetry.points, step_json, error)) return std::nullopt;
   phase_steps.push_back(step_json);
   all_judged_.push_back(record.judged);
   if (keep_samples) {

@@ -16,6 +16,7 @@
 
 #include "agent/step_result.h"
 #include "agent/step_runner.h"
+#include "agent/telemetry_scraper.h"
 #include "server/run_plan.h"
 
 namespace llmcap::server {
@@ -50,7 +51,9 @@ class ExecutionSink {
   virtual void on_progress(const StepContext& /*ctx*/, const agent::StepProgress& /*p*/) {}
   // A step ended (cancelled steps too, with partial data). Returning false aborts the job
   // with `error` (e.g. its data could not be stored).
+  // `telemetry` holds the target's scraped metrics (t_ns on the samples' clock), when any.
   virtual bool on_step_finished(const StepContext& /*ctx*/, const agent::StepResult& /*result*/,
+                                const std::vector<agent::TelemetryPoint>& /*telemetry*/,
                                 const nlohmann::json& /*step_json*/, std::string& /*error*/) {
     return true;
   }

@@ -73,6 +73,7 @@ struct RunPlan {
   double hours_per_month = analysis::kHoursPerMonth;
   std::string fingerprint;  // of the workload: equal plans compare, different ones do not
   bool per_target_optimised = false;
+  double telemetry_interval_s = 1.0;  // scrape period of the targets' metrics (daemon config)
 };
 
 }  // namespace llmcap::server
