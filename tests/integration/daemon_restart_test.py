@@ -142,6 +142,29 @@ class RestartTest(unittest.TestCase):
         self.assertEqual(jobs[long_id], "interrupted")
         self.assertEqual(jobs[job_id], "succeeded")
 
+    # KNOWN BUG (reported): on SIGTERM the runner keeps starting new steps for the whole grace
+    # period, then cuts the step it is in (or the job simply finishes). Remove the decorator
+    # once job_runner stops the job after the current step when shutting down; unittest then
+    # reports the "unexpected success" as a failure, so the fix cannot go unnoticed.
+    @unittest.expectedFailure
+    def test_sigterm_finishes_current_step_then_stops(self):
+        d = Daemon(BINARY, args=["--shutdown-grace-s", "10"], log_level="info")
+        self.addCleanup(d.cleanup)
+        d.start()
+        job_id = d.submit(plan("term", levels=(1, 2, 4), duration_s=3, warmup_s=0))
+        d.wait_state(job_id, "running", 30)
+        time.sleep(1)  # inside step 0 (3 s)
+        d.signal(signal.SIGTERM)
+        started = time.monotonic()
+        self.assertEqual(d.wait(25), 0)
+        took = time.monotonic() - started
+        integrity, steps, unfinished, jobs = db_snapshot(d.db_path)
+        self.assertEqual(integrity, "ok")
+        self.assertEqual(jobs[job_id], "interrupted")
+        self.assertEqual(sorted(steps), [0], "started new steps after SIGTERM")
+        self.assertFalse(json.loads(steps[0][0])["partial"])
+        self.assertLess(took, 5, "did not stop after the current step")
+
     def test_sigkill_at_random_points_five_times(self):
         rng = random.Random(20261202)
         # Six one-step phases: a finished step is (nearly always) a finished phase, so resumes
