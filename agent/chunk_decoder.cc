@@ -71,17 +71,13 @@ class ChunkSax {
       return push(Ctx::kRoot);
     }
     switch (take()) {
-      case Slot::kError:
-        out_.server_error = true;
-        return push(Ctx::kError);
+      case Slot::kError: out_.server_error = true; return push(Ctx::kError);
       case Slot::kUsage: return push(Ctx::kUsage);
       case Slot::kChoice:
         text_ = content_ = reasoning_content_ = reasoning_ = 0;
         has_finish_ = false;
         return push(Ctx::kChoice);
-      case Slot::kHolder:
-        content_ = reasoning_content_ = reasoning_ = 0;
-        return push(Ctx::kHolder);
+      case Slot::kHolder: content_ = reasoning_content_ = reasoning_ = 0; return push(Ctx::kHolder);
       default: return push(Ctx::kIgnore);
     }
   }
@@ -175,8 +171,22 @@ class ChunkSax {
  private:
   enum class Ctx : std::uint8_t { kRoot, kIgnore, kError, kUsage, kChoices, kChoice, kHolder };
   enum class Slot : std::uint8_t {
-    kNone, kId, kError, kUsage, kChoices, kChoice, kErrMessage, kErrCode, kPrompt, kCompletion,
-    kText, kHolder, kContent, kReasoningContent, kReasoning, kFinish
+    kNone,
+    kId,
+    kError,
+    kUsage,
+    kChoices,
+    kChoice,
+    kErrMessage,
+    kErrCode,
+    kPrompt,
+    kCompletion,
+    kText,
+    kHolder,
+    kContent,
+    kReasoningContent,
+    kReasoning,
+    kFinish
   };
   static constexpr std::size_t kTracked = 16;  // deeper containers are all ignored
 

@@ -107,7 +107,7 @@ TEST(ChunkDecoder, SaxPassMatchesDomSemantics) {
   EXPECT_FALSE(d.is_token);  // the last "text" is empty
   d = ChunkDecoder::decode(R"({"id":"a","id":7,"choices":[{"text":"x"}],"choices":{"y":1}})",
                            ApiKind::kCompletions);
-  EXPECT_EQ(d.id, "");  // the last "id" is not a string
+  EXPECT_EQ(d.id, "");          // the last "id" is not a string
   EXPECT_EQ(d.text_bytes, 0u);  // the last "choices" is not an array
   d = ChunkDecoder::decode(
       R"({"nested":{"choices":[{"text":"no"}],"id":"no"},"choices":[5,"x",[{"text":"q"}],{"text":"ok","finish_reason":"stop"}]})",
