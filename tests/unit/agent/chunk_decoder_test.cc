@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "agent/sse_parser.h"
 #include "tests/unit/agent/test_util.h"
 
@@ -131,6 +135,132 @@ TEST(ChunkDecoder, SaxPassMatchesDomSemantics) {
   d = ChunkDecoder::decode(R"({"a":1}x)", ApiKind::kChat);
   EXPECT_TRUE(d.malformed);
   EXPECT_EQ(d.malformed_reason, "invalid JSON");
+}
+
+// Reference: the DOM reading ChunkDecoder used before its SAX pass (issue 10). The decoder
+// must give the same answer on every input, including odd ones real servers never send.
+DecodedChunk dom_reference(std::string_view data, ApiKind api, bool streaming) {
+  using json = nlohmann::json;
+  DecodedChunk out;
+  std::string_view t = data;
+  while (!t.empty() &&
+         (t.front() == ' ' || t.front() == '\n' || t.front() == '\r' || t.front() == '\t'))
+    t.remove_prefix(1);
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  if (t == "[DONE]") {
+    out.done = true;
+    return out;
+  }
+  const json doc = json::parse(t.begin(), t.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    out.malformed = true;
+    out.malformed_reason = doc.is_discarded() ? "invalid JSON" : "JSON value is not an object";
+    return out;
+  }
+  auto bytes_of = [](const json& o, const char* k) -> std::uint32_t {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_string()
+               ? static_cast<std::uint32_t>(it->get_ref<const std::string&>().size())
+               : 0;
+  };
+  auto int_of = [](const json& o, const char* k) -> std::int32_t {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_number_integer()
+               ? static_cast<std::int32_t>(it->get<std::int64_t>())
+               : -1;
+  };
+  if (const auto id = doc.find("id"); id != doc.end() && id->is_string()) out.id = *id;
+  if (const auto e = doc.find("error"); e != doc.end() && !e->is_null()) {
+    out.server_error = true;
+    if (e->is_string()) out.server_error_message = *e;
+    if (e->is_object()) {
+      if (const auto m = e->find("message"); m != e->end() && m->is_string())
+        out.server_error_message = *m;
+      if (const auto c = e->find("code"); c != e->end() && c->is_number_integer())
+        out.server_error_code = c->get<int>();
+    }
+  }
+  if (const auto u = doc.find("usage"); u != doc.end() && u->is_object()) {
+    out.prompt_tokens = int_of(*u, "prompt_tokens");
+    out.completion_tokens = int_of(*u, "completion_tokens");
+  }
+  if (const auto ch = doc.find("choices"); ch != doc.end() && ch->is_array()) {
+    for (const auto& c : *ch) {
+      if (!c.is_object()) continue;
+      if (api == ApiKind::kCompletions) {
+        out.text_bytes += bytes_of(c, "text");
+      } else if (const auto d = c.find(streaming ? "delta" : "message");
+                 d != c.end() && d->is_object()) {
+        out.text_bytes +=
+            bytes_of(*d, "content") + bytes_of(*d, "reasoning_content") + bytes_of(*d, "reasoning");
+      }
+      if (const auto f = c.find("finish_reason"); f != c.end() && f->is_string())
+        out.finish_reason = analysis::parse_finish_reason(f->get_ref<const std::string&>());
+    }
+  }
+  out.is_token = out.text_bytes > 0;
+  return out;
+}
+
+TEST(ChunkDecoder, SameAnswersAsADomReading) {
+  const std::vector<std::string> inputs = {
+      R"({"id":"x","choices":[{"index":0,"text":" a","finish_reason":null}]})",
+      R"({"choices":[{"delta":{"content":"hi","reasoning_content":"r","reasoning":"zz"},"finish_reason":"stop"}]})",
+      R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}})",
+      R"({"choices":[{"text":"a"},{"text":"bcd","finish_reason":"length"}],"usage":null})",
+      R"({"error":{"message":"boom","code":429}})",
+      R"({"error":"bad"})",
+      R"({"error":null,"id":5})",
+      R"({"error":3})",
+      R"({"error":[1,2]})",
+      R"({"error":{"message":5,"code":"x"}})",
+      R"({"error":true})",
+      R"([1,2])",
+      "5",
+      R"("s")",
+      "null",
+      "{",
+      R"({"a":1}x)",
+      "",
+      "  [DONE] ",
+      R"({"id":"a","id":"b"})",
+      R"({"choices":[{"text":"a"}],"choices":{"x":1}})",
+      R"({"choices":[{"text":"abc","text":""}]})",
+      R"({"choices":[{"text":"","text":"abc"}]})",
+      R"({"choices":[{"text":"\u00e9\ud83d\ude00\n"}]})",
+      R"({"choices":[{"delta":{"content":"a"},"delta":null}]})",
+      R"({"choices":[5,"x",[{"text":"q"}],{"text":"ok","finish_reason":"stop","finish_reason":3}]})",
+      R"({"choices":[{"text":"a","finish_reason":"stop"},{"text":"b","finish_reason":7}]})",
+      R"({"usage":{"prompt_tokens":1.5,"completion_tokens":18446744073709551615}})",
+      R"({"nested":{"choices":[{"text":"no"}],"id":"no"},"x":[{"usage":{"prompt_tokens":1}}]})",
+      R"({"choices":[{"message":{"content":"full"},"text":"t"}]})",
+      R"({"choices":[{"text":"a","delta":{"content":"b"}}]})",
+      R"({"a":[[[[[[[[[[[[[[[[[[[[{"id":"deep"}]]]]]]]]]]]]]]]]]]]],"id":"top"})",
+  };
+  for (const auto& in : inputs) {
+    for (const ApiKind api : {ApiKind::kCompletions, ApiKind::kChat}) {
+      for (const bool streaming : {true, false}) {
+        SCOPED_TRACE(in + (api == ApiKind::kChat ? " chat" : " completions") +
+                     (streaming ? " streaming" : " body"));
+        const DecodedChunk a = ChunkDecoder::decode(in, api, streaming);
+        const DecodedChunk b = dom_reference(in, api, streaming);
+        EXPECT_EQ(a.done, b.done);
+        EXPECT_EQ(a.malformed, b.malformed);
+        EXPECT_EQ(a.malformed_reason, b.malformed_reason);
+        EXPECT_EQ(a.is_token, b.is_token);
+        EXPECT_EQ(a.text_bytes, b.text_bytes);
+        EXPECT_EQ(a.finish_reason, b.finish_reason);
+        EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
+        EXPECT_EQ(a.completion_tokens, b.completion_tokens);
+        EXPECT_EQ(a.id, b.id);
+        EXPECT_EQ(a.server_error, b.server_error);
+        EXPECT_EQ(a.server_error_code, b.server_error_code);
+        EXPECT_EQ(a.server_error_message, b.server_error_message);
+      }
+    }
+  }
 }
 
 TEST(ChunkDecoder, NonStreamingBody) {
