@@ -60,7 +60,8 @@ struct SlaSpec {
   std::uint64_t max_dropped_arrivals = 0;
   // Open loop: the backlog is "growing" when the in-flight least-squares slope exceeds
   // backlog_growth_fraction × offered rate AND the net growth over the window
-  // (slope × window length) exceeds backlog_growth_min_requests. The second guard keeps
+  // (slope × window length) exceeds max(backlog_growth_min_requests, 3√(offered × mean E2E)).
+  // The second guard keeps
   // noise at low rates from failing a step.
   double backlog_growth_fraction = 0.02;
   double backlog_growth_min_requests = 3;

@@ -176,11 +176,16 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
       const double slope = *st.in_flight_slope_rps;
       const double limit = sla.backlog_growth_fraction * st.offered_rate_rps;
       VerdictReason r = at_most(CheckKind::kBacklog, slope, limit, "in-flight trend", " req/s", 3);
-      // Growth below the absolute bound over the window is noise: it holds.
-      if (slope * st.window_s <= sla.backlog_growth_min_requests) {
+      // Growth below the noise floor over the window holds. The floor is the larger of the
+      // absolute bound and 3√L, L = offered rate × mean E2E (Little's law: the mean in-flight
+      // count), because a steady Poisson queue of mean L wanders by about √L.
+      const double little = st.offered_rate_rps * st.e2e_ns.mean / 1e9;
+      const double floor_requests =
+          std::max(sla.backlog_growth_min_requests, little > 0 ? 3.0 * std::sqrt(little) : 0.0);
+      if (slope * st.window_s <= floor_requests) {
         r.status = CheckStatus::kHeld;
-        r.text += " (net growth " + fmt(slope * st.window_s, 1) + " requests ≤ " +
-                  fmt(sla.backlog_growth_min_requests, 1) + ", held)";
+        r.text += " (net growth " + fmt(slope * st.window_s, 1) + " requests ≤ noise floor " +
+                  fmt(floor_requests, 1) + ", held)";
       }
       v.reasons.push_back(std::move(r));
     } else {
