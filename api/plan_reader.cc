@@ -992,9 +992,18 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   root.finish();
 
   // Limits over the whole plan.
-  double duration = 0;
-  for (const auto& p : plan.phases) duration += phase_duration_s(p);
-  duration *= static_cast<double>(std::max<std::size_t>(1, plan.targets.size()));
+  // Wall-clock estimate: simulated targets with a time_scale run that many times faster.
+  double per_target = 0;
+  for (const auto& p : plan.phases) per_target += phase_duration_s(p);
+  double duration = plan.targets.empty() ? per_target : 0;
+  for (const auto& t : plan.targets) {
+    double scale = 1;
+    if (const auto sim = json::parse(t.sim_json, nullptr, false);
+        sim.is_object() && sim.contains("time_scale") && sim["time_scale"].is_number() &&
+        sim["time_scale"].get<double>() > 0)
+      scale = sim["time_scale"].get<double>();
+    duration += per_target / scale;
+  }
   if (errors.empty() && duration > limits.max_duration_s) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "estimated duration %.0f s exceeds the limit of %.0f s",

@@ -325,19 +325,27 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
 
 json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
   std::vector<analysis::SweepPoint> points;
+  json skipped = json::array();
   for (const auto& s : steps) {
     const auto& st = s.judged.stats;
+    // A level where no request intended in the window completed says nothing about latency
+    // (the step was shorter than one request): leave it out of the knee and say so.
+    if (st.e2e_ns.empty()) {
+      skipped.push_back(st.concurrency);
+      continue;
+    }
     points.push_back({st.concurrency, st.output_tokens_per_s, st.e2e_ns.p95, st.e2e_ns.mean});
   }
   auto knee = analysis::find_knee(points);
-  if (!knee) return json{{"found", false}};
+  if (!knee) return json{{"found", false}, {"levels_without_data", skipped}};
   if (knee->point.mean_e2e_ns > 0) knee_ = knee->point;
   return json{{"found", knee->found},
               {"concurrency", knee->point.concurrency},
               {"output_tokens_per_s", knee->point.output_tokens_per_s},
               {"mean_e2e_ms", knee->point.mean_e2e_ns / 1e6},
               {"initial_gain_per_stream", knee->initial_gain_per_stream},
-              {"gain_after_per_stream", knee->gain_after_per_stream}};
+              {"gain_after_per_stream", knee->gain_after_per_stream},
+              {"levels_without_data", skipped}};
 }
 
 json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int repeat,
@@ -748,7 +756,7 @@ std::string capacity_table_text(const json& results) {
       const auto& cost = q["cost_per_million_output_tokens"];
       std::snprintf(line, sizeof line,
                     "%-16s %-14s %-6s %-10s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f %9s  "
-                    "PASS%s\n",
+                    "%s%s\n",
                     t.value("name", "").c_str(), t.value("model", "").c_str(),
                     t.value("precision", "").c_str(), inout, rate,
                     q.value("output_tokens_per_s", 0.0), q["ttft_ms"].value("p95", 0.0),
@@ -756,6 +764,9 @@ std::string capacity_table_text(const json& results) {
                     q.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0),
                     cost.is_number() ? (std::to_string(cost.get<double>()).substr(0, 6)).c_str()
                                      : "-",
+                    q.value("basis", "") == "open_loop" && !q.value("confirmed", false)
+                        ? "PASS (unconfirmed)"
+                        : "PASS",
                     labels.c_str());
     } else {
       std::snprintf(line, sizeof line,
