@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 
+#include "agent/nvidia_smi.h"
 #include "api/plan_reader.h"
 #include "server/daemon_metrics.h"
 #include "server/embedded_sims.h"
@@ -47,6 +49,8 @@ class DaemonSink final : public ExecutionSink {
   DaemonSink(const std::string& job_id, storage::JobStore& store, storage::SampleWriter& writer,
              DaemonMetrics& metrics, JobEvents& events)
       : job_id_(job_id), store_(store), writer_(writer), metrics_(metrics), events_(events) {}
+
+  void set_after_step(std::function<void()> f) { after_step_ = std::move(f); }
 
   void on_step_started(const StepContext& ctx) override {
     storage::NewStep s;
@@ -138,6 +142,7 @@ class DaemonSink final : public ExecutionSink {
       return false;
     }
     events_.append(job_id_, "step", step_json.dump());
+    if (after_step_) after_step_();
     return true;
   }
 
@@ -178,6 +183,7 @@ class DaemonSink final : public ExecutionSink {
   storage::SampleWriter& writer_;
   DaemonMetrics& metrics_;
   JobEvents& events_;
+  std::function<void()> after_step_;  // called once each step is stored
   std::int64_t step_id_ = -1;
   std::string begin_error_;
   std::uint64_t last_dropped_ = 0;
@@ -279,10 +285,32 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
                 resume.completed_phases.size());
   }
 
+  // On SIGTERM the step that runs is finished and stored, and no new one starts: the job ends
+  // interrupted (resumable). shutdown_grace_s bounds the wait: the scheduler's stop cuts the
+  // step when the grace period is over.
+  std::stop_source stop_after_step;
+  std::stop_callback forward_stop(stop, [&stop_after_step] { stop_after_step.request_stop(); });
   DaemonSink sink(job_id, store_, writer_, metrics_, events_);
+  sink.set_after_step([this, &stop_after_step] {
+    if (shutting_down_) stop_after_step.request_stop();
+  });
   PlanExecutor executor(sims_, sink);
-  ExecutionResult result = executor.run(plan, stop, resume);
+  ExecutionResult result = executor.run(plan, stop_after_step.get_token(), resume);
   result.results["job_id"] = job_id;
+  // The load generator's host GPUs, when llmcapd runs on the GPU host (DOMAIN §1: record the
+  // hardware with every result). Absent nvidia-smi is noted, never an error.
+  const auto gpus = agent::query_gpus();
+  json host{{"available", gpus.available}, {"note", gpus.note}};
+  json list = json::array();
+  for (const auto& g : gpus.gpus) {
+    list.push_back(json{{"index", g.index},
+                        {"name", g.name},
+                        {"memory_total_mib", g.memory_total_mib ? json(*g.memory_total_mib) : json()},
+                        {"driver_version", g.driver_version},
+                        {"power_limit_w", g.power_limit_w ? json(*g.power_limit_w) : json()}});
+  }
+  host["gpus"] = list;
+  result.results["host_gpus"] = host;
 
   storage::CapacityRecord doc{job_id, kResultsKey, result.results.dump(), 0};
   check(store_.save_capacity(doc), job_id, "save results");
