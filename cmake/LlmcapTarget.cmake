@@ -5,7 +5,7 @@ function(llmcap_settings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC 12 false positive on Asio's coroutine frames (awaitable_frame_base::operator delete)
-    # at -O2: https://gcc.gnu.org/bugzilla/show_bug.cgi?id=109224
+    # at -O2 (seen with g++ 12.2 in the release preset).
     target_compile_options(${target} PRIVATE -Wno-mismatched-new-delete)
   endif()
   if(LLMCAP_WERROR)
