@@ -136,7 +136,8 @@ struct RawTarget::Impl : std::enable_shared_from_this<RawTarget::Impl> {
     if (ok && reply.filler_bytes > 0) {
       const std::string filler(kFillerWriteBytes, 'x');
       for (std::uint64_t left = reply.filler_bytes; ok && left > 0;) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, filler.size()));
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(left, filler.size()));
         ok = co_await put(s, std::string_view(filler).substr(0, n), 0, slot);
         left -= n;
       }
@@ -202,8 +203,9 @@ std::string RawTarget::sse_events(int tokens, bool done) {
   std::string s;
   for (int i = 0; i < tokens; ++i) {
     const char* finish = i == tokens - 1 ? "\"length\"" : "null";
-    s += std::string("data: {\"id\":\"cmpl-raw\",\"object\":\"text_completion\",\"choices\":"
-                     "[{\"index\":0,\"text\":\" tok\",\"finish_reason\":") +
+    s += std::string(
+             "data: {\"id\":\"cmpl-raw\",\"object\":\"text_completion\",\"choices\":"
+             "[{\"index\":0,\"text\":\" tok\",\"finish_reason\":") +
          finish + "}]}\n\n";
   }
   s += "data: {\"id\":\"cmpl-raw\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,"

@@ -317,9 +317,7 @@ std::uint16_t ScriptedTarget::port() const { return impl_->server->port(); }
 std::string ScriptedTarget::base_url() const {
   return "http://127.0.0.1:" + std::to_string(port());
 }
-void ScriptedTarget::set_script(const Script& script) {
-  set_script_cycle({script});
-}
+void ScriptedTarget::set_script(const Script& script) { set_script_cycle({script}); }
 void ScriptedTarget::set_script_cycle(std::vector<Script> cycle) {
   if (cycle.empty()) cycle.emplace_back();
   std::lock_guard lock(impl_->mu);

@@ -59,7 +59,7 @@ struct ScriptedTargetOptions {
   std::int32_t chat_template_tokens = 7;
   std::string model = "scripted-model";
   std::int64_t idle_timeout_ms = 60'000;  // server closes kept-alive connections idle this long
-  std::uint16_t port = 0;                 // listen port; 0 picks a free one (restart tests reuse one)
+  std::uint16_t port = 0;  // listen port; 0 picks a free one (restart tests reuse one)
 };
 
 // What the fake did for one completion request.

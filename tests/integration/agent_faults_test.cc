@@ -339,7 +339,8 @@ TEST(AgentFaults, MalformedSseAndChunkFraming) {
       continue;
     }
     EXPECT_EQ(s.error, ErrorClass::kProtocol) << s.index << " " << s.error_message;
-    EXPECT_TRUE(contains(s.error_message, expected_message[k])) << s.index << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, expected_message[k]))
+        << s.index << " " << s.error_message;
   }
 }
 
@@ -369,7 +370,8 @@ TEST(AgentFaults, BodyThatNeverEndsHitsTheTotalDeadline) {
   Script fault = quick();
   fault.endless = true;
   fault.itl_us = 10'000;
-  const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutTotal, "deadline passed");
+  const StepResult r =
+      run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutTotal, "deadline passed");
   for (const auto& s : r.samples) {
     if (s.index % 2 != 0) continue;
     EXPECT_GE(s.token_events, 20u);  // tokens kept coming; only the total deadline ends it
@@ -413,8 +415,8 @@ TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
   }
   const auto served = fake.served();
   ASSERT_FALSE(served.empty());
-  EXPECT_TRUE(served[0].write_failed);                  // the agent stopped reading
-  EXPECT_LT(served[0].bytes_written, kHugeBytes / 2);   // long before the end
+  EXPECT_TRUE(served[0].write_failed);                 // the agent stopped reading
+  EXPECT_LT(served[0].bytes_written, kHugeBytes / 2);  // long before the end
   std::printf("enormous event: server wrote %.1f MB before the agent gave up; peak RSS +%.1f MB\n",
               static_cast<double>(served[0].bytes_written) / 1e6,
               static_cast<double>(rss_growth) / 1e6);
@@ -435,8 +437,8 @@ TEST(AgentFaults, Http10CloseDelimitedBodyIsReadToTheEnd) {
   // HTTP/1.0: no length, no chunking; the body ends when the server closes (with and without
   // [DONE]).
   RawReply with_done;
-  with_done.head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
-                   RawTarget::sse_events(4, true);
+  with_done.head =
+      "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + RawTarget::sse_events(4, true);
   RawReply without_done = with_done;
   without_done.head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
                       RawTarget::sse_events(4, false);
