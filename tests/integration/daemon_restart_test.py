@@ -142,12 +142,9 @@ class RestartTest(unittest.TestCase):
         self.assertEqual(jobs[long_id], "interrupted")
         self.assertEqual(jobs[job_id], "succeeded")
 
-    # KNOWN BUG (reported): on SIGTERM the runner keeps starting new steps for the whole grace
-    # period, then cuts the step it is in (or the job simply finishes). Remove the decorator
-    # once job_runner stops the job after the current step when shutting down; unittest then
-    # reports the "unexpected success" as a failure, so the fix cannot go unnoticed.
-    @unittest.expectedFailure
     def test_sigterm_finishes_current_step_then_stops(self):
+        # shutdown_grace_s is the time to finish the current step: no new step starts, the
+        # daemon exits as soon as the running one is stored, the job is resumable.
         d = Daemon(BINARY, args=["--shutdown-grace-s", "10"], log_level="info")
         self.addCleanup(d.cleanup)
         d.start()
@@ -164,6 +161,15 @@ class RestartTest(unittest.TestCase):
         self.assertEqual(sorted(steps), [0], "started new steps after SIGTERM")
         self.assertFalse(json.loads(steps[0][0])["partial"])
         self.assertLess(took, 5, "did not stop after the current step")
+        d.start()
+        self.assertEqual(d.job(job_id)["state"], "interrupted")
+        self.assertEqual(d.request("POST", "/v1/jobs/%s:resume" % job_id).status, 202)
+        d.wait_state(job_id, "succeeded", 60)
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        got = [s["params"]["concurrency"] for p in res["targets"][0]["phases"] for s in p["steps"]]
+        self.assertEqual(got, [1, 2, 4])
+        d.signal(signal.SIGTERM)  # idle: exits at once
+        self.assertEqual(d.wait(10), 0)
 
     def test_sigkill_at_random_points_five_times(self):
         rng = random.Random(20261202)
