@@ -6,8 +6,9 @@ Usage: daemon_restart_test.py PATH/TO/llmcapd [unittest args]
 SIGKILLs the daemon while a multi-step job runs, checks the SQLite file (PRAGMA
 integrity_check, committed steps and their samples), restarts on the same database, finds the
 job `interrupted` with its completed steps intact, resumes it to `succeeded` with every phase in
-the results, and checks that SIGTERM exits 0 within the grace period. A loop variant kills at
-seeded random points five times in a row. Only embedded sim:// targets run.
+the results, and checks that SIGTERM exits 0 within the grace period (finishing the running
+step, starting no new one). A loop variant kills at seeded random points five times in a row.
+Only embedded sim:// targets run.
 """
 
 import json
