@@ -14,7 +14,7 @@ packages=(
   curl python3 python3-yaml clang-format
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
-  packages+=(prometheus chromium)
+  packages+=(prometheus chromium clang-14 libclang-rt-14-dev openssl)
 fi
 
 missing=()
