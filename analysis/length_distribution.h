@@ -13,9 +13,9 @@ namespace llmcap::analysis {
 struct LengthDistribution {
   enum class Kind { kFixed, kUniform, kNormal, kLognormal, kEmpirical };
   Kind kind = Kind::kFixed;
-  double mean = 256;       // fixed: the value; normal/lognormal: the mean of the lengths
-  double stddev = 0;       // normal/lognormal: standard deviation of the lengths
-  std::int32_t low = 0;    // uniform: inclusive bounds
+  double mean = 256;     // fixed: the value; normal/lognormal: the mean of the lengths
+  double stddev = 0;     // normal/lognormal: standard deviation of the lengths
+  std::int32_t low = 0;  // uniform: inclusive bounds
   std::int32_t high = 0;
   std::vector<std::int32_t> values;  // empirical: drawn uniformly from this list
   std::int32_t min_tokens = 1;       // clamp bounds applied to every draw

@@ -40,28 +40,29 @@ std::string_view to_string(FinishReason f);
 FinishReason parse_finish_reason(std::string_view s);  // "stop", "length", else kOther
 
 struct RequestSample {
-  std::uint64_t index = 0;        // order of intention within the step (0, 1, ...)
+  std::uint64_t index = 0;         // order of intention within the step (0, 1, ...)
   std::int64_t t_intended_ns = 0;  // when the schedule meant to send it (§2)
   std::int64_t t_send_ns = -1;     // first byte of the request written
-  std::int64_t connect_ns = -1;    // duration of TCP connect; -1 when a kept-alive connection was reused
-  std::int64_t tls_ns = -1;        // duration of the TLS handshake; -1 when none
-  std::int64_t t_headers_ns = -1;  // response status line + headers received
+  std::int64_t connect_ns =
+      -1;                    // duration of TCP connect; -1 when a kept-alive connection was reused
+  std::int64_t tls_ns = -1;  // duration of the TLS handshake; -1 when none
+  std::int64_t t_headers_ns = -1;      // response status line + headers received
   std::int64_t t_first_token_ns = -1;  // arrival of the first token event (§2)
   std::int64_t t_last_token_ns = -1;   // arrival of the last token event
   std::int64_t t_end_ns = -1;          // end of the response (stream end, error or cancel)
 
-  std::uint32_t token_events = 0;      // SSE events carrying ≥ 1 generated token
-  std::int32_t input_tokens = -1;      // usage.prompt_tokens; -1 when the server gave none
-  std::int32_t output_tokens = -1;     // usage.completion_tokens, else token_events (estimated)
+  std::uint32_t token_events = 0;        // SSE events carrying ≥ 1 generated token
+  std::int32_t input_tokens = -1;        // usage.prompt_tokens; -1 when the server gave none
+  std::int32_t output_tokens = -1;       // usage.completion_tokens, else token_events (estimated)
   bool output_tokens_estimated = false;  // true when output_tokens was counted from events
   std::int32_t planned_input_tokens = -1;
   std::int32_t planned_output_tokens = -1;
-  std::int64_t max_itl_ns = -1;        // largest gap between consecutive token events
+  std::int64_t max_itl_ns = -1;  // largest gap between consecutive token events
 
-  std::int16_t http_status = 0;        // 0 when no response status was received
+  std::int16_t http_status = 0;  // 0 when no response status was received
   ErrorClass error = ErrorClass::kNone;
   FinishReason finish_reason = FinishReason::kUnknown;
-  std::string error_message;           // human text, ≤ 256 bytes (offending bytes truncated)
+  std::string error_message;  // human text, ≤ 256 bytes (offending bytes truncated)
 
   // Optional (plan: record_token_times): arrival time of every token event, same clock.
   std::vector<std::int64_t> token_times_ns;

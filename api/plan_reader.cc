@@ -24,9 +24,12 @@ bool whole_number(const json& v) {
 std::string escape_pointer(std::string_view key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out.push_back(c);
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -219,14 +222,16 @@ void read_lengths(const json* v, const std::string& path, analysis::LengthDistri
     r.number("max", d.max_tokens, 1, kMaxTokens, true);
     for (const char* k : {"distribution", "mean", "stddev", "low", "high", "values"})
       r.not_applicable(k, "together with \"fixed\"");
-    if (errors.size() == before && d.min_tokens > d.max_tokens) r.error("min", "must not exceed max");
+    if (errors.size() == before && d.min_tokens > d.max_tokens)
+      r.error("min", "must not exceed max");
     r.finish();
     if (errors.size() == before) out = d;
     return;
   }
   if (!r.has("distribution")) {
-    r.error("", "needs \"fixed\": N or \"distribution\": fixed | uniform | normal | lognormal | "
-                "empirical");
+    r.error("",
+            "needs \"fixed\": N or \"distribution\": fixed | uniform | normal | lognormal | "
+            "empirical");
     r.finish();
     return;
   }
@@ -307,9 +312,9 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
     } else {
       // extra_body is merged last into every request body, so it could silently override
       // what the workload promises (lengths, streaming, usage reporting): refuse those keys.
-      for (const char* reserved : {"model", "prompt", "messages", "stream", "stream_options",
-                                   "max_tokens", "max_completion_tokens", "min_tokens",
-                                   "ignore_eos", "temperature"}) {
+      for (const char* reserved :
+           {"model", "prompt", "messages", "stream", "stream_options", "max_tokens",
+            "max_completion_tokens", "min_tokens", "ignore_eos", "temperature"}) {
         if (eb->contains(reserved))
           errors.push_back({r.path("extra_body") + "/" + reserved,
                             "is set by llmcap from the workload; remove it"});
@@ -340,8 +345,9 @@ void read_string_map(const json* v, const std::string& path,
     }
     const auto& s = x.get_ref<const std::string&>();
     if (!valid_header_name(k)) {
-      errors.push_back({p, "is not a valid header name (RFC 9110 token: letters, digits, "
-                           "!#$%&'*+-.^_`|~)"});
+      errors.push_back({p,
+                        "is not a valid header name (RFC 9110 token: letters, digits, "
+                        "!#$%&'*+-.^_`|~)"});
       continue;
     }
     if (s.size() > 8192 || s.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
@@ -375,8 +381,9 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
     } else {
       auto u = boost::urls::parse_uri(t.base_url);
       if (!u) {
-        r.error("base_url", "is not a valid URL (http://host[:port][/path], https://..., or "
-                            "sim://<hardware>/<model>)");
+        r.error("base_url",
+                "is not a valid URL (http://host[:port][/path], https://..., or "
+                "sim://<hardware>/<model>)");
       } else if (u->scheme() != "http" && u->scheme() != "https") {
         r.error("base_url", "scheme must be http, https or sim");
       } else if (u->host().empty()) {
@@ -393,16 +400,16 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
   read_string_map(r.get("headers"), r.path("headers"), t.headers, errors, limits);
   for (const auto& [k, s] : t.headers) {
     const std::string n = lower(k);
-    if (n == "host" || n == "content-length" || n == "content-type" ||
-        n == "transfer-encoding" || n == "connection" || n == "accept")
+    if (n == "host" || n == "content-length" || n == "content-type" || n == "transfer-encoding" ||
+        n == "connection" || n == "accept")
       errors.push_back({r.path("headers") + "/" + escape_pointer(k),
                         "is set by llmcap for every request; remove it"});
   }
   read_string_map(r.get("secrets"), r.path("secrets"), t.secrets, errors, limits);
   for (const auto& [k, s] : t.secrets) {
     if (k != "api_key") {
-      errors.push_back({r.path("secrets") + "/" + escape_pointer(k),
-                        "unknown secret (supported: api_key)"});
+      errors.push_back(
+          {r.path("secrets") + "/" + escape_pointer(k), "unknown secret (supported: api_key)"});
     } else if (s.empty()) {
       errors.push_back({r.path("secrets") + "/api_key", "must not be empty"});
     } else {
@@ -436,9 +443,9 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
   }
   r.number("price_per_hour", t.price_per_hour, 0, 1e6);
   r.string("currency", t.currency, false, 3);
-  if (r.has("currency") && (t.currency.size() != 3 ||
-                            !std::all_of(t.currency.begin(), t.currency.end(),
-                                         [](char c) { return c >= 'A' && c <= 'Z'; })))
+  if (r.has("currency") &&
+      (t.currency.size() != 3 || !std::all_of(t.currency.begin(), t.currency.end(),
+                                              [](char c) { return c >= 'A' && c <= 'Z'; })))
     r.error("currency", "must be a 3-letter ISO 4217 code such as USD");
   r.string("metrics_url", t.metrics_url, false, 2048);
   if (!t.metrics_url.empty()) {
@@ -467,8 +474,8 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
       // Fault injection of the simulator (sim/fault_injector.h): fractions of requests.
       ObjectReader fr(f, s.path("faults"), errors);
       double sum = 0;  // the simulator picks at most one fault per request
-      for (const char* k : {"error_rate", "rate_limit_rate", "stall_rate", "reset_rate",
-                            "malformed_rate"}) {
+      for (const char* k :
+           {"error_rate", "rate_limit_rate", "stall_rate", "reset_rate", "malformed_rate"}) {
         double rate = 0;
         fr.number(k, rate, 0, 1);
         sum += rate;
@@ -484,8 +491,7 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
       fr.finish();
     }
     s.finish();
-    if (t.base_url.rfind("sim://", 0) != 0)
-      r.error("sim", "only applies to sim:// targets");
+    if (t.base_url.rfind("sim://", 0) != 0) r.error("sim", "only applies to sim:// targets");
     if (sim->is_object()) t.sim_json = sim->dump();
   }
   if (t.precision.empty() && t.base_url.rfind("sim://", 0) == 0) t.precision = "bf16";
@@ -502,8 +508,11 @@ void read_sla(const json* v, const std::string& path, PlanSla& sla,
   ObjectReader r(v, path, errors);
   if (!r.ok()) return;
   const std::vector<std::pair<std::string, std::string>> metrics = {
-      {"ttft_ms", "ttft"}, {"ttft_service_ms", "ttft_service"}, {"tpot_ms", "tpot"},
-      {"itl_ms", "itl"},   {"e2e_ms", "e2e"}};
+      {"ttft_ms", "ttft"},
+      {"ttft_service_ms", "ttft_service"},
+      {"tpot_ms", "tpot"},
+      {"itl_ms", "itl"},
+      {"e2e_ms", "e2e"}};
   for (const auto& [key, metric] : metrics) {
     const json* m = r.get(key);
     if (!m) continue;
@@ -515,11 +524,16 @@ void read_sla(const json* v, const std::string& path, PlanSla& sla,
     for (const auto& [pk, lv] : m->items()) {
       const std::string p = r.path(key) + "/" + escape_pointer(pk);
       double pct = 0;
-      if (pk == "p50") pct = 50;
-      else if (pk == "p90") pct = 90;
-      else if (pk == "p95") pct = 95;
-      else if (pk == "p99") pct = 99;
-      else if (pk == "p99.9" || pk == "p999") pct = 99.9;
+      if (pk == "p50")
+        pct = 50;
+      else if (pk == "p90")
+        pct = 90;
+      else if (pk == "p95")
+        pct = 95;
+      else if (pk == "p99")
+        pct = 99;
+      else if (pk == "p99.9" || pk == "p999")
+        pct = 99.9;
       else {
         errors.push_back({p, "unknown percentile (use p50, p90, p95, p99, p99.9)"});
         continue;
@@ -561,7 +575,8 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
                 std::vector<FieldError>& errors, const PlanLimits& limits) {
   ObjectReader r(&v, path, errors);
   if (!r.ok()) return;
-  r.one_of("kind", p.kind = "", {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
+  r.one_of("kind", p.kind = "",
+           {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
   if (!r.has("kind")) r.error("kind", "is required");
   const auto before = errors.size();
   r.string("name", p.name, false, 64);
@@ -604,8 +619,8 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
       if (!x.is_number() || (integer && !whole_number(x)) || !std::isfinite(x.get<double>()) ||
           x.get<double>() < lo || x.get<double>() > hi) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "must be %s between %g and %g", integer ? "an integer" : "a number",
-                      lo, hi);
+        std::snprintf(buf, sizeof buf, "must be %s between %g and %g",
+                      integer ? "an integer" : "a number", lo, hi);
         errors.push_back({ip, buf});
         continue;
       }
@@ -644,7 +659,8 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     r.number("burst_s", p.burst_s, 1, 3600);
     r.number("observe_s", p.observe_s, 1, 86'400);
     r.number("window_s", p.window_s, 1, 3600);
-    if (p.base_rps * p.multiplier > max_rate) r.error("multiplier", "base_rps × multiplier exceeds the rate limit");
+    if (p.base_rps * p.multiplier > max_rate)
+      r.error("multiplier", "base_rps × multiplier exceeds the rate limit");
   } else if (p.kind == "soak") {
     if (const json* rr = r.get("rate_rps")) {
       if (rr->is_string() && rr->get<std::string>() == "qualified") {
@@ -667,11 +683,16 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
 double phase_duration_s(const PlanPhase& p) {
   const double step = p.warmup_s + p.duration_s;
   double d = 0;
-  if (p.kind == "concurrency_sweep") d = step * static_cast<double>(p.levels.size());
-  else if (p.kind == "rate_sweep") d = step * static_cast<double>(p.rates_rps.size());
-  else if (p.kind == "capacity_search") d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
-  else if (p.kind == "burst") d = p.warmup_s + p.window_s + p.burst_s + p.observe_s;
-  else if (p.kind == "soak") d = step;
+  if (p.kind == "concurrency_sweep")
+    d = step * static_cast<double>(p.levels.size());
+  else if (p.kind == "rate_sweep")
+    d = step * static_cast<double>(p.rates_rps.size());
+  else if (p.kind == "capacity_search")
+    d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
+  else if (p.kind == "burst")
+    d = p.warmup_s + p.window_s + p.burst_s + p.observe_s;
+  else if (p.kind == "soak")
+    d = step;
   return d * p.repeat;
 }
 
@@ -754,14 +775,20 @@ int json_nesting_depth(std::string_view text) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
-    else if (c == ']' || c == '}') --depth;
+    if (c == '"')
+      in_string = true;
+    else if (c == '[' || c == '{')
+      max_depth = std::max(max_depth, ++depth);
+    else if (c == ']' || c == '}')
+      --depth;
   }
   return max_depth;
 }
@@ -770,7 +797,8 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   json targets = json::array();
   for (const auto& t : plan.targets) {
     json headers = json::object();
-    for (const auto& [k, v] : t.headers) headers[k] = redact_secrets && sensitive_header(k) ? "***" : v;
+    for (const auto& [k, v] : t.headers)
+      headers[k] = redact_secrets && sensitive_header(k) ? "***" : v;
     json secrets = json::object();
     for (const auto& [k, v] : t.secrets) secrets[k] = redact_secrets ? "***" : v;
     json j{{"name", t.name},
@@ -791,8 +819,10 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   json bounds = json::object();
   for (const auto& b : plan.sla.bounds) {
     char p[16];
-    if (b.percentile == 99.9) std::snprintf(p, sizeof p, "p99.9");
-    else std::snprintf(p, sizeof p, "p%g", b.percentile);
+    if (b.percentile == 99.9)
+      std::snprintf(p, sizeof p, "p99.9");
+    else
+      std::snprintf(p, sizeof p, "p%g", b.percentile);
     bounds[b.metric + "_ms"][p] = b.limit_ms;
   }
   json sla = bounds;
@@ -800,11 +830,15 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   sla["ttft_from"] = plan.sla.ttft_from;
   sla["window_s"] = plan.sla.window_s;
   if (plan.sla.rate_tolerance) sla["rate_tolerance"] = *plan.sla.rate_tolerance;
-  if (plan.sla.max_schedule_lag_p99_ms) sla["max_schedule_lag_p99_ms"] = *plan.sla.max_schedule_lag_p99_ms;
+  if (plan.sla.max_schedule_lag_p99_ms)
+    sla["max_schedule_lag_p99_ms"] = *plan.sla.max_schedule_lag_p99_ms;
   if (plan.sla.min_requests) sla["min_requests"] = *plan.sla.min_requests;
   json phases = json::array();
   for (const auto& p : plan.phases) {
-    json j{{"kind", p.kind}, {"name", p.name}, {"repeat", p.repeat}, {"warmup_s", p.warmup_s},
+    json j{{"kind", p.kind},
+           {"name", p.name},
+           {"repeat", p.repeat},
+           {"warmup_s", p.warmup_s},
            {"drain", p.drain}};
     if (p.kind != "burst") j["duration_s"] = p.duration_s;  // a burst's length is its windows
     if (p.kind != "concurrency_sweep") {
@@ -865,7 +899,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     return out;
   }
   if (json_nesting_depth(text) > limits.max_depth) {
-    errors.push_back({"", "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels"});
+    errors.push_back(
+        {"", "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels"});
     return out;
   }
   json doc;
@@ -873,8 +908,10 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   std::vector<std::set<std::string>> keys_seen;
   std::vector<std::string> duplicates;
   const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
-    else if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::object_start)
+      keys_seen.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys_seen.empty())
+      keys_seen.pop_back();
     else if (event == json::parse_event_t::key && !keys_seen.empty() &&
              !keys_seen.back().insert(parsed.get<std::string>()).second)
       duplicates.push_back(parsed.get<std::string>());
@@ -884,8 +921,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     doc = json::parse(text, on_event);
   } catch (const json::parse_error& e) {
     out.malformed = true;
-    errors.push_back({"", "not valid JSON (byte " + std::to_string(e.byte) + "): " +
-                              printable(e.what())});
+    errors.push_back(
+        {"", "not valid JSON (byte " + std::to_string(e.byte) + "): " + printable(e.what())});
     return out;
   } catch (const json::exception& e) {
     // e.g. a number too large for a double (1e400)
@@ -908,7 +945,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   root.number("seed", plan.seed, 0, 9e15, true);
 
   // The workload first: target overrides start from it.
-  if (const json* w = root.get("workload")) read_workload(w, "/workload", plan.workload, errors, limits);
+  if (const json* w = root.get("workload"))
+    read_workload(w, "/workload", plan.workload, errors, limits);
   const json* targets = root.get("targets");
   if (!targets) {
     root.error("targets", "is required (at least one target)");
@@ -971,7 +1009,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
         errors.push_back({path + "/kind", p.kind + " needs an sla with at least one bound"});
       if (p.kind == "soak" && p.soak_at_qualified) {
         bool search_before = false;
-        for (const auto& q : plan.phases) search_before = search_before || q.kind == "capacity_search";
+        for (const auto& q : plan.phases)
+          search_before = search_before || q.kind == "capacity_search";
         if (!search_before)
           errors.push_back({path + "/rate_rps", "\"qualified\" needs an earlier capacity_search"});
       }
@@ -986,7 +1025,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     r.number("headroom", dm.headroom, 0, 10);
     r.number("hours_per_month", dm.hours_per_month, 1, 744);
     r.finish();
-    if (dm.mean_output_tokens == 0) dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+    if (dm.mean_output_tokens == 0)
+      dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
     plan.demand = dm;
   }
   root.finish();
@@ -1027,7 +1067,8 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   bool overridden = false;
   for (const auto& t : plan.targets) {
     std::string m = t.model;
-    if (m.empty() && t.base_url.rfind("sim://", 0) == 0) m = t.base_url.substr(t.base_url.rfind('/') + 1);
+    if (m.empty() && t.base_url.rfind("sim://", 0) == 0)
+      m = t.base_url.substr(t.base_url.rfind('/') + 1);
     models.insert(m);
     precisions.insert(t.precision);
     if (t.workload) {
@@ -1046,10 +1087,10 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   const bool mixed_models = known(models) > 1, mixed_precisions = known(precisions) > 1;
   out.per_target_optimised = overridden || mixed_models || mixed_precisions;
   if (mixed_models || mixed_precisions)
-    out.warnings.push_back(std::string("targets differ in ") +
-                           (mixed_models ? (mixed_precisions ? "model and precision" : "model")
-                                         : "precision") +
-                           ": results are labelled per-target optimised, not same-config");
+    out.warnings.push_back(
+        std::string("targets differ in ") +
+        (mixed_models ? (mixed_precisions ? "model and precision" : "model") : "precision") +
+        ": results are labelled per-target optimised, not same-config");
   out.fingerprint = fnv1a_hex(fp.dump());
   out.normalized = plan_to_json(plan, true);
   out.plan = std::move(plan);

@@ -16,14 +16,14 @@
 namespace llmcap::api {
 
 struct PlanParse {
-  std::optional<TestPlan> plan;     // set when errors is empty
-  std::vector<FieldError> errors;   // every problem found
-  bool malformed = false;           // not JSON at all (→ 400 rather than 422)
-  nlohmann::json normalized;        // defaults filled in, secrets redacted ("***")
+  std::optional<TestPlan> plan;    // set when errors is empty
+  std::vector<FieldError> errors;  // every problem found
+  bool malformed = false;          // not JSON at all (→ 400 rather than 422)
+  nlohmann::json normalized;       // defaults filled in, secrets redacted ("***")
   // Every step at its planned length, capacity searches at max_steps plus one confirm, times
   // the number of targets; excludes the drain of in-flight requests after each step.
   double estimated_duration_s = 0;
-  std::string fingerprint;          // of workload + models + precisions (16 hex digits)
+  std::string fingerprint;  // of workload + models + precisions (16 hex digits)
   // A target overrides the workload, or targets serve known-different models or precisions.
   bool per_target_optimised = false;
   std::vector<std::string> warnings;  // e.g. a step too short for tail percentiles

@@ -22,8 +22,7 @@ constexpr Row kRows[] = {
     {ApiErrorCode::kNotAcceptable, 406, "not-acceptable", "Not acceptable"},
     {ApiErrorCode::kConflict, 409, "conflict", "Conflict"},
     {ApiErrorCode::kPayloadTooLarge, 413, "payload-too-large", "Request body too large"},
-    {ApiErrorCode::kUnsupportedMediaType, 415, "unsupported-media-type",
-     "Unsupported media type"},
+    {ApiErrorCode::kUnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"},
     {ApiErrorCode::kInvalidPlan, 422, "invalid-plan", "Invalid plan"},
     {ApiErrorCode::kInvalidRequest, 422, "invalid-request", "Invalid request"},
     {ApiErrorCode::kQueueFull, 429, "queue-full", "Job queue full"},
@@ -67,9 +66,9 @@ net::HttpResponse problem_response(ApiErrorCode code, std::string_view detail,
     for (const auto& e : errors) arr.push_back({{"path", e.path}, {"message", e.message}});
     body["errors"] = std::move(arr);
   }
-  return net::HttpResponse::text(http_status(code),
-                                 body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                                 "application/problem+json");
+  return net::HttpResponse::text(
+      http_status(code), body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      "application/problem+json");
 }
 
 }  // namespace llmcap::api

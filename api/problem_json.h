@@ -13,22 +13,22 @@
 namespace llmcap::api {
 
 enum class ApiErrorCode {
-  kMalformedJson,        // 400
-  kBadRequest,           // 400 (bad query parameter, header)
-  kUnauthorized,         // 401
-  kForbidden,            // 403
-  kNotFound,             // 404
-  kMethodNotAllowed,     // 405
-  kNotAcceptable,        // 406
-  kConflict,             // 409
-  kPayloadTooLarge,      // 413
-  kUnsupportedMediaType, // 415
-  kInvalidPlan,          // 422
-  kInvalidRequest,       // 422 (valid JSON, invalid values, not a plan)
-  kQueueFull,            // 429
-  kInternal,             // 500
-  kShuttingDown,         // 503
-  kStorageUnavailable,   // 503
+  kMalformedJson,         // 400
+  kBadRequest,            // 400 (bad query parameter, header)
+  kUnauthorized,          // 401
+  kForbidden,             // 403
+  kNotFound,              // 404
+  kMethodNotAllowed,      // 405
+  kNotAcceptable,         // 406
+  kConflict,              // 409
+  kPayloadTooLarge,       // 413
+  kUnsupportedMediaType,  // 415
+  kInvalidPlan,           // 422
+  kInvalidRequest,        // 422 (valid JSON, invalid values, not a plan)
+  kQueueFull,             // 429
+  kInternal,              // 500
+  kShuttingDown,          // 503
+  kStorageUnavailable,    // 503
 };
 
 struct FieldError {
@@ -38,7 +38,8 @@ struct FieldError {
 };
 
 int http_status(ApiErrorCode code);
-std::string_view problem_type(ApiErrorCode code);  // e.g. "https://llmcap.dev/problems/invalid-plan"
+std::string_view problem_type(
+    ApiErrorCode code);  // e.g. "https://llmcap.dev/problems/invalid-plan"
 std::string_view problem_title(ApiErrorCode code);
 
 // A complete problem+json response.

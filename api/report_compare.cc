@@ -40,7 +40,8 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
     }
   }
   if (!out.mismatched_jobs.empty()) {
-    out.error = "job(s) " + join(out.mismatched_jobs) + " have no results document with targets (not finished?)";
+    out.error = "job(s) " + join(out.mismatched_jobs) +
+                " have no results document with targets (not finished?)";
     return out;
   }
 
@@ -58,8 +59,9 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
       if (i == 0 || fp != first_fp) out.mismatched_jobs.push_back(ids[i]);
     }
     if (!allow_different_workloads) {
-      out.error = "jobs ran different workloads (workload_fingerprint differs): " + join(described) +
-                  "; pass allow_different_workloads to compare them anyway";
+      out.error =
+          "jobs ran different workloads (workload_fingerprint differs): " + join(described) +
+          "; pass allow_different_workloads to compare them anyway";
       return out;
     }
   } else {
@@ -107,13 +109,14 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
                 {"jobs", jobs},
                 {"workloads_differ", differ},
                 {"workload_fingerprint", differ ? json(nullptr) : json(first_fp)},
-                {"comparison_label", differ ? "different workloads"
+                {"comparison_label", differ       ? "different workloads"
                                      : per_target ? "per-target optimised"
                                                   : "same-config"},
                 {"targets", targets}};
   json comparisons = json::array();
   for (std::size_t i = 1; i < offers.size(); ++i) {
-    if (auto c = analysis::compare_targets(offers[0], offers[i])) comparisons.push_back(comparison_json(*c));
+    if (auto c = analysis::compare_targets(offers[0], offers[i]))
+      comparisons.push_back(comparison_json(*c));
   }
   combined["comparison"] = comparisons;
 
@@ -132,11 +135,13 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
         demand, offers, json_number(d0, "hours_per_month").value_or(analysis::kHoursPerMonth)));
   }
   // The first job's plan, so the page still shows what ran; the others are in their own jobs.
-  if (results_docs[0].contains("plan_document")) combined["plan_document"] = results_docs[0]["plan_document"];
+  if (results_docs[0].contains("plan_document"))
+    combined["plan_document"] = results_docs[0]["plan_document"];
   bool all_succeeded = true, all_qualified = true;
   for (const auto& doc : results_docs) {
     all_succeeded = all_succeeded && json_string(doc, "state", "succeeded") == "succeeded";
-    all_qualified = all_qualified && json_member(doc, "all_qualified").is_boolean() && doc["all_qualified"].get<bool>();
+    all_qualified = all_qualified && json_member(doc, "all_qualified").is_boolean() &&
+                    doc["all_qualified"].get<bool>();
   }
   combined["state"] = all_succeeded ? "succeeded" : "mixed";
   combined["all_qualified"] = all_qualified;

@@ -22,8 +22,8 @@
 namespace llmcap::api {
 
 struct CompareOutcome {
-  std::optional<nlohmann::json> document;  // set on success
-  std::string error;                       // human text naming the offending jobs, on failure
+  std::optional<nlohmann::json> document;    // set on success
+  std::string error;                         // human text naming the offending jobs, on failure
   std::vector<std::string> mismatched_jobs;  // jobs whose fingerprint differs from the first's
                                              // (the first job included), or the invalid ones
 };
@@ -31,6 +31,7 @@ struct CompareOutcome {
 // Fails (no document) when fewer than two documents are given, when a document is not an
 // object with a `targets` array, or when fingerprints differ and allow_different_workloads is
 // false.
-CompareOutcome compare_results(std::vector<nlohmann::json> results_docs, bool allow_different_workloads);
+CompareOutcome compare_results(std::vector<nlohmann::json> results_docs,
+                               bool allow_different_workloads);
 
 }  // namespace llmcap::api

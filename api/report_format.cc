@@ -44,8 +44,10 @@ std::string three_significant(double v) {
   const double a = std::fabs(v);
   int decimals = 0;
   if (a < 1e-12) return "0";
-  if (a < 10) decimals = 2;
-  else if (a < 100) decimals = 1;
+  if (a < 10)
+    decimals = 2;
+  else if (a < 100)
+    decimals = 1;
   if (a < 1) decimals = std::min(6, 2 - static_cast<int>(std::floor(std::log10(a))));
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

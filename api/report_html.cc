@@ -129,7 +129,8 @@ std::vector<SlaBound> sla_bounds(const json& results, std::string_view metric) {
   for (const auto& [k, v] : b.items()) {
     if (!v.is_number()) continue;
     std::string label = k;
-    for (auto& c : label) c = c == '_' ? '.' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (auto& c : label)
+      c = c == '_' ? '.' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out.push_back({k, label, v.get<double>()});
   }
   return out;
@@ -155,7 +156,8 @@ double x_of(const json& step, bool concurrency) {
 }
 
 std::vector<ChartPoint> sorted(std::vector<ChartPoint> pts) {
-  std::stable_sort(pts.begin(), pts.end(), [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+  std::stable_sort(pts.begin(), pts.end(),
+                   [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
   return pts;
 }
 
@@ -164,25 +166,29 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
   const auto& targets = targets_of(results);
   const std::initializer_list<std::string_view> kinds_conc = {"concurrency_sweep"};
   // Soak steps run at one offered rate too (often the qualified one), so they belong here.
-  const std::initializer_list<std::string_view> kinds_rate = {"rate_sweep", "capacity_search", "soak"};
+  const std::initializer_list<std::string_view> kinds_rate = {"rate_sweep", "capacity_search",
+                                                              "soak"};
   std::vector<std::vector<StepRef>> per_target;
   std::vector<double> all_x;
   bool any = false;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    per_target.push_back(steps_of_kind(targets[i], static_cast<int>(i), concurrency ? kinds_conc : kinds_rate));
+    per_target.push_back(
+        steps_of_kind(targets[i], static_cast<int>(i), concurrency ? kinds_conc : kinds_rate));
     for (const auto& s : per_target.back()) all_x.push_back(x_of(*s.step, concurrency));
     any = any || !per_target.back().empty();
   }
   if (!any) return {};
   const std::string axis = concurrency ? "concurrency" : "rate";
-  const std::string x_title = concurrency ? "Concurrency (requests in flight)" : "Offered rate (requests/s)";
+  const std::string x_title =
+      concurrency ? "Concurrency (requests in flight)" : "Offered rate (requests/s)";
   const bool log_x = concurrency && wide_range(all_x, 8);
   std::vector<std::string> out;
 
   {
     ChartOptions o;
     o.kind = "throughput-vs-" + axis;
-    o.title = concurrency ? "Output throughput vs concurrency" : "Output throughput vs offered rate";
+    o.title =
+        concurrency ? "Output throughput vs concurrency" : "Output throughput vs offered rate";
     o.x = {x_title, log_x, !log_x, std::nullopt, std::nullopt};
     o.y = {"Output throughput (tokens/s)", false, true, std::nullopt, std::nullopt};
     SvgChart chart(o);
@@ -191,22 +197,27 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
       s.name = json_string(targets[i], "name");
       s.color_index = static_cast<int>(i);
       for (const auto& ref : per_target[i]) {
-        s.points.push_back({x_of(*ref.step, concurrency),
-                            json_number(json_member(*ref.step, "stats"), "output_tokens_per_s").value_or(kNaN)});
+        s.points.push_back(
+            {x_of(*ref.step, concurrency),
+             json_number(json_member(*ref.step, "stats"), "output_tokens_per_s").value_or(kNaN)});
       }
       s.points = sorted(std::move(s.points));
       chart.add_series(std::move(s));
       const auto& q = json_member(targets[i], "qualified");
-      const bool basis_matches = json_string(q, "basis") == (concurrency ? "closed_loop" : "open_loop");
+      const bool basis_matches =
+          json_string(q, "basis") == (concurrency ? "closed_loop" : "open_loop");
       if (q.is_object() && basis_matches) {
         const auto x = json_number(q, concurrency ? "concurrency" : "offered_rate_rps");
         const auto y = json_number(q, "output_tokens_per_s");
-        if (x && y) chart.add_mark({*x, *y, "SLA-qualified point", static_cast<int>(i), "qualified-point"});
+        if (x && y)
+          chart.add_mark({*x, *y, "SLA-qualified point", static_cast<int>(i), "qualified-point"});
       }
     }
-    out.push_back(figure(chart, std::string("One line per target; the ring marks the SLA-qualified point (") +
-                             (concurrency ? "highest passing concurrency level" : "highest passing offered rate") +
-                             ") when the target qualified on this load model."));
+    out.push_back(figure(
+        chart,
+        std::string("One line per target; the ring marks the SLA-qualified point (") +
+            (concurrency ? "highest passing concurrency level" : "highest passing offered rate") +
+            ") when the target qualified on this load model."));
   }
 
   for (const std::string metric : {"ttft", "tpot"}) {
@@ -226,7 +237,8 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
     for (const auto& b : bounds) ys.push_back(b.limit_ms);
     const bool log_y = wide_range(ys, 25);
     o.x = {x_title, log_x, !log_x, std::nullopt, std::nullopt};
-    o.y = {upper + " (ms)" + (log_y ? ", log scale" : ""), log_y, !log_y, std::nullopt, std::nullopt};
+    o.y = {upper + " (ms)" + (log_y ? ", log scale" : ""), log_y, !log_y, std::nullopt,
+           std::nullopt};
     SvgChart chart(o);
     for (std::size_t i = 0; i < targets.size(); ++i) {
       const auto name = json_string(targets[i], "name");
@@ -234,21 +246,34 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
           {"p50", LineStyle::kDotted}, {"p95", LineStyle::kSolid}, {"p99", LineStyle::kDashed}};
       for (const auto& [p, style] : pcts) {
         ChartSeries s;
-        s.name = name + " " + (std::string(p) == "p50" ? "P50" : std::string(p) == "p95" ? "P95" : "P99");
+        s.name = name + " " +
+                 (std::string(p) == "p50"   ? "P50"
+                  : std::string(p) == "p95" ? "P95"
+                                            : "P99");
         s.color_index = static_cast<int>(i);
         s.style = style;
         s.markers = std::string(p) == "p95";
         for (const auto& ref : per_target[i]) {
-          s.points.push_back({x_of(*ref.step, concurrency),
-                              json_number(json_member(json_member(*ref.step, "stats"), key), p).value_or(kNaN)});
+          s.points.push_back(
+              {x_of(*ref.step, concurrency),
+               json_number(json_member(json_member(*ref.step, "stats"), key), p).value_or(kNaN)});
         }
         s.points = sorted(std::move(s.points));
         chart.add_series(std::move(s));
       }
     }
-    for (const auto& b : bounds) chart.add_threshold({b.limit_ms, "SLA " + b.label + " " + upper + " ≤ " + format_compact(b.limit_ms) + " ms"});
-    out.push_back(figure(chart, upper + " percentiles per step (dotted P50, solid P95, dashed P99); dashed red lines are the plan's SLA bounds." +
-                             std::string(metric == "ttft" ? " TTFT is measured from the intended send time (DOMAIN §2) unless the plan says otherwise." : " TPOT is per request: (last − first token) / (output tokens − 1).")));
+    for (const auto& b : bounds)
+      chart.add_threshold({b.limit_ms, "SLA " + b.label + " " + upper + " ≤ " +
+                                           format_compact(b.limit_ms) + " ms"});
+    out.push_back(figure(
+        chart, upper +
+                   " percentiles per step (dotted P50, solid P95, dashed P99); dashed red lines "
+                   "are the plan's SLA bounds." +
+                   std::string(
+                       metric == "ttft"
+                           ? " TTFT is measured from the intended send time (DOMAIN §2) unless the "
+                             "plan says otherwise."
+                           : " TPOT is per request: (last − first token) / (output tokens − 1).")));
   }
   return out;
 }
@@ -273,7 +298,8 @@ std::string burst_section(const json& results) {
     if (!phases.is_array()) continue;
     for (const auto& p : phases) {
       if (!json_member(p, "burst").is_object()) continue;
-      std::pair<std::string, int> k{json_string(p, "name"), static_cast<int>(json_number(p, "repeat").value_or(0))};
+      std::pair<std::string, int> k{json_string(p, "name"),
+                                    static_cast<int>(json_number(p, "repeat").value_or(0))};
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
     }
   }
@@ -289,9 +315,11 @@ std::string burst_section(const json& results) {
     std::optional<ChartBand> band;
     if (warmup && window && burst_s) {
       const double start = *warmup + *window;
-      band = ChartBand{start, start + *burst_s, "burst ×" + format_compact(json_number(pp, "multiplier").value_or(0))};
+      band = ChartBand{start, start + *burst_s,
+                       "burst ×" + format_compact(json_number(pp, "multiplier").value_or(0))};
     }
-    const std::string title_suffix = name + (repeat > 0 ? " (repeat " + std::to_string(repeat + 1) + ")" : "");
+    const std::string title_suffix =
+        name + (repeat > 0 ? " (repeat " + std::to_string(repeat + 1) + ")" : "");
     ChartOptions to;
     to.kind = "burst-ttft";
     to.title = "Windowed P95 TTFT during " + title_suffix;
@@ -308,7 +336,8 @@ std::string burst_section(const json& results) {
       inflight.add_band(*band);
     }
     for (const auto& b : ttft_bounds) {
-      if (b.key == "p95") ttft.add_threshold({b.limit_ms, "SLA P95 TTFT ≤ " + format_compact(b.limit_ms) + " ms"});
+      if (b.key == "p95")
+        ttft.add_threshold({b.limit_ms, "SLA P95 TTFT ≤ " + format_compact(b.limit_ms) + " ms"});
     }
     for (std::size_t i = 0; i < targets.size(); ++i) {
       const auto& phases = json_member(targets[i], "phases");
@@ -322,12 +351,16 @@ std::string burst_section(const json& results) {
         ChartSeries ts{tname, {}, static_cast<int>(i), LineStyle::kSolid, true, true};
         const auto& tl = json_member(b, "timeline");
         if (tl.is_array()) {
-          for (const auto& w : tl) ts.points.push_back({json_number(w, "t_s").value_or(kNaN), json_number(w, "p95_ttft_ms").value_or(kNaN)});
+          for (const auto& w : tl)
+            ts.points.push_back({json_number(w, "t_s").value_or(kNaN),
+                                 json_number(w, "p95_ttft_ms").value_or(kNaN)});
         }
         ChartSeries is{tname, {}, static_cast<int>(i), LineStyle::kSolid, false, true};
         const auto& inf = json_member(b, "in_flight");
         if (inf.is_array()) {
-          for (const auto& w : inf) is.points.push_back({json_number(w, "t_ns").value_or(kNaN) / 1e9, json_number(w, "in_flight").value_or(kNaN)});
+          for (const auto& w : inf)
+            is.points.push_back({json_number(w, "t_ns").value_or(kNaN) / 1e9,
+                                 json_number(w, "in_flight").value_or(kNaN)});
         }
         ttft.add_series(std::move(ts));
         inflight.add_series(std::move(is));
@@ -335,25 +368,34 @@ std::string burst_section(const json& results) {
           const auto v = json_number(b, k);
           return v ? format_fixed(*v, 1) + " s" : std::string("never");
         };
-        const bool recovered = json_member(b, "recovered").is_boolean() && b["recovered"].get<bool>();
-        rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") + td(title_suffix, "text") +
-                "<td class=\"" + std::string(recovered ? "outcome-pass" : "outcome-fail") + "\">" +
-                (recovered ? "recovered" : "did not recover") + "</td>" + td(secs("latency_recovered_s")) +
-                td(secs("backlog_drained_s")) + td(secs("recovery_s")) +
-                td(opt_fixed(json_number(b, "pre_burst_in_flight"), 0)) +
+        const bool recovered =
+            json_member(b, "recovered").is_boolean() && b["recovered"].get<bool>();
+        rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") +
+                td(title_suffix, "text") + "<td class=\"" +
+                std::string(recovered ? "outcome-pass" : "outcome-fail") + "\">" +
+                (recovered ? "recovered" : "did not recover") + "</td>" +
+                td(secs("latency_recovered_s")) + td(secs("backlog_drained_s")) +
+                td(secs("recovery_s")) + td(opt_fixed(json_number(b, "pre_burst_in_flight"), 0)) +
                 td(opt_fixed(json_number(b, "peak_in_flight"), 0)) + "</tr>";
       }
     }
     out += "<div class=\"charts\">" +
-           figure(ttft, "P95 TTFT over sliding windows of the burst step (gaps: windows without completions); the shaded band is the burst.") +
-           figure(inflight, "Requests in flight (sampled every 0.5 s); a backlog that does not return to its pre-burst level has not drained.") +
+           figure(ttft,
+                  "P95 TTFT over sliding windows of the burst step (gaps: windows without "
+                  "completions); the shaded band is the burst.") +
+           figure(inflight,
+                  "Requests in flight (sampled every 0.5 s); a backlog that does not return to its "
+                  "pre-burst level has not drained.") +
            "</div>";
   }
   out += "<h3>Recovery</h3><div class=\"table-wrap\"><table id=\"burst-table\">" +
-         th_row({"Target", "Phase", "Outcome", "P95 TTFT back under bound after", "Backlog drained after",
-                 "Recovered after", "In flight before", "Peak in flight"}, "lll") +
+         th_row({"Target", "Phase", "Outcome", "P95 TTFT back under bound after",
+                 "Backlog drained after", "Recovered after", "In flight before", "Peak in flight"},
+                "lll") +
          "<tbody>" + rows + "</tbody></table></div>";
-  out += "<p class=\"caption\">Times are measured from the end of the burst; \"never\" means not within the observation window.</p></section>";
+  out +=
+      "<p class=\"caption\">Times are measured from the end of the burst; \"never\" means not "
+      "within the observation window.</p></section>";
   return out;
 }
 
@@ -367,8 +409,10 @@ std::string soak_section(const json& results) {
       if (!s.is_object()) continue;
       const auto tname = json_string(t, "name");
       if (json_member(s, "skipped").is_boolean() && s["skipped"].get<bool>()) {
-        rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") + td(json_string(p, "name"), "text") +
-                "<td class=\"reasons\" colspan=\"5\">skipped: " + esc(json_string(s, "statement")) + "</td></tr>";
+        rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") +
+                td(json_string(p, "name"), "text") +
+                "<td class=\"reasons\" colspan=\"5\">skipped: " + esc(json_string(s, "statement")) +
+                "</td></tr>";
         continue;
       }
       std::string bounds;
@@ -376,21 +420,26 @@ std::string soak_section(const json& results) {
       if (bl.is_array()) {
         for (const auto& b : bl) {
           if (!bounds.empty()) bounds += "; ";
-          bounds += json_string(b, "metric") + " P" + format_compact(json_number(b, "percentile").value_or(0)) +
-                    " ≤ " + format_compact(json_number(b, "limit_ms").value_or(0)) + " ms held in " +
+          bounds += json_string(b, "metric") + " P" +
+                    format_compact(json_number(b, "percentile").value_or(0)) + " ≤ " +
+                    format_compact(json_number(b, "limit_ms").value_or(0)) + " ms held in " +
                     percent(json_number(b, "share_held")) + " of windows";
         }
       }
-      rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") + td(json_string(p, "name"), "text") +
-              td(opt_fixed(json_number(s, "rate_rps"), 2)) + td(opt_fixed(json_number(s, "windows"), 0) + " × " +
-              opt_fixed(json_number(s, "window_s"), 0) + " s") + td(percent(json_number(s, "all_held_share"))) +
-              td(percent(json_number(s, "error_rate_share_held"))) + td(bounds, "reasons") + "</tr>";
+      rows += "<tr data-target=\"" + esc(tname) + "\">" + td(tname, "text") +
+              td(json_string(p, "name"), "text") + td(opt_fixed(json_number(s, "rate_rps"), 2)) +
+              td(opt_fixed(json_number(s, "windows"), 0) + " × " +
+                 opt_fixed(json_number(s, "window_s"), 0) + " s") +
+              td(percent(json_number(s, "all_held_share"))) +
+              td(percent(json_number(s, "error_rate_share_held"))) + td(bounds, "reasons") +
+              "</tr>";
     }
   }
   if (rows.empty()) return "";
   return "<section id=\"soak\"><h2>Soak</h2><div class=\"table-wrap\"><table id=\"soak-table\">" +
          th_row({"Target", "Phase", "Rate (rps)", "Windows", "Windows with every bound held",
-                 "Windows with error rate held", "Per bound"}, "llrrrrl") +
+                 "Windows with error rate held", "Per bound"},
+                "llrrrrl") +
          "<tbody>" + rows + "</tbody></table></div></section>";
 }
 
@@ -418,7 +467,8 @@ std::string cdf_section(const json& results) {
         ChartOptions o;
         o.kind = "cdf-" + metric;
         o.title = upper + " distribution: " + tname + ", " + pname;
-        o.x = {upper + " (ms)" + (log_x ? ", log scale" : ""), log_x, false, std::nullopt, std::nullopt};
+        o.x = {upper + " (ms)" + (log_x ? ", log scale" : ""), log_x, false, std::nullopt,
+               std::nullopt};
         o.y = {"Requests at or below (%)", false, true, 0.0, 100.0};
         o.plot_height_px = 240;
         o.attributes = {{"data-target", tname}, {"data-phase", pname}};
@@ -429,8 +479,9 @@ std::string cdf_section(const json& results) {
           ChartSeries series;
           series.name = json_string(s, "label", "step");
           series.color_index = color++;
-          const std::pair<const char*, double> pts[] = {{"min", 0},  {"p50", 50},    {"p90", 90},   {"p95", 95},
-                                                        {"p99", 99}, {"p99_9", 99.9}, {"max", 100}};
+          const std::pair<const char*, double> pts[] = {{"min", 0},  {"p50", 50}, {"p90", 90},
+                                                        {"p95", 95}, {"p99", 99}, {"p99_9", 99.9},
+                                                        {"max", 100}};
           for (const auto& [k, y] : pts) {
             const auto x = json_number(m, k);
             if (x) series.points.push_back({*x, y});
@@ -440,8 +491,10 @@ std::string cdf_section(const json& results) {
         for (const auto& b : sla_bounds(results, key)) {
           (void)b;  // bounds are on the x axis here; the verdict table states them
         }
-        figures += figure(chart, "Approximate CDF per step from the summary points min, P50, P90, P95, P99, P99.9 and max "
-                                 "(straight lines between them), not from every request.");
+        figures += figure(chart,
+                          "Approximate CDF per step from the summary points min, P50, P90, P95, "
+                          "P99, P99.9 and max "
+                          "(straight lines between them), not from every request.");
       }
     }
     if (!figures.empty()) {
@@ -454,57 +507,83 @@ std::string cdf_section(const json& results) {
 
 std::string capacity_table(const json& results) {
   const auto rows = capacity_rows(results);
-  const bool any_memory = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.memory_headroom_gb.has_value(); });
-  std::vector<std::string> head = {"Target", "Model", "Precision", "In / out tokens", "Load",
-                                   "Sustained (req/s)", "Output tok/s", "P95 TTFT (ms)", "P95 TPOT (ms)",
-                                   "P95 E2E (ms)", "Error rate"};
+  const bool any_memory = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) {
+    return r.memory_headroom_gb.has_value();
+  });
+  std::vector<std::string> head = {"Target",          "Model",         "Precision",
+                                   "In / out tokens", "Load",          "Sustained (req/s)",
+                                   "Output tok/s",    "P95 TTFT (ms)", "P95 TPOT (ms)",
+                                   "P95 E2E (ms)",    "Error rate"};
   if (any_memory) head.push_back("Memory headroom (GB)");
-  for (const char* h : {"Price per hour", "Cost per M output tokens", "Verdict", "Labels"}) head.push_back(h);
+  for (const char* h : {"Price per hour", "Cost per M output tokens", "Verdict", "Labels"})
+    head.push_back(h);
   std::string align = "lllrrrrrrrr";
   if (any_memory) align += 'r';
   align += "rrll";
-  std::string out = "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, align) + "<tbody>";
+  std::string out =
+      "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, align) + "<tbody>";
   for (const auto& r : rows) {
-    out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") + td(r.model, "text") +
-           td(r.precision, "text") + td(lengths_text(r)) + td(load_text(r)) + td(opt_fixed(r.requests_per_s, 2)) +
-           td(opt_fixed(r.output_tokens_per_s, 1)) + td(opt_fixed(r.ttft_p95_ms, 0)) +
-           td(opt_fixed(r.tpot_p95_ms, 1)) + td(opt_fixed(r.e2e_p95_ms, 0)) + td(percent(r.error_rate));
+    out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") +
+           td(r.model, "text") + td(r.precision, "text") + td(lengths_text(r)) + td(load_text(r)) +
+           td(opt_fixed(r.requests_per_s, 2)) + td(opt_fixed(r.output_tokens_per_s, 1)) +
+           td(opt_fixed(r.ttft_p95_ms, 0)) + td(opt_fixed(r.tpot_p95_ms, 1)) +
+           td(opt_fixed(r.e2e_p95_ms, 0)) + td(percent(r.error_rate));
     if (any_memory) out += td(opt_fixed(r.memory_headroom_gb, 1));
     out += td(r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-");
-    out += td(r.cost_per_million_output_tokens ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency : "-");
-    out += "<td class=\"text " + std::string(r.qualified ? "verdict-qualified" : "verdict-none") + "\">" + esc(r.verdict) + "</td>";
+    out += td(r.cost_per_million_output_tokens
+                  ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
+                  : "-");
+    out += "<td class=\"text " + std::string(r.qualified ? "verdict-qualified" : "verdict-none") +
+           "\">" + esc(r.verdict) + "</td>";
     std::string labels;
     for (const auto& l : r.labels) {
-      const bool warn = l == "client-bound steps present" || l == "non-monotonic" || l == "per-target optimised";
-      labels += "<span class=\"badge" + std::string(warn ? " warn" : "") + "\">" + esc(l) + "</span>";
+      const bool warn =
+          l == "client-bound steps present" || l == "non-monotonic" || l == "per-target optimised";
+      labels +=
+          "<span class=\"badge" + std::string(warn ? " warn" : "") + "\">" + esc(l) + "</span>";
     }
     out += "<td class=\"labels\">" + labels + "</td></tr>";
   }
   out += "</tbody></table></div>";
-  out += "<p class=\"caption\">Qualified capacity = the highest load whose step passed every SLA bound (DOMAIN §3), "
-         "at the open-loop (offered rate) point when one exists, otherwise the closed-loop (concurrency) point. "
-         "Cost per million output tokens = price per hour / (qualified output tokens/s × 3600) × 10⁶, never at the peak.</p>";
+  out +=
+      "<p class=\"caption\">Qualified capacity = the highest load whose step passed every SLA "
+      "bound (DOMAIN §3), "
+      "at the open-loop (offered rate) point when one exists, otherwise the closed-loop "
+      "(concurrency) point. "
+      "Cost per million output tokens = price per hour / (qualified output tokens/s × 3600) × 10⁶, "
+      "never at the peak.</p>";
   return out;
 }
 
 std::string comparison_section(const json& results) {
   const auto& comparison = json_member(results, "comparison");
   const auto label = json_string(results, "comparison_label", "same-config");
-  std::string out = "<section id=\"comparison\"><h2>Comparison</h2><p class=\"meta\">Comparison kind: <span class=\"badge" +
-                    std::string(label == "same-config" ? "" : " warn") + "\">" + esc(label) + "</span></p>";
+  std::string out =
+      "<section id=\"comparison\"><h2>Comparison</h2><p class=\"meta\">Comparison kind: <span "
+      "class=\"badge" +
+      std::string(label == "same-config" ? "" : " warn") + "\">" + esc(label) + "</span></p>";
   if (!comparison.is_array() || comparison.empty()) {
-    return out + "<p class=\"meta\">No comparison: it needs at least two targets with qualified capacity.</p></section>";
+    return out +
+           "<p class=\"meta\">No comparison: it needs at least two targets with qualified "
+           "capacity.</p></section>";
   }
-  out += "<div class=\"table-wrap\"><table id=\"comparison-table\">" +
-         th_row({"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"}, "ll") + "<tbody>";
+  out +=
+      "<div class=\"table-wrap\"><table id=\"comparison-table\">" +
+      th_row({"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"},
+             "ll") +
+      "<tbody>";
   for (const auto& c : comparison) {
-    out += "<tr data-target=\"" + esc(json_string(c, "target")) + "\">" + td(json_string(c, "target"), "text") +
-           td(json_string(c, "baseline"), "text") + td("×" + opt_fixed(json_number(c, "throughput_ratio"), 2)) +
+    out += "<tr data-target=\"" + esc(json_string(c, "target")) + "\">" +
+           td(json_string(c, "target"), "text") + td(json_string(c, "baseline"), "text") +
+           td("×" + opt_fixed(json_number(c, "throughput_ratio"), 2)) +
            td("×" + opt_fixed(json_number(c, "price_ratio"), 2)) +
            td("×" + opt_fixed(json_number(c, "relative_cost_per_token"), 2)) + "</tr>";
   }
-  out += "</tbody></table></div><p class=\"caption\">Relative cost per token = price ratio / throughput ratio at the qualified "
-         "points (DOMAIN §4); below ×1.00 the target is cheaper per output token than the baseline.</p></section>";
+  out +=
+      "</tbody></table></div><p class=\"caption\">Relative cost per token = price ratio / "
+      "throughput ratio at the qualified "
+      "points (DOMAIN §4); below ×1.00 the target is cheaper per output token than the "
+      "baseline.</p></section>";
   return out;
 }
 
@@ -512,31 +591,42 @@ std::string demand_section(const json& results) {
   const auto& d = json_member(results, "demand_plan");
   if (!d.is_object()) return "";
   std::string out = "<section id=\"demand\"><h2>Demand plan</h2><p class=\"meta\">Demand " +
-                    esc(opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0)) + " output tokens/s; with headroom " +
-                    esc(opt_fixed(json_number(d, "required_output_tokens_per_s"), 0)) + " tokens/s; " +
-                    esc(opt_fixed(json_number(d, "hours_per_month"), 0)) + " hours per month.</p>";
+                    esc(opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0)) +
+                    " output tokens/s; with headroom " +
+                    esc(opt_fixed(json_number(d, "required_output_tokens_per_s"), 0)) +
+                    " tokens/s; " + esc(opt_fixed(json_number(d, "hours_per_month"), 0)) +
+                    " hours per month.</p>";
   out += "<div class=\"table-wrap\"><table id=\"demand-table\">" +
-         th_row({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation", "Cost per M output tokens", "Note"}, "lrrrrrl") +
+         th_row({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
+                 "Cost per M output tokens", "Note"},
+                "lrrrrrl") +
          "<tbody>";
   for (const auto& r : demand_rows(results)) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text");
     if (r.feasible) {
-      out += td(r.instances ? std::to_string(*r.instances) : "-") + td(opt_fixed(r.hourly_cost, 2)) +
-             td(opt_fixed(r.monthly_cost, 2)) + td(percent(r.utilisation)) +
-             td(opt_fixed(r.cost_per_million_output_tokens, 4)) + td(r.cheapest ? "cheapest" : "", "text");
+      out += td(r.instances ? std::to_string(*r.instances) : "-") +
+             td(opt_fixed(r.hourly_cost, 2)) + td(opt_fixed(r.monthly_cost, 2)) +
+             td(percent(r.utilisation)) + td(opt_fixed(r.cost_per_million_output_tokens, 4)) +
+             td(r.cheapest ? "cheapest" : "", "text");
     } else {
-      out += td("-") + td("-") + td("-") + td("-") + td("-") + td("not feasible (no qualified capacity)", "text");
+      out += td("-") + td("-") + td("-") + td("-") + td("-") +
+             td("not feasible (no qualified capacity)", "text");
     }
     out += "</tr>";
   }
-  return out + "</tbody></table></div><p class=\"caption\">Instances = ceil(required tokens/s / qualified tokens/s per instance).</p></section>";
+  return out +
+         "</tbody></table></div><p class=\"caption\">Instances = ceil(required tokens/s / "
+         "qualified tokens/s per instance).</p></section>";
 }
 
 std::string jobs_section(const json& results) {
   const auto& jobs = json_member(results, "jobs");
   if (!jobs.is_array() || jobs.empty()) return "";
-  std::string out = "<section id=\"jobs\"><h2>Jobs compared</h2><div class=\"table-wrap\"><table id=\"jobs-table\">" +
-                    th_row({"Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"}, "lllll") + "<tbody>";
+  std::string out =
+      "<section id=\"jobs\"><h2>Jobs compared</h2><div class=\"table-wrap\"><table "
+      "id=\"jobs-table\">" +
+      th_row({"Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"}, "lllll") +
+      "<tbody>";
   for (const auto& j : jobs) {
     std::string names;
     const auto& t = json_member(j, "targets");
@@ -547,13 +637,16 @@ std::string jobs_section(const json& results) {
       }
     }
     out += "<tr>" + td(json_string(j, "job_id"), "text") + td(json_string(j, "plan"), "text") +
-           td(json_string(j, "workload_fingerprint"), "text") + td(json_string(j, "comparison_label"), "text") +
-           td(names, "text") + "</tr>";
+           td(json_string(j, "workload_fingerprint"), "text") +
+           td(json_string(j, "comparison_label"), "text") + td(names, "text") + "</tr>";
   }
   out += "</tbody></table></div>";
-  if (json_member(results, "workloads_differ").is_boolean() && results["workloads_differ"].get<bool>())
-    out += "<p class=\"meta\"><span class=\"badge warn\">different workloads</span> The jobs ran different workloads; "
-           "their capacities are not a like-for-like comparison.</p>";
+  if (json_member(results, "workloads_differ").is_boolean() &&
+      results["workloads_differ"].get<bool>())
+    out +=
+        "<p class=\"meta\"><span class=\"badge warn\">different workloads</span> The jobs ran "
+        "different workloads; "
+        "their capacities are not a like-for-like comparison.</p>";
   return out + "</section>";
 }
 
@@ -563,36 +656,46 @@ std::string steps_section(const json& results) {
   std::string out = "<section id=\"steps\"><h2>Steps</h2>";
   std::string current;
   bool open = false;
-  const auto head = th_row({"Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50", "TTFT P95", "TTFT P99",
-                            "TPOT P50", "TPOT P95", "TPOT P99", "E2E P95", "Error rate", "Verdict", "Reasons"}, "llrrrrrrrrrrrll");
+  const auto head =
+      th_row({"Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50", "TTFT P95", "TTFT P99",
+              "TPOT P50", "TPOT P95", "TPOT P99", "E2E P95", "Error rate", "Verdict", "Reasons"},
+             "llrrrrrrrrrrrll");
   for (const auto& s : rows) {
     if (!open || s.target != current) {
       if (open) out += "</tbody></table></div>";
       current = s.target;
       open = true;
-      out += "<h3>" + esc(s.target) + "</h3><div class=\"table-wrap\"><table class=\"steps-table\" data-target=\"" +
+      out += "<h3>" + esc(s.target) +
+             "</h3><div class=\"table-wrap\"><table class=\"steps-table\" data-target=\"" +
              esc(s.target) + "\">" + head + "<tbody>";
     }
-    std::string load = s.phase_kind == "concurrency_sweep" && s.concurrency ? "c=" + std::to_string(*s.concurrency)
-                       : s.offered_rate_rps ? format_fixed(*s.offered_rate_rps, 2) + " rps" : "-";
+    std::string load = s.phase_kind == "concurrency_sweep" && s.concurrency
+                           ? "c=" + std::to_string(*s.concurrency)
+                       : s.offered_rate_rps ? format_fixed(*s.offered_rate_rps, 2) + " rps"
+                                            : "-";
     std::string reasons;
     for (const auto& r : s.reasons) {
       if (!reasons.empty()) reasons += "<br>";
       reasons += esc(r);
     }
     const std::string outcome = s.outcome.empty() ? "-" : s.outcome;
-    out += "<tr data-outcome=\"" + esc(outcome) + "\">" + td(s.phase, "text") + td(s.label, "text") + td(load) +
-           td(opt_fixed(s.requests_per_s, 2)) + td(opt_fixed(s.output_tokens_per_s, 1)) +
-           td(opt_fixed(s.ttft_p50_ms, 0)) + td(opt_fixed(s.ttft_p95_ms, 0)) + td(opt_fixed(s.ttft_p99_ms, 0)) +
-           td(opt_fixed(s.tpot_p50_ms, 1)) + td(opt_fixed(s.tpot_p95_ms, 1)) + td(opt_fixed(s.tpot_p99_ms, 1)) +
-           td(opt_fixed(s.e2e_p95_ms, 0)) + td(percent(s.error_rate)) +
-           "<td class=\"text outcome-" + esc(outcome) + "\">" + esc(outcome) +
-           (s.client_bound ? " (client-bound)" : "") + (s.partial ? " (partial)" : "") + "</td>" +
-           "<td class=\"reasons\">" + reasons + "</td></tr>";
+    out += "<tr data-outcome=\"" + esc(outcome) + "\">" + td(s.phase, "text") +
+           td(s.label, "text") + td(load) + td(opt_fixed(s.requests_per_s, 2)) +
+           td(opt_fixed(s.output_tokens_per_s, 1)) + td(opt_fixed(s.ttft_p50_ms, 0)) +
+           td(opt_fixed(s.ttft_p95_ms, 0)) + td(opt_fixed(s.ttft_p99_ms, 0)) +
+           td(opt_fixed(s.tpot_p50_ms, 1)) + td(opt_fixed(s.tpot_p95_ms, 1)) +
+           td(opt_fixed(s.tpot_p99_ms, 1)) + td(opt_fixed(s.e2e_p95_ms, 0)) +
+           td(percent(s.error_rate)) + "<td class=\"text outcome-" + esc(outcome) + "\">" +
+           esc(outcome) + (s.client_bound ? " (client-bound)" : "") +
+           (s.partial ? " (partial)" : "") + "</td>" + "<td class=\"reasons\">" + reasons +
+           "</td></tr>";
   }
   if (open) out += "</tbody></table></div>";
-  return out + "<p class=\"caption\">Latencies in milliseconds. Reasons list the checks that missed or could not be evaluated; "
-               "an inconclusive step means the load generator, not the target, was the bottleneck (DOMAIN §3).</p></section>";
+  return out +
+         "<p class=\"caption\">Latencies in milliseconds. Reasons list the checks that missed or "
+         "could not be evaluated; "
+         "an inconclusive step means the load generator, not the target, was the bottleneck "
+         "(DOMAIN §3).</p></section>";
 }
 
 std::string value_text(const json& v) {
@@ -602,12 +705,14 @@ std::string value_text(const json& v) {
 }
 
 std::string hardware_section(const json& results) {
-  std::string out = "<section id=\"hardware\"><h2>Hardware and engine record</h2><div class=\"charts\">";
+  std::string out =
+      "<section id=\"hardware\"><h2>Hardware and engine record</h2><div class=\"charts\">";
   bool any = false;
   for (const auto& t : targets_of(results)) {
     any = true;
     const auto name = json_string(t, "name");
-    out += "<div class=\"record-card\" data-target=\"" + esc(name) + "\"><h3>" + esc(name) + "</h3><dl class=\"record\">";
+    out += "<div class=\"record-card\" data-target=\"" + esc(name) + "\"><h3>" + esc(name) +
+           "</h3><dl class=\"record\">";
     auto row = [&](std::string_view k, std::string_view v) {
       if (!v.empty()) out += "<dt>" + esc(k) + "</dt><dd>" + esc(v) + "</dd>";
     };
@@ -615,9 +720,12 @@ std::string hardware_section(const json& results) {
     row("API", json_string(t, "api"));
     row("Model", json_string(t, "model"));
     row("Precision", json_string(t, "precision"));
-    row("Simulated", json_member(t, "simulated").is_boolean() ? (t["simulated"].get<bool>() ? "yes" : "no") : "");
+    row("Simulated", json_member(t, "simulated").is_boolean()
+                         ? (t["simulated"].get<bool>() ? "yes" : "no")
+                         : "");
     row("Simulator", json_string(t, "simulator"));
-    if (auto p = json_number(t, "price_per_hour")) row("Price per hour", format_fixed(*p, 2) + " " + json_string(t, "currency", "USD"));
+    if (auto p = json_number(t, "price_per_hour"))
+      row("Price per hour", format_fixed(*p, 2) + " " + json_string(t, "currency", "USD"));
     const auto& hw = json_member(t, "hardware");
     if (hw.is_object()) {
       for (const auto& [k, v] : hw.items()) row(k, value_text(v));
@@ -632,7 +740,8 @@ std::string hardware_section(const json& results) {
         lag_max = std::max(lag_max, json_number(c, "schedule_lag_p99_ms").value_or(-1));
       }
     }
-    if (cpu_max >= 0) row("Load generator CPU (max per step)", format_fixed(cpu_max * 100, 1) + "%");
+    if (cpu_max >= 0)
+      row("Load generator CPU (max per step)", format_fixed(cpu_max * 100, 1) + "%");
     if (lag_max >= 0) row("Schedule lag P99 (max per step)", format_fixed(lag_max, 2) + " ms");
     const auto& rep = json_member(t, "repeatability");
     if (rep.is_object()) row("Repeatability", json_string(rep, "reason", rep.dump()));
@@ -649,10 +758,11 @@ std::string render_report_html(const json& results, const ReportOptions& options
   const std::string title = options.title.empty() ? "Capacity report: " + plan : options.title;
   std::string out;
   out.reserve(256 * 1024);
-  out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<meta name=\"generator\" content=\"llmcap\"><title>" + esc(title) + "</title><style>" + kCss +
-         "</style></head><body><main>";
+  out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<meta name=\"generator\" content=\"llmcap\"><title>" +
+      esc(title) + "</title><style>" + kCss + "</style></head><body><main>";
 
   // Header.
   out += "<header class=\"report-header\"><h1>" + esc(title) + "</h1>";
@@ -666,19 +776,23 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += "<p class=\"meta\">" + meta + "</p><p class=\"meta\">";
   bool simulated = false, client_bound = false;
   for (const auto& t : targets_of(results)) {
-    simulated = simulated || (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>());
+    simulated =
+        simulated || (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>());
     client_bound = client_bound || json_number(t, "client_bound_steps").value_or(0) > 0;
   }
   const auto label = json_string(results, "comparison_label", "same-config");
-  out += "<span class=\"badge" + std::string(label == "same-config" ? "" : " warn") + "\">" + esc(label) + "</span>";
+  out += "<span class=\"badge" + std::string(label == "same-config" ? "" : " warn") + "\">" +
+         esc(label) + "</span>";
   if (simulated) out += "<span class=\"badge\">simulated</span>";
   if (client_bound) out += "<span class=\"badge warn\">client-bound steps present</span>";
   const auto& error = json_member(results, "error");
   out += "</p>";
-  if (error.is_string()) out += "<p class=\"meta outcome-fail\">Error: " + esc(error.get<std::string>()) + "</p>";
+  if (error.is_string())
+    out += "<p class=\"meta outcome-fail\">Error: " + esc(error.get<std::string>()) + "</p>";
   out += "</header>";
 
-  out += "<section id=\"capacity\"><h2>Qualified capacity</h2>" + capacity_table(results) + "</section>";
+  out += "<section id=\"capacity\"><h2>Qualified capacity</h2>" + capacity_table(results) +
+         "</section>";
   out += jobs_section(results);
   out += comparison_section(results);
   out += demand_section(results);
@@ -687,9 +801,14 @@ std::string render_report_html(const json& results, const ReportOptions& options
   const auto conc = load_charts(results, true);
   const auto rate = load_charts(results, false);
   if (!conc.empty() || !rate.empty()) {
-    out += "<section id=\"load-charts\"><h2>Throughput and latency under load</h2><p class=\"caption\">";
+    out +=
+        "<section id=\"load-charts\"><h2>Throughput and latency under load</h2><p "
+        "class=\"caption\">";
     if (!conc.empty()) out += "Closed loop: concurrency sweeps (fixed requests in flight). ";
-    if (!rate.empty()) out += "Open loop: rate sweeps, capacity search and soak steps (offered rate, Poisson arrivals unless the plan says otherwise).";
+    if (!rate.empty())
+      out +=
+          "Open loop: rate sweeps, capacity search and soak steps (offered rate, Poisson arrivals "
+          "unless the plan says otherwise).";
     out += "</p><div class=\"charts\">";
     for (std::size_t i = 0; i < std::max(conc.size(), rate.size()); ++i) {
       if (i < conc.size()) out += conc[i];
@@ -704,11 +823,18 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += hardware_section(results);
   if (options.include_plan) {
     const auto& pd = json_member(results, "plan_document");
-    out += "<section id=\"plan\"><h2>Plan</h2><p class=\"caption\">The normalised plan this job ran (secrets redacted), so the page stands alone.</p>";
-    out += "<pre id=\"plan-json\">" + esc(pd.is_null() ? std::string("(not in the results document)") : pd.dump(2, ' ', false, json::error_handler_t::replace)) + "</pre></section>";
+    out +=
+        "<section id=\"plan\"><h2>Plan</h2><p class=\"caption\">The normalised plan this job ran "
+        "(secrets redacted), so the page stands alone.</p>";
+    out += "<pre id=\"plan-json\">" +
+           esc(pd.is_null() ? std::string("(not in the results document)")
+                            : pd.dump(2, ' ', false, json::error_handler_t::replace)) +
+           "</pre></section>";
   }
-  out += "<footer><p class=\"caption\">Generated by llmcap. Definitions: TTFT, TPOT, ITL, E2E and error rate as in the "
-         "project's metric definitions; percentiles are per step.</p></footer></main></body></html>\n";
+  out +=
+      "<footer><p class=\"caption\">Generated by llmcap. Definitions: TTFT, TPOT, ITL, E2E and "
+      "error rate as in the "
+      "project's metric definitions; percentiles are per step.</p></footer></main></body></html>\n";
   return out;
 }
 

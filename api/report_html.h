@@ -24,11 +24,11 @@
 namespace llmcap::api {
 
 struct ReportOptions {
-  std::string title;               // page title; "" → "Capacity report: <plan>"
-  std::string job_id;              // shown in the header when set
-  std::string generated_at;        // e.g. an ISO 8601 time, shown when set (the caller's clock)
-  bool include_step_cdfs = true;   // per-step latency CDF charts
-  bool include_plan = true;        // the normalised plan as pretty JSON
+  std::string title;              // page title; "" → "Capacity report: <plan>"
+  std::string job_id;             // shown in the header when set
+  std::string generated_at;       // e.g. an ISO 8601 time, shown when set (the caller's clock)
+  bool include_step_cdfs = true;  // per-step latency CDF charts
+  bool include_plan = true;       // the normalised plan as pretty JSON
 };
 
 std::string render_report_html(const nlohmann::json& results, const ReportOptions& options = {});

@@ -33,9 +33,12 @@ std::string percent(const std::optional<double>& fraction) {
 std::string md(std::string_view text) {
   std::string out;
   for (const char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -73,7 +76,8 @@ std::string md_row(const std::vector<std::string>& cells) {
 // `align`: one 'l' (text) or 'r' (number) per column.
 std::string md_header(const std::vector<std::string>& cells, std::string_view align) {
   std::string out = md_row(cells) + "|";
-  for (std::size_t i = 0; i < cells.size(); ++i) out += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    out += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
   return out + "\n";
 }
 
@@ -87,7 +91,8 @@ std::string csv_line(const std::vector<std::string>& cells) {
 }
 
 std::string step_load(const StepRow& s) {
-  if (s.phase_kind == "concurrency_sweep" && s.concurrency) return "c=" + std::to_string(*s.concurrency);
+  if (s.phase_kind == "concurrency_sweep" && s.concurrency)
+    return "c=" + std::to_string(*s.concurrency);
   if (s.offered_rate_rps) return format_fixed(*s.offered_rate_rps, 2) + " rps";
   return "-";
 }
@@ -98,8 +103,10 @@ std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
   std::string out = "\"";
   for (const char c : text) {
-    if (c == '"') out += "\"\"";
-    else out += c;
+    if (c == '"')
+      out += "\"\"";
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -137,7 +144,8 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
       r.memory_headroom_gb = json_number(q, "memory_headroom_gb");
     }
     if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(t, "memory_headroom_gb");
-    if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(json_member(t, "memory"), "headroom_gb");
+    if (!r.memory_headroom_gb)
+      r.memory_headroom_gb = json_number(json_member(t, "memory"), "headroom_gb");
     r.verdict = r.qualified ? "qualified" : "no qualified capacity";
     if (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>())
       r.labels.push_back("simulated");
@@ -185,7 +193,8 @@ std::vector<StepRow> step_rows(const json& results) {
         r.tpot_p99_ms = json_number(tpot, "p99");
         r.e2e_p95_ms = json_number(json_member(st, "e2e_ms"), "p95");
         r.error_rate = json_number(st, "error_rate");
-        r.client_bound = json_member(s, "client_bound").is_boolean() && s["client_bound"].get<bool>();
+        r.client_bound =
+            json_member(s, "client_bound").is_boolean() && s["client_bound"].get<bool>();
         r.partial = json_member(s, "partial").is_boolean() && s["partial"].get<bool>();
         const auto& v = json_member(s, "verdict");
         r.outcome = json_string(v, "outcome");
@@ -215,7 +224,8 @@ std::vector<DemandRow> demand_rows(const json& results) {
     DemandRow r;
     r.target = json_string(l, "target");
     r.feasible = json_member(l, "feasible").is_boolean() && l["feasible"].get<bool>();
-    if (auto n = json_number(l, "instances")) r.instances = static_cast<long long>(std::llround(*n));
+    if (auto n = json_number(l, "instances"))
+      r.instances = static_cast<long long>(std::llround(*n));
     r.hourly_cost = json_number(l, "hourly_cost");
     r.monthly_cost = json_number(l, "monthly_cost");
     r.utilisation = json_number(l, "utilisation");
@@ -238,7 +248,8 @@ std::string lengths_text(const CapacityRow& row) {
 }
 
 std::string render_markdown(const json& results) {
-  std::string out = "# Capacity report: " + md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
+  std::string out =
+      "# Capacity report: " + md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
   const auto desc = json_string(json_member(results, "plan_document"), "description");
   if (!desc.empty()) out += md(desc) + "\n\n";
   out += "- State: " + md(json_string(results, "state", "unknown")) + "\n";
@@ -246,15 +257,17 @@ std::string render_markdown(const json& results) {
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
   out += "\n## Qualified capacity\n\n";
-  out += md_header({"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s",
-                    "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
-                    "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
-                   "lllllrrrrrrrrrll");
+  out +=
+      md_header({"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s",
+                 "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
+                 "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
+                "lllllrrrrrrrrrll");
   for (const auto& r : capacity_rows(results)) {
-    out += md_row({r.target, r.model, r.precision, lengths_text(r),
-                   load_text(r), opt_fixed(r.requests_per_s, 2), opt_fixed(r.output_tokens_per_s, 1),
-                   opt_fixed(r.ttft_p95_ms, 0), opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0),
-                   percent(r.error_rate), opt_fixed(r.memory_headroom_gb, 1),
+    out += md_row({r.target, r.model, r.precision, lengths_text(r), load_text(r),
+                   opt_fixed(r.requests_per_s, 2), opt_fixed(r.output_tokens_per_s, 1),
+                   opt_fixed(r.ttft_p95_ms, 0), opt_fixed(r.tpot_p95_ms, 1),
+                   opt_fixed(r.e2e_p95_ms, 0), percent(r.error_rate),
+                   opt_fixed(r.memory_headroom_gb, 1),
                    r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-",
                    r.cost_per_million_output_tokens
                        ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
@@ -264,8 +277,9 @@ std::string render_markdown(const json& results) {
   const auto& comparison = json_member(results, "comparison");
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";
-    out += md_header({"Target", "Baseline", "Throughput ratio", "Price ratio",
-                      "Relative cost per token"}, "llrrr");
+    out += md_header(
+        {"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"},
+        "llrrr");
     for (const auto& c : comparison) {
       out += md_row({json_string(c, "target"), json_string(c, "baseline"),
                      opt_fixed(json_number(c, "throughput_ratio"), 2),
@@ -281,19 +295,24 @@ std::string render_markdown(const json& results) {
            opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
            opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
     out += md_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
-                      "Cost per M output tokens", "Note"}, "lrrrrrl");
+                      "Cost per M output tokens", "Note"},
+                     "lrrrrrl");
     for (const auto& r : demand_rows(results)) {
       out += md_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
                      r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
                      r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
                      r.feasible ? percent(r.utilisation) : "-",
                      opt_fixed(r.cost_per_million_output_tokens, 4),
-                     !r.feasible ? "not feasible (no qualified capacity)" : r.cheapest ? "cheapest" : ""});
+                     !r.feasible  ? "not feasible (no qualified capacity)"
+                     : r.cheapest ? "cheapest"
+                                  : ""});
     }
   }
   out += "\n## Steps\n\n";
-  out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50/P95/P99 ms",
-                    "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"}, "llllrrrrrrll");
+  out +=
+      md_header({"Target", "Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50/P95/P99 ms",
+                 "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
+                "llllrrrrrrll");
   for (const auto& s : step_rows(results)) {
     out += md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
                    opt_fixed(s.output_tokens_per_s, 1),
@@ -309,40 +328,85 @@ std::string render_markdown(const json& results) {
 }
 
 std::string render_capacity_csv(const json& results) {
-  std::string out = csv_line({"job_id", "target", "model", "precision", "input_tokens_mean",
-                              "output_tokens_mean", "basis", "offered_rate_rps", "concurrency",
-                              "sustained_requests_per_s", "output_tokens_per_s", "ttft_p95_ms",
-                              "tpot_p95_ms", "e2e_p95_ms", "error_rate", "memory_headroom_gb",
-                              "price_per_hour", "currency", "cost_per_million_output_tokens",
-                              "verdict", "labels"});
+  std::string out = csv_line({"job_id",
+                              "target",
+                              "model",
+                              "precision",
+                              "input_tokens_mean",
+                              "output_tokens_mean",
+                              "basis",
+                              "offered_rate_rps",
+                              "concurrency",
+                              "sustained_requests_per_s",
+                              "output_tokens_per_s",
+                              "ttft_p95_ms",
+                              "tpot_p95_ms",
+                              "e2e_p95_ms",
+                              "error_rate",
+                              "memory_headroom_gb",
+                              "price_per_hour",
+                              "currency",
+                              "cost_per_million_output_tokens",
+                              "verdict",
+                              "labels"});
   for (const auto& r : capacity_rows(results)) {
-    out += csv_line({r.job_id, r.target, r.model, r.precision, csv_number(r.input_tokens_mean),
-                     csv_number(r.output_tokens_mean), r.basis, csv_number(r.offered_rate_rps),
+    out += csv_line({r.job_id,
+                     r.target,
+                     r.model,
+                     r.precision,
+                     csv_number(r.input_tokens_mean),
+                     csv_number(r.output_tokens_mean),
+                     r.basis,
+                     csv_number(r.offered_rate_rps),
                      r.concurrency ? std::to_string(*r.concurrency) : "",
-                     csv_number(r.requests_per_s), csv_number(r.output_tokens_per_s),
-                     csv_number(r.ttft_p95_ms), csv_number(r.tpot_p95_ms), csv_number(r.e2e_p95_ms),
-                     csv_number(r.error_rate), csv_number(r.memory_headroom_gb),
-                     csv_number(r.price_per_hour), r.currency,
-                     csv_number(r.cost_per_million_output_tokens), r.verdict, join(r.labels, "; ")});
+                     csv_number(r.requests_per_s),
+                     csv_number(r.output_tokens_per_s),
+                     csv_number(r.ttft_p95_ms),
+                     csv_number(r.tpot_p95_ms),
+                     csv_number(r.e2e_p95_ms),
+                     csv_number(r.error_rate),
+                     csv_number(r.memory_headroom_gb),
+                     csv_number(r.price_per_hour),
+                     r.currency,
+                     csv_number(r.cost_per_million_output_tokens),
+                     r.verdict,
+                     join(r.labels, "; ")});
   }
   return out;
 }
 
 std::string render_steps_csv(const json& results) {
-  std::string out = csv_line({"target", "phase", "phase_kind", "step", "concurrency",
-                              "offered_rate_rps", "requests_per_s", "output_tokens_per_s",
-                              "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms",
-                              "tpot_p95_ms", "tpot_p99_ms", "e2e_p95_ms", "error_rate",
-                              "client_bound", "partial", "outcome", "reasons"});
+  std::string out = csv_line({"target",         "phase",
+                              "phase_kind",     "step",
+                              "concurrency",    "offered_rate_rps",
+                              "requests_per_s", "output_tokens_per_s",
+                              "ttft_p50_ms",    "ttft_p95_ms",
+                              "ttft_p99_ms",    "tpot_p50_ms",
+                              "tpot_p95_ms",    "tpot_p99_ms",
+                              "e2e_p95_ms",     "error_rate",
+                              "client_bound",   "partial",
+                              "outcome",        "reasons"});
   for (const auto& s : step_rows(results)) {
-    out += csv_line({s.target, s.phase, s.phase_kind, s.label,
+    out += csv_line({s.target,
+                     s.phase,
+                     s.phase_kind,
+                     s.label,
                      s.concurrency ? std::to_string(*s.concurrency) : "",
-                     csv_number(s.offered_rate_rps), csv_number(s.requests_per_s),
-                     csv_number(s.output_tokens_per_s), csv_number(s.ttft_p50_ms),
-                     csv_number(s.ttft_p95_ms), csv_number(s.ttft_p99_ms), csv_number(s.tpot_p50_ms),
-                     csv_number(s.tpot_p95_ms), csv_number(s.tpot_p99_ms), csv_number(s.e2e_p95_ms),
-                     csv_number(s.error_rate), s.client_bound ? "true" : "false",
-                     s.partial ? "true" : "false", s.outcome, join(s.reasons, "; ")});
+                     csv_number(s.offered_rate_rps),
+                     csv_number(s.requests_per_s),
+                     csv_number(s.output_tokens_per_s),
+                     csv_number(s.ttft_p50_ms),
+                     csv_number(s.ttft_p95_ms),
+                     csv_number(s.ttft_p99_ms),
+                     csv_number(s.tpot_p50_ms),
+                     csv_number(s.tpot_p95_ms),
+                     csv_number(s.tpot_p99_ms),
+                     csv_number(s.e2e_p95_ms),
+                     csv_number(s.error_rate),
+                     s.client_bound ? "true" : "false",
+                     s.partial ? "true" : "false",
+                     s.outcome,
+                     join(s.reasons, "; ")});
   }
   return out;
 }

@@ -20,13 +20,13 @@ namespace llmcap::api {
 // One target's qualified-capacity point (DOMAIN §3, §4): the seed of every decision.
 struct CapacityRow {
   std::string target;
-  std::string job_id;     // set in combined (compare) documents
+  std::string job_id;  // set in combined (compare) documents
   std::string model;
   std::string precision;
   std::optional<double> input_tokens_mean;
   std::optional<double> output_tokens_mean;
-  bool qualified = false;            // a qualified point exists
-  std::string basis;                 // "open_loop" | "closed_loop" | ""
+  bool qualified = false;                  // a qualified point exists
+  std::string basis;                       // "open_loop" | "closed_loop" | ""
   std::optional<double> offered_rate_rps;  // open-loop basis
   std::optional<int> concurrency;          // closed-loop basis
   std::optional<double> requests_per_s;    // sustained (completed) rate at the point
@@ -34,16 +34,16 @@ struct CapacityRow {
   std::optional<double> ttft_p95_ms;
   std::optional<double> tpot_p95_ms;
   std::optional<double> e2e_p95_ms;
-  std::optional<double> error_rate;        // fraction 0..1
+  std::optional<double> error_rate;  // fraction 0..1
   // Free memory at the qualified point, when the document carries it: the target's
   // `memory_headroom_gb`, or `qualified.memory_headroom_gb`, or `memory.headroom_gb`.
   std::optional<double> memory_headroom_gb;
   std::optional<double> price_per_hour;
   std::string currency;
   std::optional<double> cost_per_million_output_tokens;
-  std::string verdict;               // "qualified" | "no qualified capacity"
-  std::vector<std::string> labels;   // "simulated", "same-config" | "per-target optimised",
-                                     // "client-bound steps present", "non-monotonic"
+  std::string verdict;              // "qualified" | "no qualified capacity"
+  std::vector<std::string> labels;  // "simulated", "same-config" | "per-target optimised",
+                                    // "client-bound steps present", "non-monotonic"
 };
 
 // One measured step of one target (all phases), with its verdict and the reasons that decided
@@ -52,7 +52,7 @@ struct StepRow {
   std::string target;
   std::string phase;
   std::string phase_kind;
-  std::string label;                      // "c=8", "12.00 rps", "burst ..."
+  std::string label;  // "c=8", "12.00 rps", "burst ..."
   std::optional<int> concurrency;
   std::optional<double> offered_rate_rps;
   std::optional<double> requests_per_s;
@@ -63,8 +63,8 @@ struct StepRow {
   std::optional<double> error_rate;
   bool client_bound = false;
   bool partial = false;
-  std::string outcome;                    // "pass" | "fail" | "inconclusive" | ""
-  std::vector<std::string> reasons;       // human texts
+  std::string outcome;               // "pass" | "fail" | "inconclusive" | ""
+  std::vector<std::string> reasons;  // human texts
 };
 
 struct DemandRow {

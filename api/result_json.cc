@@ -65,17 +65,16 @@ json step_stats_json(const analysis::StepStats& s) {
       {"window_s", r4(s.window_s)},
       {"offered_rate_rps", r4(s.offered_rate_rps)},
       {"concurrency", s.concurrency},
-      {"counts",
-       json{{"intended", s.intended},
-            {"sent", s.sent},
-            {"completed_ok", s.completed_ok},
-            {"failed", s.failed},
-            {"timed_out", s.timed_out},
-            {"incomplete", s.incomplete},
-            {"dropped_arrivals", s.dropped_arrivals},
-            {"met_slo", s.met_slo},
-            {"errors_by_class", errors},
-            {"estimated_output_counts", s.estimated_output_count}}},
+      {"counts", json{{"intended", s.intended},
+                      {"sent", s.sent},
+                      {"completed_ok", s.completed_ok},
+                      {"failed", s.failed},
+                      {"timed_out", s.timed_out},
+                      {"incomplete", s.incomplete},
+                      {"dropped_arrivals", s.dropped_arrivals},
+                      {"met_slo", s.met_slo},
+                      {"errors_by_class", errors},
+                      {"estimated_output_counts", s.estimated_output_count}}},
       {"ttft_ms", summary_ms_json(s.ttft_ns)},
       {"ttft_service_ms", summary_ms_json(s.ttft_service_ns)},
       {"tpot_ms", summary_ms_json(s.tpot_ns)},
@@ -175,16 +174,16 @@ json search_json(const analysis::CapacitySearchResult& r) {
 json demand_plan_json(const analysis::DemandPlan& p) {
   json lines = json::array();
   for (const auto& l : p.lines) {
-    lines.push_back(json{{"target", l.name},
-                         {"feasible", l.feasible},
-                         {"instances", l.instances},
-                         {"hourly_cost", r4(l.hourly_cost)},
-                         {"monthly_cost", r4(l.monthly_cost)},
-                         {"utilisation", r4(l.utilisation)},
-                         {"cost_per_million_output_tokens",
-                          l.cost_per_million_output_tokens
-                              ? json(r4(*l.cost_per_million_output_tokens))
-                              : json(nullptr)}});
+    lines.push_back(
+        json{{"target", l.name},
+             {"feasible", l.feasible},
+             {"instances", l.instances},
+             {"hourly_cost", r4(l.hourly_cost)},
+             {"monthly_cost", r4(l.monthly_cost)},
+             {"utilisation", r4(l.utilisation)},
+             {"cost_per_million_output_tokens", l.cost_per_million_output_tokens
+                                                    ? json(r4(*l.cost_per_million_output_tokens))
+                                                    : json(nullptr)}});
   }
   return json{{"demand_output_tokens_per_s", r4(p.demand_output_tokens_per_s)},
               {"required_output_tokens_per_s", r4(p.required_output_tokens_per_s)},

@@ -24,9 +24,9 @@ struct Route {
 struct RouteMatch {
   enum class Kind { kFound, kNotFound, kMethodNotAllowed };
   Kind kind = Kind::kNotFound;
-  const Route* route = nullptr;                 // kFound
-  std::map<std::string, std::string> params;     // kFound: decoded path parameters
-  std::vector<std::string> allowed_methods;      // kMethodNotAllowed: for the Allow header
+  const Route* route = nullptr;               // kFound
+  std::map<std::string, std::string> params;  // kFound: decoded path parameters
+  std::vector<std::string> allowed_methods;   // kMethodNotAllowed: for the Allow header
 };
 
 class Router {

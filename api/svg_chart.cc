@@ -131,7 +131,9 @@ void SvgChart::add_series(ChartSeries series) {
   if (series.color_index < 0) series.color_index = static_cast<int>(series_.size());
   series_.push_back(std::move(series));
 }
-void SvgChart::add_threshold(ChartThreshold threshold) { thresholds_.push_back(std::move(threshold)); }
+void SvgChart::add_threshold(ChartThreshold threshold) {
+  thresholds_.push_back(std::move(threshold));
+}
 void SvgChart::add_mark(ChartMark mark) { marks_.push_back(std::move(mark)); }
 void SvgChart::add_band(ChartBand band) { bands_.push_back(std::move(band)); }
 
@@ -185,7 +187,8 @@ std::string SvgChart::render() const {
   // Legend layout: rows that wrap at the plot width.
   std::vector<LegendItem> legend;
   for (const auto& s : series_) {
-    legend.push_back({LegendItem::Kind::kSeries, s.name, s.color_index, s.style, s.markers, s.line});
+    legend.push_back(
+        {LegendItem::Kind::kSeries, s.name, s.color_index, s.style, s.markers, s.line});
   }
   for (const auto& m : marks_) {
     if (m.label.empty()) continue;
@@ -220,16 +223,19 @@ std::string SvgChart::render() const {
   std::string svg;
   svg.reserve(8192);
   svg += "<svg class=\"chart\" data-chart=\"" + html_escape(options_.kind) + "\"";
-  for (const auto& [k, v] : options_.attributes) svg += " " + html_escape(k) + "=\"" + html_escape(v) + "\"";
+  for (const auto& [k, v] : options_.attributes)
+    svg += " " + html_escape(k) + "=\"" + html_escape(v) + "\"";
   svg += " xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + num(width) + " " + num(height) +
          "\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" role=\"img\" font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif\">";
+         "\" role=\"img\" font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu "
+         "Sans', sans-serif\">";
   svg += "<title>" + html_escape(options_.title) + "</title>";
   svg += "<rect x=\"0\" y=\"0\" width=\"" + num(width) + "\" height=\"" + num(height) +
          "\" fill=\"#ffffff\"/>";
-  svg += "<text class=\"chart-title\" x=\"" + num(width / 2) +
-         "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\" fill=\"#1a1a1a\">" +
-         html_escape(options_.title) + "</text>";
+  svg +=
+      "<text class=\"chart-title\" x=\"" + num(width / 2) +
+      "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"600\" fill=\"#1a1a1a\">" +
+      html_escape(options_.title) + "</text>";
 
   // Bands behind everything else.
   for (const auto& b : bands_) {
@@ -239,7 +245,8 @@ std::string SvgChart::render() const {
            num(std::max(1.0, x1 - x0)) + "\" height=\"" + num(plot_bottom - plot_top) +
            "\" fill=\"#E69F00\" fill-opacity=\"0.16\"/>";
     if (!b.label.empty())
-      svg += label_text((x0 + x1) / 2, plot_top + 14, b.label, "middle", "#8a5a00", 11.5, "band-label");
+      svg += label_text((x0 + x1) / 2, plot_top + 14, b.label, "middle", "#8a5a00", 11.5,
+                        "band-label");
     svg += "</g>";
   }
 
@@ -254,7 +261,8 @@ std::string SvgChart::render() const {
            html_escape(format_compact(t)) + "</text>";
   }
   svg += "<text class=\"axis-title y-title\" transform=\"translate(18 " +
-         num((plot_top + plot_bottom) / 2) + ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#1a1a1a\">" +
+         num((plot_top + plot_bottom) / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#1a1a1a\">" +
          html_escape(options_.y.title) + "</text></g>";
   svg += "<g class=\"axis x-axis\">";
   for (const double t : sx.ticks) {
@@ -271,8 +279,8 @@ std::string SvgChart::render() const {
          num(plot_bottom + 42) + "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#1a1a1a\">" +
          html_escape(options_.x.title) + "</text></g>";
   svg += "<rect class=\"plot-frame\" x=\"" + num(plot_left) + "\" y=\"" + num(plot_top) +
-         "\" width=\"" + num(plot_right - plot_left) + "\" height=\"" + num(plot_bottom - plot_top) +
-         "\" fill=\"none\" stroke=\"#888\" stroke-width=\"1\"/>";
+         "\" width=\"" + num(plot_right - plot_left) + "\" height=\"" +
+         num(plot_bottom - plot_top) + "\" fill=\"none\" stroke=\"#888\" stroke-width=\"1\"/>";
 
   if (empty()) {
     svg += "<text class=\"no-data\" x=\"" + num((plot_left + plot_right) / 2) + "\" y=\"" +
@@ -290,8 +298,8 @@ std::string SvgChart::render() const {
            kThresholdColor + "\" stroke-width=\"1.6\" stroke-dasharray=\"8 5\"/>";
     const bool below = y - plot_top < 16;
     // At the left end: load grows to the right, so the data is usually lower there.
-    svg += label_text(plot_left + 6, below ? y + 15 : y - 5, t.label, "start", kThresholdColor, 11.5,
-                      "threshold-label");
+    svg += label_text(plot_left + 6, below ? y + 15 : y - 5, t.label, "start", kThresholdColor,
+                      11.5, "threshold-label");
     svg += "</g>";
   }
 
@@ -368,7 +376,8 @@ std::string SvgChart::render() const {
                "\" y2=\"" + num(y) + "\" stroke=\"" + c + "\" stroke-width=\"2.4\"" +
                dash_attr(item.style) + "/>";
       if (item.markers || !item.line)
-        svg += "<circle cx=\"" + num(p.x + 12) + "\" cy=\"" + num(y) + "\" r=\"3.4\" fill=\"" + c + "\"/>";
+        svg += "<circle cx=\"" + num(p.x + 12) + "\" cy=\"" + num(y) + "\" r=\"3.4\" fill=\"" + c +
+               "\"/>";
     }
     svg += "<text x=\"" + num(p.x + 30) + "\" y=\"" + num(y + 4) + "\" font-size=\"" +
            num(kFontPx) + "\" fill=\"#1a1a1a\">" + html_escape(item.text) + "</text></g>";

@@ -29,12 +29,12 @@ struct ChartPoint {
 enum class LineStyle { kSolid, kDashed, kDotted };
 
 struct ChartSeries {
-  std::string name;               // legend text
-  std::vector<ChartPoint> points; // drawn in the given order
-  int color_index = -1;           // palette index; -1: the series' position
+  std::string name;                // legend text
+  std::vector<ChartPoint> points;  // drawn in the given order
+  int color_index = -1;            // palette index; -1: the series' position
   LineStyle style = LineStyle::kSolid;
-  bool markers = true;            // a dot on each point
-  bool line = true;               // false: scatter only
+  bool markers = true;  // a dot on each point
+  bool line = true;     // false: scatter only
 };
 
 struct ChartThreshold {
@@ -45,7 +45,7 @@ struct ChartThreshold {
 struct ChartMark {
   double x = 0;
   double y = 0;
-  std::string label;               // shown beside the point and in the legend
+  std::string label;  // shown beside the point and in the legend
   int color_index = 0;
   std::string css_class = "qualified-point";
 };
@@ -57,15 +57,15 @@ struct ChartBand {
 };
 
 struct ChartAxis {
-  std::string title;     // with the unit: "Offered rate (requests/s)"
-  bool log = false;      // log10 scale (non-positive values are skipped)
-  bool include_zero = true;  // linear only: the domain starts at (or spans) zero
+  std::string title;          // with the unit: "Offered rate (requests/s)"
+  bool log = false;           // log10 scale (non-positive values are skipped)
+  bool include_zero = true;   // linear only: the domain starts at (or spans) zero
   std::optional<double> min;  // fixed bounds (otherwise from the data)
   std::optional<double> max;
 };
 
 struct ChartOptions {
-  std::string kind;   // data-chart attribute, e.g. "throughput-vs-concurrency"
+  std::string kind;  // data-chart attribute, e.g. "throughput-vs-concurrency"
   std::string title;
   ChartAxis x;
   ChartAxis y;

@@ -16,7 +16,7 @@ namespace llmcap::api {
 struct PlanWorkload {
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
-  std::string dataset_path;           // JSONL request set instead of synthetic prompts
+  std::string dataset_path;             // JSONL request set instead of synthetic prompts
   std::string dataset_mode = "sample";  // sample | replay
   std::int32_t shared_prefix_tokens = 0;
   double temperature = 0;
@@ -41,7 +41,7 @@ struct PlanTarget {
   double price_per_hour = 0;
   std::string currency = "USD";
   std::string metrics_url;
-  std::string sim_json = "{}";             // `sim` options for sim:// targets
+  std::string sim_json = "{}";  // `sim` options for sim:// targets
   // Override: "per-target optimised". Starts from the plan's workload; keys it gives replace.
   std::optional<PlanWorkload> workload;
 };
@@ -75,13 +75,13 @@ struct PlanPhase {
   int repeat = 1;
   double duration_s = 30;
   double warmup_s = 5;
-  std::string drain = "finish";   // finish | cancel
-  std::string arrival = "poisson";  // poisson | constant | gamma
-  double burstiness = 1;          // gamma shape
+  std::string drain = "finish";       // finish | cancel
+  std::string arrival = "poisson";    // poisson | constant | gamma
+  double burstiness = 1;              // gamma shape
   std::int32_t max_in_flight = 4096;  // open loop: cap on requests in flight; parse_plan()
                                       // lowers it to PlanLimits::max_concurrency
-  std::vector<std::int32_t> levels;  // concurrency_sweep
-  std::vector<double> rates_rps;     // rate_sweep
+  std::vector<std::int32_t> levels;   // concurrency_sweep
+  std::vector<double> rates_rps;      // rate_sweep
   // capacity_search
   bool start_from_knee = true;
   double start_rps = 0;
@@ -126,7 +126,7 @@ struct PlanLimits {
   int max_targets = 16;
   std::int32_t max_concurrency = 4096;
   double max_rate_rps = 10'000;
-  double max_duration_s = 86'400;   // estimated duration of the whole plan
+  double max_duration_s = 86'400;  // estimated duration of the whole plan
   int max_phases = 32;
   int max_list_items = 256;         // levels, rates, empirical values, headers
   int max_depth = 32;               // JSON nesting

@@ -13,11 +13,11 @@ namespace llmcap::net {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;          // "GET", "POST", ... as sent
-  std::string target;          // raw request target, e.g. "/v1/jobs?state=running"
-  std::string path;            // target before '?', percent-encoded as sent
-  std::string query;           // target after '?', without it; empty when absent
-  HeaderList headers;          // names lower-cased, in arrival order
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // raw request target, e.g. "/v1/jobs?state=running"
+  std::string path;    // target before '?', percent-encoded as sent
+  std::string query;   // target after '?', without it; empty when absent
+  HeaderList headers;  // names lower-cased, in arrival order
   std::string body;
   std::string remote_address;  // peer IP as text
 

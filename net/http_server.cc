@@ -1,5 +1,6 @@
 #include "net/http_server.h"
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,7 +11,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
-#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -54,7 +54,10 @@ std::string serialize(const HttpResponse& r, bool keep_alive, const std::string&
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(asio::io_context& io_, HttpServerOptions opts, Handler h)
-      : io(io_), options(std::move(opts)), handler(std::move(h)), acceptor(asio::make_strand(io_)) {}
+      : io(io_),
+        options(std::move(opts)),
+        handler(std::move(h)),
+        acceptor(asio::make_strand(io_)) {}
 
   asio::io_context& io;
   HttpServerOptions options;
@@ -64,9 +67,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<bool> stopped{false};
   std::atomic<std::size_t> open_connections{0};
 
-  std::mutex mu;  // guards sessions
+  std::mutex mu;                                                                 // guards sessions
   std::unordered_map<std::uint64_t, std::weak_ptr<beast::tcp_stream>> sessions;  // GUARDED_BY(mu)
-  std::uint64_t next_session_id = 0;                                              // GUARDED_BY(mu)
+  std::uint64_t next_session_id = 0;                                             // GUARDED_BY(mu)
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
@@ -111,7 +114,9 @@ class StreamWriter final : public ResponseStream {
     stream_.socket().close(ec);
   }
 
-  asio::awaitable<bool> write_raw(std::string_view bytes) override { co_return co_await send(bytes); }
+  asio::awaitable<bool> write_raw(std::string_view bytes) override {
+    co_return co_await send(bytes);
+  }
 
   bool started() const { return started_; }
   bool finished() const { return finished_; }
@@ -121,8 +126,8 @@ class StreamWriter final : public ResponseStream {
   asio::awaitable<bool> send(std::string_view bytes) {
     if (broken_) co_return false;
     stream_.expires_after(options_.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream_, asio::buffer(bytes.data(), bytes.size()),
-                                              use_nothrow);
+    auto [ec, n] =
+        co_await asio::async_write(stream_, asio::buffer(bytes.data(), bytes.size()), use_nothrow);
     (void)n;
     if (ec) broken_ = true;
     co_return !broken_;
@@ -205,8 +210,10 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     (void)n;
     if (ec) {
       int status = 0;
-      if (ec == http::error::body_limit) status = 413;
-      else if (ec == http::error::header_limit) status = 431;
+      if (ec == http::error::body_limit)
+        status = 413;
+      else if (ec == http::error::header_limit)
+        status = 431;
       else if (ec != http::error::end_of_stream && ec != asio::error::eof &&
                ec != beast::error::timeout && ec != asio::error::operation_aborted &&
                ec != asio::error::connection_reset && ec != asio::error::bad_descriptor &&

@@ -41,19 +41,19 @@ class ResponseStream {
 
 // Returns a response to send, or nullopt after streaming one through the ResponseStream.
 // Exceptions escaping a handler become a 500 with no internals in the body.
-using Handler =
-    std::function<boost::asio::awaitable<std::optional<HttpResponse>>(HttpRequest&, ResponseStream&)>;
+using Handler = std::function<boost::asio::awaitable<std::optional<HttpResponse>>(HttpRequest&,
+                                                                                  ResponseStream&)>;
 
 struct HttpServerOptions {
-  std::string address = "127.0.0.1";            // listen address (IPv4 or IPv6 literal)
-  std::uint16_t port = 0;                         // 0 picks a free port; see HttpServer::port()
-  std::size_t max_body_bytes = 4 * 1024 * 1024;   // larger bodies get 413
-  std::size_t max_header_bytes = 16 * 1024;      // larger header blocks get 431
-  std::chrono::milliseconds read_timeout{10'000}; // to receive one whole request once started
-  std::chrono::milliseconds idle_timeout{60'000}; // keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{30'000};// to write one response or chunk
-  std::size_t max_connections = 4096;             // beyond this new connections get 503
-  std::string server_header = "llmcap";           // value of the Server header
+  std::string address = "127.0.0.1";                // listen address (IPv4 or IPv6 literal)
+  std::uint16_t port = 0;                           // 0 picks a free port; see HttpServer::port()
+  std::size_t max_body_bytes = 4 * 1024 * 1024;     // larger bodies get 413
+  std::size_t max_header_bytes = 16 * 1024;         // larger header blocks get 431
+  std::chrono::milliseconds read_timeout{10'000};   // to receive one whole request once started
+  std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{30'000};  // to write one response or chunk
+  std::size_t max_connections = 4096;               // beyond this new connections get 503
+  std::string server_header = "llmcap";             // value of the Server header
 };
 
 class HttpServer {

@@ -17,20 +17,18 @@ const std::vector<Command>& commands() {
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
       {"report", "render a results file or job as an HTML report (or Markdown/CSV)", &cmd_report},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
-      {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)",
-       &cmd_estimate},
+      {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)", &cmd_estimate},
       {"version", "print the version and build information", &cmd_version},
   };
   return table;
 }
 
 std::string usage_text() {
-  std::string out =
-      "llmcapd " + std::string(kVersion) +
-      " - capacity testing for LLM inference servers\n\n"
-      "Usage: llmcapd <command> [flags]\n"
-      "       llmcapd <command> --help     flags of one command\n\n"
-      "Commands:\n";
+  std::string out = "llmcapd " + std::string(kVersion) +
+                    " - capacity testing for LLM inference servers\n\n"
+                    "Usage: llmcapd <command> [flags]\n"
+                    "       llmcapd <command> --help     flags of one command\n\n"
+                    "Commands:\n";
   for (const auto& c : commands()) {
     std::string name = "  " + std::string(c.name);
     name.resize(14, ' ');

@@ -46,8 +46,8 @@ int cmd_demo(const std::vector<std::string>& args) {
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
   if (auto err = parse_flags(s, args, positional); !err.empty() || !positional.empty()) {
-    std::cerr << "llmcapd demo: " << (err.empty() ? "unexpected argument '" + positional[0] + "'" : err)
-              << "\n";
+    std::cerr << "llmcapd demo: "
+              << (err.empty() ? "unexpected argument '" + positional[0] + "'" : err) << "\n";
     return kExitUsage;
   }
   if (help) {
@@ -74,8 +74,8 @@ int cmd_demo(const std::vector<std::string>& args) {
   DaemonConfig config;
   config.port = 0;
   config.log_level = log.level;
-  const auto tmp_dir = std::filesystem::temp_directory_path() /
-                       ("llmcap-demo-" + std::to_string(::getpid()));
+  const auto tmp_dir =
+      std::filesystem::temp_directory_path() / ("llmcap-demo-" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp_dir);
   config.database = keep_db.empty() ? (tmp_dir / "demo.db").string() : keep_db;
   int rc = kExitOk;
@@ -134,8 +134,10 @@ int cmd_demo(const std::vector<std::string>& args) {
         std::fclose(f);
       }
     }
-    if (state != "succeeded") rc = kExitRuntime;
-    else if (!doc.value("all_qualified", false)) rc = kExitSlaFailed;
+    if (state != "succeeded")
+      rc = kExitRuntime;
+    else if (!doc.value("all_qualified", false))
+      rc = kExitSlaFailed;
     daemon.stop(0);
   }
   if (keep_db.empty()) std::filesystem::remove_all(tmp_dir);

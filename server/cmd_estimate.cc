@@ -113,7 +113,8 @@ int cmd_estimate(const std::vector<std::string>& args) {
     std::printf("  max sequences      %8lld at %lld tokens each\n",
                 static_cast<long long>(fit.max_concurrent_sequences),
                 static_cast<long long>(context));
-    std::printf("  fits               %s\n  %s\n", fit.fits ? "yes" : "NO", fit.explanation.c_str());
+    std::printf("  fits               %s\n  %s\n", fit.fits ? "yes" : "NO",
+                fit.explanation.c_str());
   }
   return fit.fits ? kExitOk : kExitSlaFailed;
 }

@@ -50,8 +50,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (source.rfind("job_", 0) == 0) {
     auto r = local_request(port, "GET", "/v1/jobs/" + source + "/results");
     if (r.status != 200) {
-      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/results on port " << port
-                << ": " << (r.status ? std::to_string(r.status) : r.error) << "\n";
+      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/results on port " << port << ": "
+                << (r.status ? std::to_string(r.status) : r.error) << "\n";
       return r.status == 404 ? kExitUsage : kExitRuntime;
     }
     text = r.body;
@@ -69,8 +69,10 @@ int cmd_report(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   std::string rendered;
-  if (format == "markdown") rendered = api::render_markdown(doc);
-  else if (format == "csv") rendered = api::render_capacity_csv(doc);
+  if (format == "markdown")
+    rendered = api::render_markdown(doc);
+  else if (format == "csv")
+    rendered = api::render_capacity_csv(doc);
   else {
     api::ReportOptions o;
     if (doc.contains("job_id") && doc["job_id"].is_string()) o.job_id = doc["job_id"];

@@ -39,12 +39,14 @@ void Daemon::start() {
     std::vector<storage::Migration> migrations;
     for (const auto& f : migrations::all()) {
       auto m = storage::parse_migration(f.name, std::string(f.content));
-      if (!m.ok()) throw std::runtime_error("embedded migration " + std::string(f.name) + ": " +
-                                            m.status().to_string());
+      if (!m.ok())
+        throw std::runtime_error("embedded migration " + std::string(f.name) + ": " +
+                                 m.status().to_string());
       migrations.push_back(m.value());
     }
     auto db = storage::Database::open(config_.database);
-    if (!db.ok()) throw std::runtime_error("database " + config_.database + ": " + db.status().to_string());
+    if (!db.ok())
+      throw std::runtime_error("database " + config_.database + ": " + db.status().to_string());
     storage::Migrator migrator(migrations);
     auto report = migrator.migrate(db.value());
     if (!report.ok())
@@ -68,12 +70,12 @@ void Daemon::start() {
 
   // 2. Restart safety: running jobs of a previous process become interrupted.
   auto interrupted = store_->mark_interrupted_at_startup();
-  if (!interrupted.ok())
-    throw std::runtime_error("database: " + interrupted.status().to_string());
+  if (!interrupted.ok()) throw std::runtime_error("database: " + interrupted.status().to_string());
   for (const auto& j : interrupted.value()) {
-    log()->warn("job {} was running when llmcapd stopped: now interrupted (resume with POST "
-                "/v1/jobs/{}:resume)",
-                j.id, j.id);
+    log()->warn(
+        "job {} was running when llmcapd stopped: now interrupted (resume with POST "
+        "/v1/jobs/{}:resume)",
+        j.id, j.id);
   }
 
   // 3. Execution: simulators, runner, scheduler; requeue jobs that were waiting.

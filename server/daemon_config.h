@@ -14,11 +14,11 @@ namespace llmcap::server {
 struct DaemonConfig {
   // --- listener ---
   std::string listen_address = "127.0.0.1";  // address of the REST API and /metrics
-  std::uint16_t port = 8080;                  // 0 picks a free port (printed at start)
-  int io_threads = 1;                         // threads serving the API (never the load generator)
-  std::int64_t max_body_bytes = 1 << 20;      // larger request bodies (plans) get 413
-  int max_connections = 512;                  // API connections beyond this get 503
-  int read_timeout_ms = 10'000;               // deadline to receive a whole request
+  std::uint16_t port = 8080;                 // 0 picks a free port (printed at start)
+  int io_threads = 1;                        // threads serving the API (never the load generator)
+  std::int64_t max_body_bytes = 1 << 20;     // larger request bodies (plans) get 413
+  int max_connections = 512;                 // API connections beyond this get 503
+  int read_timeout_ms = 10'000;              // deadline to receive a whole request
 
   // --- storage ---
   std::string database = "llmcap.db";  // SQLite file (":memory:" for throwaway runs)
@@ -28,19 +28,19 @@ struct DaemonConfig {
   bool log_json = false;           // JSON-lines logs for log shippers
 
   // --- scheduler and limits ---
-  int max_concurrent_jobs = 1;       // jobs running at once (never two on one target)
-  int max_queued_jobs = 64;          // POST /v1/jobs answers 429 beyond this
-  int max_targets = 16;              // per plan
-  int max_concurrency = 4096;        // per step
-  double max_rate_rps = 10'000;      // per step
-  double max_job_duration_s = 86'400;// estimated plan duration limit
-  double shutdown_grace_s = 30;      // SIGTERM: time to finish the current step before cancel
+  int max_concurrent_jobs = 1;         // jobs running at once (never two on one target)
+  int max_queued_jobs = 64;            // POST /v1/jobs answers 429 beyond this
+  int max_targets = 16;                // per plan
+  int max_concurrency = 4096;          // per step
+  double max_rate_rps = 10'000;        // per step
+  double max_job_duration_s = 86'400;  // estimated plan duration limit
+  double shutdown_grace_s = 30;        // SIGTERM: time to finish the current step before cancel
 
   // --- security ---
-  std::vector<std::string> admin_tokens;      // bearer tokens that may submit/cancel/delete
-  std::vector<std::string> read_tokens;       // bearer tokens that may only read
-  bool open_health = true;                    // /healthz and /readyz need no token
-  bool open_metrics = true;                   // /metrics needs no token
+  std::vector<std::string> admin_tokens;  // bearer tokens that may submit/cancel/delete
+  std::vector<std::string> read_tokens;   // bearer tokens that may only read
+  bool open_health = true;                // /healthz and /readyz need no token
+  bool open_metrics = true;               // /metrics needs no token
   // Hosts/CIDRs plans may target; sim:// embedded targets are always allowed.
   std::vector<std::string> target_allowlist = {"127.0.0.0/8", "::1/128", "localhost"};
 

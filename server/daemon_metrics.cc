@@ -22,9 +22,8 @@ namespace {
 // Latency buckets from 1 ms to 60 s (roughly ×2 per bucket, with the SLA-relevant range
 // 10 ms–2 s finer).
 Histogram::BucketBoundaries latency_buckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.075,
-          0.1,   0.15,   0.2,   0.3,  0.5,   0.75, 1.0,   1.5,  2.0,   3.0,  5.0,  10.0,
-          20.0,  30.0,   60.0};
+  return {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.075, 0.1, 0.15,
+          0.2,   0.3,    0.5,   0.75, 1.0,   1.5,  2.0,   3.0,  5.0,   10.0, 20.0, 30.0,  60.0};
 }
 
 Histogram::BucketBoundaries lag_buckets() {
@@ -180,9 +179,12 @@ struct DaemonMetrics::Families {
     auto it = targets.find(name);
     if (it != targets.end()) return it->second;
     const prometheus::Labels l{{"target", name}};
-    TargetHandles h{&ttft.Add(l, latency_buckets()), &tpot.Add(l, latency_buckets()),
-                    &itl.Add(l, latency_buckets()),  &e2e.Add(l, latency_buckets()),
-                    &schedule_lag.Add(l, lag_buckets()), &output_tokens.Add(l),
+    TargetHandles h{&ttft.Add(l, latency_buckets()),
+                    &tpot.Add(l, latency_buckets()),
+                    &itl.Add(l, latency_buckets()),
+                    &e2e.Add(l, latency_buckets()),
+                    &schedule_lag.Add(l, lag_buckets()),
+                    &output_tokens.Add(l),
                     &input_tokens.Add(l)};
     return targets.emplace(name, h).first->second;
   }
@@ -191,7 +193,8 @@ struct DaemonMetrics::Families {
 DaemonMetrics::DaemonMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       f_(std::make_unique<Families>(*registry_)) {
-  f_->build_info.Add({{"version", kVersion}, {"revision", kGitRevision}, {"build_type", kBuildType}})
+  f_->build_info
+      .Add({{"version", kVersion}, {"revision", kGitRevision}, {"build_type", kBuildType}})
       .Set(1);
   for (const char* state :
        {"queued", "running", "succeeded", "failed", "cancelled", "interrupted"}) {
@@ -203,8 +206,7 @@ DaemonMetrics::DaemonMetrics()
 
 DaemonMetrics::~DaemonMetrics() = default;
 
-void DaemonMetrics::record_request(const std::string& target,
-                                   const analysis::RequestSample& s) {
+void DaemonMetrics::record_request(const std::string& target, const analysis::RequestSample& s) {
   auto& h = f_->target(target);
   const std::string outcome = s.ok() ? "ok" : std::string(analysis::to_string(s.error));
   f_->requests.Add({{"target", target}, {"outcome", outcome}}).Increment();
@@ -251,8 +253,7 @@ void DaemonMetrics::set_last_verdict(const std::string& target, const std::strin
                                      double verdict) {
   f_->verdict.Add({{"target", target}, {"phase", phase}}).Set(verdict);
 }
-void DaemonMetrics::set_capacity(const std::string& target, double rps, double tps,
-                                 double cost) {
+void DaemonMetrics::set_capacity(const std::string& target, double rps, double tps, double cost) {
   f_->capacity_rps.Add({{"target", target}}).Set(rps);
   f_->capacity_tps.Add({{"target", target}}).Set(tps);
   f_->cost.Add({{"target", target}}).Set(cost);
@@ -262,8 +263,7 @@ void DaemonMetrics::observe_storage_batch_seconds(double seconds) {
   f_->storage_batch.Add({}, lag_buckets()).Observe(seconds);
 }
 void DaemonMetrics::observe_api_request(const std::string& route, int status, double seconds) {
-  f_->api.Add({{"route", route}, {"code", std::to_string(status)}}, lag_buckets())
-      .Observe(seconds);
+  f_->api.Add({{"route", route}, {"code", std::to_string(status)}}, lag_buckets()).Observe(seconds);
 }
 
 std::string DaemonMetrics::serialize() const {

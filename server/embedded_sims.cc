@@ -8,8 +8,9 @@
 namespace llmcap::server {
 
 EmbeddedSimulators::EmbeddedSimulators()
-    : work_(std::make_unique<boost::asio::executor_work_guard<
-                boost::asio::io_context::executor_type>>(io_.get_executor())),
+    : work_(std::make_unique<
+            boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+          io_.get_executor())),
       thread_([this] { io_.run(); }) {}
 
 EmbeddedSimulators::~EmbeddedSimulators() { stop(); }

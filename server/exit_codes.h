@@ -4,10 +4,10 @@
 namespace llmcap::server {
 
 enum ExitCode : int {
-  kExitOk = 0,          // success; for run/demo: every target has a verdict and the SLA held
-  kExitSlaFailed = 1,   // the run finished but a target failed its SLA (no qualified capacity)
-  kExitUsage = 2,       // bad command line, config key, or plan
-  kExitRuntime = 3,     // runtime failure: cannot listen, database error, target unreachable...
+  kExitOk = 0,         // success; for run/demo: every target has a verdict and the SLA held
+  kExitSlaFailed = 1,  // the run finished but a target failed its SLA (no qualified capacity)
+  kExitUsage = 2,      // bad command line, config key, or plan
+  kExitRuntime = 3,    // runtime failure: cannot listen, database error, target unreachable...
 };
 
 }  // namespace llmcap::server

@@ -12,7 +12,8 @@ void JobEvents::append(const std::string& job_id, std::string type, std::string 
     // Evict the least recently touched finished log.
     auto victim = logs_.end();
     for (auto it = logs_.begin(); it != logs_.end(); ++it) {
-      if (it->second.finished && (victim == logs_.end() || it->second.touched < victim->second.touched))
+      if (it->second.finished &&
+          (victim == logs_.end() || it->second.touched < victim->second.touched))
         victim = it;
     }
     if (victim != logs_.end()) logs_.erase(victim);

@@ -80,7 +80,8 @@ class DaemonSink final : public ExecutionSink {
     if (p.elapsed_ns > 0)
       metrics_.set_achieved_rate(ctx.target, static_cast<double>(p.sent) / (p.elapsed_ns / 1e9));
     if (p.dropped_arrivals > last_dropped_) {
-      metrics_.add_dropped_arrivals(ctx.target, static_cast<double>(p.dropped_arrivals - last_dropped_));
+      metrics_.add_dropped_arrivals(ctx.target,
+                                    static_cast<double>(p.dropped_arrivals - last_dropped_));
       last_dropped_ = p.dropped_arrivals;
     }
     std::lock_guard lock(mu_);
@@ -89,8 +90,8 @@ class DaemonSink final : public ExecutionSink {
   }
 
   bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
-                        const std::vector<agent::TelemetryPoint>& telemetry,
-                        const json& step_json, std::string& error) override {
+                        const std::vector<agent::TelemetryPoint>& telemetry, const json& step_json,
+                        std::string& error) override {
     last_dropped_ = 0;
     metrics_.set_in_flight(ctx.target, 0);
     for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
@@ -102,7 +103,9 @@ class DaemonSink final : public ExecutionSink {
     metrics_.set_client_cpu(ctx.target, result.client_cpu_utilisation);
     const auto& outcome = step_json["verdict"]["outcome"];
     metrics_.set_last_verdict(ctx.target, ctx.phase,
-                              outcome == "pass" ? 1 : outcome == "fail" ? 0 : -1);
+                              outcome == "pass"   ? 1
+                              : outcome == "fail" ? 0
+                                                  : -1);
     if (step_id_ < 0) {
       error = "cannot record step: " + begin_error_;
       return false;
@@ -149,7 +152,8 @@ class DaemonSink final : public ExecutionSink {
   void on_phase_finished(const StepContext& ctx, const json& phase) override {
     storage::CapacityRecord r;
     r.job_id = job_id_;
-    r.target = std::string(kPhaseKeyPrefix) + phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
+    r.target = std::string(kPhaseKeyPrefix) +
+               phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
     r.result_json = phase.dump();
     if (auto st = store_.save_capacity(r); !st.ok())
       log()->error("job {}: cannot save phase {}: {}", job_id_, ctx.phase, st.to_string());
@@ -169,9 +173,12 @@ class DaemonSink final : public ExecutionSink {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started_).count();
     j["eta_s"] = done > 0 ? json(elapsed_s / done * (planned - done)) : json(nullptr);
     if (p) {
-      j["live"] = json{{"elapsed_s", p->elapsed_ns / 1e9}, {"in_window", p->in_window},
-                       {"sent", p->sent},     {"completed_ok", p->completed_ok},
-                       {"failed", p->failed}, {"in_flight", p->in_flight},
+      j["live"] = json{{"elapsed_s", p->elapsed_ns / 1e9},
+                       {"in_window", p->in_window},
+                       {"sent", p->sent},
+                       {"completed_ok", p->completed_ok},
+                       {"failed", p->failed},
+                       {"in_flight", p->in_flight},
                        {"dropped_arrivals", p->dropped_arrivals},
                        {"output_tokens", p->output_tokens}};
     }
@@ -218,7 +225,8 @@ void strip_empty(json& plan) {
     if (t.contains("metrics_url") && t["metrics_url"] == "") t.erase("metrics_url");
     if (t.contains("model") && t["model"] == "") t.erase("model");
     if (t.contains("precision")) t.erase("precision");
-    if (t.contains("tls") && t["tls"].value("ca_file", "") == "" && !t["tls"].value("insecure", false))
+    if (t.contains("tls") && t["tls"].value("ca_file", "") == "" &&
+        !t["tls"].value("insecure", false))
       t.erase("tls");
   }
 }
@@ -251,7 +259,8 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   auto plan_rec = store_.get_plan(job.value().plan_id);
   auto secrets = store_.get_secrets(job_id);
   if (!plan_rec.ok() || !secrets.ok()) {
-    fail("cannot load the plan: " + (plan_rec.ok() ? secrets.status() : plan_rec.status()).to_string());
+    fail("cannot load the plan: " +
+         (plan_rec.ok() ? secrets.status() : plan_rec.status()).to_string());
     return;
   }
   json plan_doc = json::parse(plan_rec.value().plan_json, nullptr, false);
@@ -264,8 +273,9 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   unlimited.max_rate_rps = 1e12;
   const auto parse = api::parse_plan(plan_doc.dump(), unlimited);
   RunPlan plan;
-  std::string err = parse.errors.empty() ? to_run_plan(parse, plan)
-                                         : parse.errors.front().path + ": " + parse.errors.front().message;
+  std::string err = parse.errors.empty()
+                        ? to_run_plan(parse, plan)
+                        : parse.errors.front().path + ": " + parse.errors.front().message;
   if (!err.empty()) {
     fail("stored plan does not parse: " + err);
     return;
@@ -303,11 +313,12 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   json host{{"available", gpus.available}, {"note", gpus.note}};
   json list = json::array();
   for (const auto& g : gpus.gpus) {
-    list.push_back(json{{"index", g.index},
-                        {"name", g.name},
-                        {"memory_total_mib", g.memory_total_mib ? json(*g.memory_total_mib) : json()},
-                        {"driver_version", g.driver_version},
-                        {"power_limit_w", g.power_limit_w ? json(*g.power_limit_w) : json()}});
+    list.push_back(
+        json{{"index", g.index},
+             {"name", g.name},
+             {"memory_total_mib", g.memory_total_mib ? json(*g.memory_total_mib) : json()},
+             {"driver_version", g.driver_version},
+             {"power_limit_w", g.power_limit_w ? json(*g.power_limit_w) : json()}});
   }
   host["gpus"] = list;
   result.results["host_gpus"] = host;

@@ -4,8 +4,7 @@
 
 namespace llmcap::server {
 
-JobScheduler::JobScheduler(Options options, RunFn run)
-    : options_(options), run_(std::move(run)) {
+JobScheduler::JobScheduler(Options options, RunFn run) : options_(options), run_(std::move(run)) {
   for (int i = 0; i < std::max(1, options_.max_concurrent_jobs); ++i) {
     workers_.emplace_back([this] { worker_loop(); });
   }
@@ -29,8 +28,8 @@ JobScheduler::SubmitResult JobScheduler::submit(const std::string& job_id,
 
 JobScheduler::CancelResult JobScheduler::cancel(const std::string& job_id) {
   std::lock_guard lock(mu_);
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const Queued& q) { return q.id == job_id; });
+  auto it =
+      std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == job_id; });
   if (it != queue_.end()) {
     queue_.erase(it);
     return CancelResult::kRemovedFromQueue;

@@ -69,13 +69,13 @@ class JobScheduler {
   Options options_;
   RunFn run_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;       // wakes workers (new job, job finished, shutdown)
-  std::condition_variable idle_cv_;  // wakes shutdown() when a job finishes
-  std::vector<Queued> queue_;                 // GUARDED_BY(mu_)
-  std::map<std::string, Running> running_;    // GUARDED_BY(mu_)
-  std::uint64_t next_seq_ = 0;                // GUARDED_BY(mu_)
-  bool accepting_ = true;                     // GUARDED_BY(mu_)
-  bool stopping_ = false;                     // GUARDED_BY(mu_): workers exit when idle
+  std::condition_variable cv_;              // wakes workers (new job, job finished, shutdown)
+  std::condition_variable idle_cv_;         // wakes shutdown() when a job finishes
+  std::vector<Queued> queue_;               // GUARDED_BY(mu_)
+  std::map<std::string, Running> running_;  // GUARDED_BY(mu_)
+  std::uint64_t next_seq_ = 0;              // GUARDED_BY(mu_)
+  bool accepting_ = true;                   // GUARDED_BY(mu_)
+  bool stopping_ = false;                   // GUARDED_BY(mu_): workers exit when idle
   std::vector<std::thread> workers_;
 };
 

@@ -18,7 +18,8 @@ LocalResponse local_request(std::uint16_t port, const std::string& method, const
     boost::asio::io_context io;
     boost::beast::tcp_stream stream(io);
     stream.expires_after(std::chrono::seconds(30));
-    stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+    stream.connect(
+        boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
     http::request<http::string_body> req{http::string_to_verb(method), path, 11};
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::connection, "close");

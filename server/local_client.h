@@ -9,9 +9,9 @@
 namespace llmcap::server {
 
 struct LocalResponse {
-  int status = 0;      // 0 when the request could not be made
+  int status = 0;  // 0 when the request could not be made
   std::string body;
-  std::string error;   // why status is 0
+  std::string error;  // why status is 0
 };
 
 LocalResponse local_request(std::uint16_t port, const std::string& method, const std::string& path,

@@ -41,8 +41,9 @@ class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto t = std::chrono::system_clock::to_time_t(msg.time);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        msg.time.time_since_epoch()).count() % 1000;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     gmtime_r(&t, &tm);
     char ts[96];
@@ -50,12 +51,12 @@ class JsonFormatter final : public spdlog::formatter {
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<int>(ms));
     const auto level = spdlog::level::to_string_view(msg.level);
-    std::string line = std::string("{\"ts\":\"") + ts + "\",\"level\":\"" +
-                       std::string(level.data(), level.size()) + "\",\"logger\":\"" +
-                       json_escape(std::string_view(msg.logger_name.data(), msg.logger_name.size())) +
-                       "\",\"msg\":\"" +
-                       json_escape(std::string_view(msg.payload.data(), msg.payload.size())) +
-                       "\"}\n";
+    std::string line =
+        std::string("{\"ts\":\"") + ts + "\",\"level\":\"" +
+        std::string(level.data(), level.size()) + "\",\"logger\":\"" +
+        json_escape(std::string_view(msg.logger_name.data(), msg.logger_name.size())) +
+        "\",\"msg\":\"" + json_escape(std::string_view(msg.payload.data(), msg.payload.size())) +
+        "\"}\n";
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {

@@ -8,8 +8,8 @@ namespace {
 
 agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   agent::WorkloadSpec s;
-  s.source = w.dataset_path.empty() ? agent::WorkloadSource::kSynthetic
-                                    : agent::WorkloadSource::kDataset;
+  s.source =
+      w.dataset_path.empty() ? agent::WorkloadSource::kSynthetic : agent::WorkloadSource::kDataset;
   s.input_tokens = w.input_tokens;
   s.output_tokens = w.output_tokens;
   s.shared_prefix_tokens = w.shared_prefix_tokens;
@@ -79,7 +79,8 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
   out.sla.ttft_definition = p.sla.ttft_from == "send" ? analysis::TtftDefinition::kService
                                                       : analysis::TtftDefinition::kIntended;
   if (p.sla.rate_tolerance) out.sla.rate_tolerance = *p.sla.rate_tolerance;
-  if (p.sla.max_schedule_lag_p99_ms) out.sla.max_schedule_lag_p99_ms = *p.sla.max_schedule_lag_p99_ms;
+  if (p.sla.max_schedule_lag_p99_ms)
+    out.sla.max_schedule_lag_p99_ms = *p.sla.max_schedule_lag_p99_ms;
   if (p.sla.min_requests) out.sla.min_requests = static_cast<std::uint64_t>(*p.sla.min_requests);
   if (auto err = analysis::validate(out.sla)) return "/sla: " + *err;
 

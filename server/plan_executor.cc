@@ -234,8 +234,8 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   }
   ++global_step_;
   if (!result.fatal_error.empty()) {
-    error = "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " +
-            result.fatal_error;
+    error =
+        "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " + result.fatal_error;
     return std::nullopt;
   }
   if (model_.empty()) model_ = result.model;
@@ -265,8 +265,8 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   StepRecord record;
   record.judged.stats = analysis::compute_step_stats(input);
   record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
-  record.judged.outcome = result.cancelled ? analysis::Outcome::kInconclusive
-                                           : record.verdict.outcome;
+  record.judged.outcome =
+      result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
   bool client_bound = false;
   for (const auto* r : record.verdict.deciding()) {
     client_bound = client_bound || analysis::is_client_side(r->kind);
@@ -304,10 +304,12 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
             {"note", result.calibration.note}}},
   };
   if (scraper) {
-    step_json["telemetry"] = json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
+    step_json["telemetry"] =
+        json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
     step_json["telemetry"]["source"] = metrics_url;
     step_json["telemetry"]["errors"] = telemetry.errors;
-    if (k != 1.0) step_json["telemetry"]["note"] = "server-side latencies are in compressed simulator time";
+    if (k != 1.0)
+      step_json["telemetry"]["note"] = "server-side latencies are in compressed simulator time";
   }
   if (!sink_.on_step_finished(ctx, result, telemetry.points, step_json, error)) return std::nullopt;
   phase_steps.push_back(step_json);
@@ -316,10 +318,11 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     record.samples = std::move(result.samples);
     record.in_flight = input.in_flight;
   }
-  log()->info("{} {} {}: {} — {:.1f} out tok/s, P95 TTFT {:.0f} ms, P95 TPOT {:.1f} ms, err {:.2f}%",
-              target_.name, phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
-              record.judged.stats.output_tokens_per_s, record.judged.stats.ttft_ns.p95 / 1e6,
-              record.judged.stats.tpot_ns.p95 / 1e6, record.judged.stats.error_rate * 100);
+  log()->info(
+      "{} {} {}: {} — {:.1f} out tok/s, P95 TTFT {:.0f} ms, P95 TPOT {:.1f} ms, err {:.2f}%",
+      target_.name, phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
+      record.judged.stats.output_tokens_per_s, record.judged.stats.ttft_ns.p95 / 1e6,
+      record.judged.stats.tpot_ns.p95 / 1e6, record.judged.stats.error_rate * 100);
   return record;
 }
 
@@ -400,8 +403,8 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
       } else if (knee_) {
         o.initial_rate_rps =
             analysis::rate_from_knee(knee_->concurrency, knee_->mean_e2e_ns).value_or(1.0);
-        start_reason = "Little's law at the sweep's knee (c=" +
-                       std::to_string(knee_->concurrency) + ")";
+        start_reason =
+            "Little's law at the sweep's knee (c=" + std::to_string(knee_->concurrency) + ")";
       } else {
         o.initial_rate_rps = 1.0;
         start_reason = "no knee available: 1 rps";
@@ -424,10 +427,9 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
         const std::string label =
             (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
             (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
-        auto r = run_step(phase, phase_index, repeat, i++, load,
-                          phase.duration_s * next->duration_factor, label,
-                          json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps,
-                          error);
+        auto r = run_step(
+            phase, phase_index, repeat, i++, load, phase.duration_s * next->duration_factor, label,
+            json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps, error);
         if (!r) break;
         if (next->confirm) all_judged_.back().confirm = true;
         search.report(next->rate_rps, r->judged.outcome);
@@ -464,7 +466,8 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
       in.samples = r->samples;
       in.in_flight = r->in_flight;
       in.burst_start_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s) * kNsPerS);
-      in.burst_end_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
+      in.burst_end_ns =
+          static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
       in.observation_end_ns = static_cast<std::int64_t>((phase.warmup_s + total_s) * kNsPerS);
       in.window_ns = static_cast<std::int64_t>(phase.window_s * kNsPerS);
       in.ttft_definition = plan_.sla.ttft_definition;
@@ -477,21 +480,22 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
                                  std::max<std::int64_t>(in.window_ns / 5, 1'000'000'000)};
       json timeline = json::array();
       for (const auto& p : analysis::windowed_p95_ttft(r->samples, wo, in.ttft_definition)) {
-        timeline.push_back(json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
-                                {"count", p.count},
-                                {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6)
-                                                              : json(nullptr)}});
+        timeline.push_back(
+            json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
+                 {"count", p.count},
+                 {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6) : json(nullptr)}});
       }
       json in_flight = json::array();
       for (const auto& p : r->in_flight) {
-        if (in_flight.empty() || p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
+        if (in_flight.empty() ||
+            p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
           in_flight.push_back(json{{"t_ns", p.t_ns}, {"in_flight", p.in_flight}});
       }
       return finish(json{
           {"burst",
            json{{"recovered", rec.recovered},
-                {"recovery_s", rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS)
-                                               : json(nullptr)},
+                {"recovery_s",
+                 rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS) : json(nullptr)},
                 {"latency_recovered_s", rec.latency_recovered_ns
                                             ? json(double(*rec.latency_recovered_ns) / kNsPerS)
                                             : json(nullptr)},
@@ -509,8 +513,9 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
       if (phase.soak_at_qualified) {
         if (!qualified_rate_) {
           return finish(json{{"soak", json{{"skipped", true},
-                                           {"statement", "no qualified rate to soak at (the "
-                                                         "capacity search found none)"}}}});
+                                           {"statement",
+                                            "no qualified rate to soak at (the "
+                                            "capacity search found none)"}}}});
         }
         rate = *qualified_rate_;
       }
@@ -618,10 +623,9 @@ json TargetRun::run(std::string& error, bool& cancelled) {
            {"model", model_.empty() ? target_.spec.model : model_},
            {"precision", target_.precision},
            {"api", std::string(agent::to_string(target_.spec.api))},
-           {"workload",
-            json{{"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
-                 {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
-                 {"overridden", target_.workload_overridden}}},
+           {"workload", json{{"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
+                             {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
+                             {"overridden", target_.workload_overridden}}},
            {"hardware", json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json,
                                     nullptr, false)},
            {"price_per_hour", target_.price_per_hour},
@@ -705,11 +709,11 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   }
   out.cancelled = stop.stop_requested();
 
-  json results{{"plan", plan.name},
-               {"workload_fingerprint", plan.fingerprint},
-               {"comparison_label", plan.per_target_optimised ? "per-target optimised"
-                                                              : "same-config"},
-               {"targets", targets}};
+  json results{
+      {"plan", plan.name},
+      {"workload_fingerprint", plan.fingerprint},
+      {"comparison_label", plan.per_target_optimised ? "per-target optimised" : "same-config"},
+      {"targets", targets}};
   // Comparison against the first target (DOMAIN §4: relative cost = price ratio / throughput
   // ratio), only between targets that qualified.
   json comparisons = json::array();
@@ -719,8 +723,8 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   }
   results["comparison"] = comparisons;
   if (plan.demand && !offers.empty()) {
-    results["demand_plan"] = api::demand_plan_json(
-        analysis::plan_demand(*plan.demand, offers, plan.hours_per_month));
+    results["demand_plan"] =
+        api::demand_plan_json(analysis::plan_demand(*plan.demand, offers, plan.hours_per_month));
   }
   results["all_qualified"] = all_qualified && offers.size() == plan.targets.size();
   out.all_qualified = results["all_qualified"].get<bool>();
@@ -741,8 +745,7 @@ std::string capacity_table_text(const json& results) {
   for (const auto& t : targets) {
     const auto& q = t["qualified"];
     char inout[32];
-    std::snprintf(inout, sizeof inout, "%.0f/%.0f",
-                  t["workload"].value("input_tokens_mean", 0.0),
+    std::snprintf(inout, sizeof inout, "%.0f/%.0f", t["workload"].value("input_tokens_mean", 0.0),
                   t["workload"].value("output_tokens_mean", 0.0));
     std::string labels;
     if (t.value("simulated", false)) labels += " simulated";
@@ -754,20 +757,19 @@ std::string capacity_table_text(const json& results) {
       else
         std::snprintf(rate, sizeof rate, "c=%d", q.value("concurrency", 0));
       const auto& cost = q["cost_per_million_output_tokens"];
-      std::snprintf(line, sizeof line,
-                    "%-16s %-14s %-6s %-10s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f %9s  "
-                    "%s%s\n",
-                    t.value("name", "").c_str(), t.value("model", "").c_str(),
-                    t.value("precision", "").c_str(), inout, rate,
-                    q.value("output_tokens_per_s", 0.0), q["ttft_ms"].value("p95", 0.0),
-                    q["tpot_ms"].value("p95", 0.0), q["e2e_ms"].value("p95", 0.0),
-                    q.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0),
-                    cost.is_number() ? (std::to_string(cost.get<double>()).substr(0, 6)).c_str()
-                                     : "-",
-                    q.value("basis", "") == "open_loop" && !q.value("confirmed", false)
-                        ? "PASS (unconfirmed)"
-                        : "PASS",
-                    labels.c_str());
+      std::snprintf(
+          line, sizeof line,
+          "%-16s %-14s %-6s %-10s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f %9s  "
+          "%s%s\n",
+          t.value("name", "").c_str(), t.value("model", "").c_str(),
+          t.value("precision", "").c_str(), inout, rate, q.value("output_tokens_per_s", 0.0),
+          q["ttft_ms"].value("p95", 0.0), q["tpot_ms"].value("p95", 0.0),
+          q["e2e_ms"].value("p95", 0.0), q.value("error_rate", 0.0) * 100,
+          t.value("price_per_hour", 0.0),
+          cost.is_number() ? (std::to_string(cost.get<double>()).substr(0, 6)).c_str() : "-",
+          q.value("basis", "") == "open_loop" && !q.value("confirmed", false) ? "PASS (unconfirmed)"
+                                                                              : "PASS",
+          labels.c_str());
     } else {
       std::snprintf(line, sizeof line,
                     "%-16s %-14s %-6s %-10s %9s %11s %9s %9s %9s %6s %9.2f %9s  NO CAPACITY%s\n",
@@ -795,12 +797,11 @@ std::string capacity_table_text(const json& results) {
     out += line;
     for (const auto& l : d.value("lines", json::array())) {
       if (l.value("feasible", false)) {
-        std::snprintf(line, sizeof line, "  %-16s %3lld instance(s)  %10.2f /h  %12.2f /month%s\n",
-                      l.value("target", "").c_str(),
-                      static_cast<long long>(l.value("instances", 0)),
-                      l.value("hourly_cost", 0.0), l.value("monthly_cost", 0.0),
-                      d["cheapest"].is_string() && d["cheapest"] == l["target"] ? "  <- cheapest"
-                                                                                  : "");
+        std::snprintf(
+            line, sizeof line, "  %-16s %3lld instance(s)  %10.2f /h  %12.2f /month%s\n",
+            l.value("target", "").c_str(), static_cast<long long>(l.value("instances", 0)),
+            l.value("hourly_cost", 0.0), l.value("monthly_cost", 0.0),
+            d["cheapest"].is_string() && d["cheapest"] == l["target"] ? "  <- cheapest" : "");
       } else {
         std::snprintf(line, sizeof line, "  %-16s not feasible (no qualified capacity)\n",
                       l.value("target", "").c_str());

@@ -9,8 +9,8 @@
 // thread, except on_progress(), which is called on the load generator's thread.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
 
@@ -34,9 +34,9 @@ struct StepContext {
   int repeat_index = 0;
   int step_index = 0;  // within the phase run
   std::int64_t global_step = 0;
-  std::string label;            // "c=8", "12.50 rps", "confirm 12.50 rps", "burst ×3"
-  nlohmann::json params;        // the load parameters of the step
-  double planned_s = 0;         // warm-up + duration (+ burst observation)
+  std::string label;               // "c=8", "12.50 rps", "confirm 12.50 rps", "burst ×3"
+  nlohmann::json params;           // the load parameters of the step
+  double planned_s = 0;            // warm-up + duration (+ burst observation)
   std::int64_t planned_steps = 0;  // the executor's estimate of the job's total steps
 };
 
@@ -70,8 +70,8 @@ std::string phase_key(std::size_t target_index, std::size_t phase_index, int rep
 
 struct ExecutionResult {
   bool cancelled = false;
-  std::string error;       // non-empty: the job failed (target unreachable, storage error…)
-  nlohmann::json results;  // the results document (partial when cancelled or failed)
+  std::string error;           // non-empty: the job failed (target unreachable, storage error…)
+  nlohmann::json results;      // the results document (partial when cancelled or failed)
   bool all_qualified = false;  // every target has a qualified capacity
 };
 

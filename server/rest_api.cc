@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -11,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "analysis/memory_fit.h"
 #include "api/plan_reader.h"
@@ -91,9 +91,12 @@ HttpResponse json_response(int status, const json& body) {
 
 HttpResponse storage_problem(const storage::Status& st) {
   switch (st.code()) {
-    case storage::ErrorCode::kNotFound: return problem_response(ApiErrorCode::kNotFound, st.message());
-    case storage::ErrorCode::kConflict: return problem_response(ApiErrorCode::kConflict, st.message());
-    case storage::ErrorCode::kInvalid: return problem_response(ApiErrorCode::kBadRequest, st.message());
+    case storage::ErrorCode::kNotFound:
+      return problem_response(ApiErrorCode::kNotFound, st.message());
+    case storage::ErrorCode::kConflict:
+      return problem_response(ApiErrorCode::kConflict, st.message());
+    case storage::ErrorCode::kInvalid:
+      return problem_response(ApiErrorCode::kBadRequest, st.message());
     case storage::ErrorCode::kBusy:
     case storage::ErrorCode::kReadOnly:
     case storage::ErrorCode::kDiskFull:
@@ -255,24 +258,25 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     json targets = json::array();
     for (const auto& t : j.targets) targets.push_back({{"name", t.name}, {"base_url", t.base_url}});
     const std::string self = "/v1/jobs/" + j.id;
-    return json{{"id", j.id},
-                {"state", std::string(storage::to_string(j.state))},
-                {"priority", j.priority},
-                {"created_at", iso_time(j.created_at_ms)},
-                {"started_at", j.started_at_ms ? json(iso_time(*j.started_at_ms)) : json(nullptr)},
-                {"finished_at", j.finished_at_ms ? json(iso_time(*j.finished_at_ms)) : json(nullptr)},
-                {"submitted_by", j.submitted_by},
-                {"error", j.error_message.empty() ? json(nullptr) : json(j.error_message)},
-                {"cancel_requested", j.cancel_requested},
-                {"last_completed_step",
-                 j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
-                {"targets", targets},
-                {"progress", live_progress(j)},
-                {"links",
-                 {{"self", self},
-                  {"results", self + "/results"},
-                  {"requests", self + "/requests"},
-                  {"events", self + "/events"}}}};
+    return json{
+        {"id", j.id},
+        {"state", std::string(storage::to_string(j.state))},
+        {"priority", j.priority},
+        {"created_at", iso_time(j.created_at_ms)},
+        {"started_at", j.started_at_ms ? json(iso_time(*j.started_at_ms)) : json(nullptr)},
+        {"finished_at", j.finished_at_ms ? json(iso_time(*j.finished_at_ms)) : json(nullptr)},
+        {"submitted_by", j.submitted_by},
+        {"error", j.error_message.empty() ? json(nullptr) : json(j.error_message)},
+        {"cancel_requested", j.cancel_requested},
+        {"last_completed_step",
+         j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
+        {"targets", targets},
+        {"progress", live_progress(j)},
+        {"links",
+         {{"self", self},
+          {"results", self + "/results"},
+          {"requests", self + "/requests"},
+          {"events", self + "/events"}}}};
   }
 
   std::optional<HttpResponse> require_json_body(const HttpRequest& req) const {
@@ -288,7 +292,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   HttpResponse validate_plan(const HttpRequest& req) {
     if (auto bad = require_json_body(req)) return *bad;
     const auto parse = api::parse_plan(req.body, limits());
-    if (parse.malformed) return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
+    if (parse.malformed)
+      return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
     if (!parse.errors.empty())
       return problem_response(ApiErrorCode::kInvalidPlan,
                               std::to_string(parse.errors.size()) + " problem(s) in the plan",
@@ -296,21 +301,20 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     std::vector<api::FieldError> denied;
     for (std::size_t i = 0; i < parse.plan->targets.size(); ++i) {
       const auto why = check_allowed(parse.plan->targets[i].base_url);
-      if (!why.empty())
-        denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
+      if (!why.empty()) denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
     }
     if (!denied.empty())
       return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
     json warnings = parse.warnings;
     for (const auto& w : memory_warnings(*parse.plan)) warnings.push_back(w);
-    return json_response(200, json{{"valid", true},
-                                   {"plan", parse.normalized},
-                                   {"estimated_duration_s", parse.estimated_duration_s},
-                                   {"warnings", warnings},
-                                   {"workload_fingerprint", parse.fingerprint},
-                                   {"comparison_label", parse.per_target_optimised
-                                                            ? "per-target optimised"
-                                                            : "same-config"}});
+    return json_response(
+        200, json{{"valid", true},
+                  {"plan", parse.normalized},
+                  {"estimated_duration_s", parse.estimated_duration_s},
+                  {"warnings", warnings},
+                  {"workload_fingerprint", parse.fingerprint},
+                  {"comparison_label",
+                   parse.per_target_optimised ? "per-target optimised" : "same-config"}});
   }
 
   // Memory-fit warnings for simulated targets (the only ones whose hardware we know exactly).
@@ -334,8 +338,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       analysis::MemoryFitInput in;
       in.dtype = analysis::parse_dtype(t.precision.empty() ? "bf16" : t.precision)
                      .value_or(analysis::Dtype::kBf16);
-      in.context_tokens = static_cast<std::int64_t>(w.input_tokens.nominal_mean() +
-                                                    w.output_tokens.nominal_mean());
+      in.context_tokens =
+          static_cast<std::int64_t>(w.input_tokens.nominal_mean() + w.output_tokens.nominal_mean());
       in.concurrency = concurrency;
       const auto fit = analysis::estimate_memory_fit(*model, *hw, in);
       if (!fit.fits) out.push_back("target " + t.name + ": " + fit.explanation);
@@ -344,10 +348,12 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   }
 
   HttpResponse create_job(const HttpRequest& req) {
-    if (deps.shutting_down) return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
+    if (deps.shutting_down)
+      return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
     if (auto bad = require_json_body(req)) return *bad;
     const auto parse = api::parse_plan(req.body, limits());
-    if (parse.malformed) return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
+    if (parse.malformed)
+      return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
     if (!parse.errors.empty())
       return problem_response(ApiErrorCode::kInvalidPlan,
                               std::to_string(parse.errors.size()) + " problem(s) in the plan",
@@ -366,7 +372,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
     const auto key = req.header("idempotency-key");
     if (key && (key->empty() || key->size() > 200))
-      return problem_response(ApiErrorCode::kBadRequest, "Idempotency-Key must be 1-200 characters");
+      return problem_response(ApiErrorCode::kBadRequest,
+                              "Idempotency-Key must be 1-200 characters");
     if (!key && deps.scheduler.queued() >= static_cast<std::size_t>(deps.config.max_queued_jobs))
       return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
           .with_header("Retry-After", "30");
@@ -374,8 +381,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     storage::NewJob nj;
     nj.plan_json = parse.normalized.dump();
     nj.workload_fingerprint = parse.fingerprint;
-    nj.submitted_by = role_of(req) == Role::kAdmin && !deps.config.auth_disabled() ? "admin-token"
-                                                                                    : "anonymous";
+    nj.submitted_by =
+        role_of(req) == Role::kAdmin && !deps.config.auth_disabled() ? "admin-token" : "anonymous";
     for (const auto& t : parse.plan->targets) {
       storage::TargetRecord tr;
       tr.name = t.name;
@@ -467,8 +474,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (!job.ok()) return storage_problem(job.status());
     if (auto st = deps.store.delete_job(id); !st.ok()) return storage_problem(st);
     deps.events.forget(id);
-    (void)deps.store.append_audit({0, 0, role_of(req) == Role::kAdmin ? "admin" : "anonymous",
-                                   "job.delete", id, ""});
+    (void)deps.store.append_audit(
+        {0, 0, role_of(req) == Role::kAdmin ? "admin" : "anonymous", "job.delete", id, ""});
     HttpResponse r;
     r.status = 204;
     return r;
@@ -481,7 +488,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     (void)deps.store.append_audit({0, 0, "api", "job.cancel", id, ""});
     auto fresh = deps.store.get_job(id);
     const auto& j = fresh.ok() ? fresh.value() : job.value();
-    if (result == JobScheduler::CancelResult::kStopRequested) return json_response(202, job_json(j));
+    if (result == JobScheduler::CancelResult::kStopRequested)
+      return json_response(202, job_json(j));
     if (j.state == storage::JobState::kQueued) {
       // Removed from the queue (or never queued): nothing runs it any more.
       auto c = deps.store.update_state(id, storage::JobState::kCancelled);
@@ -491,7 +499,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   }
 
   HttpResponse resume_job(const std::string& id) {
-    if (deps.shutting_down) return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
+    if (deps.shutting_down)
+      return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
     auto job = deps.store.get_job(id);
     if (!job.ok()) return storage_problem(job.status());
     if (job.value().state != storage::JobState::kInterrupted)
@@ -635,8 +644,10 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   HttpResponse estimate_memory(const HttpRequest& req) {
     if (auto bad = require_json_body(req)) return *bad;
     json body = json::parse(req.body, nullptr, false);
-    if (body.is_discarded()) return problem_response(ApiErrorCode::kMalformedJson, "not valid JSON");
-    if (!body.is_object()) return problem_response(ApiErrorCode::kInvalidRequest, "expected an object");
+    if (body.is_discarded())
+      return problem_response(ApiErrorCode::kMalformedJson, "not valid JSON");
+    if (!body.is_object())
+      return problem_response(ApiErrorCode::kInvalidRequest, "expected an object");
     std::vector<api::FieldError> errors;
     const auto catalog = sim::ProfileCatalog::builtin();
     std::optional<analysis::HardwareSpec> hw;
@@ -651,19 +662,26 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
           continue;
         }
         const auto s = v.get<std::string>();
-        if (k == "hardware" && !(hw = catalog.hardware(s))) errors.push_back({p, "unknown hardware profile '" + s + "'"});
-        if (k == "model" && !(model = catalog.model(s))) errors.push_back({p, "unknown model profile '" + s + "'"});
+        if (k == "hardware" && !(hw = catalog.hardware(s)))
+          errors.push_back({p, "unknown hardware profile '" + s + "'"});
+        if (k == "model" && !(model = catalog.model(s)))
+          errors.push_back({p, "unknown model profile '" + s + "'"});
         if (k == "dtype") {
           dtype = s;
-          if (auto d = analysis::parse_dtype(s)) in.dtype = *d;
-          else errors.push_back({p, "must be bf16, fp16, fp8, int8 or int4"});
+          if (auto d = analysis::parse_dtype(s))
+            in.dtype = *d;
+          else
+            errors.push_back({p, "must be bf16, fp16, fp8, int8 or int4"});
         }
         if (k == "kv_cache_dtype") {
-          if (s == "fp8") in.kv_bytes_per_element = 1;
-          else if (s != "auto") errors.push_back({p, "must be auto or fp8"});
+          if (s == "fp8")
+            in.kv_bytes_per_element = 1;
+          else if (s != "auto")
+            errors.push_back({p, "must be auto or fp8"});
         }
       } else if (k == "context_tokens" || k == "concurrency") {
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 10'000'000) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
+            v.get<std::int64_t>() > 10'000'000) {
           errors.push_back({p, "must be an integer between 1 and 10000000"});
           continue;
         }
@@ -680,7 +698,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     }
     if (!body.contains("hardware")) errors.push_back({"/hardware", "is required"});
     if (!body.contains("model")) errors.push_back({"/model", "is required"});
-    if (!errors.empty()) return problem_response(ApiErrorCode::kInvalidRequest, "invalid estimate", errors);
+    if (!errors.empty())
+      return problem_response(ApiErrorCode::kInvalidRequest, "invalid estimate", errors);
     auto j = api::memory_fit_json(analysis::estimate_memory_fit(*model, *hw, in));
     j["hardware"] = hw->name;
     j["model"] = model->name;
@@ -708,7 +727,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
         200,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>llmcapd</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 12px;text-align:left}"
-        "</style></head><body><h1>llmcapd " + std::string(kVersion) +
+        "</style></head><body><h1>llmcapd " +
+            std::string(kVersion) +
             "</h1><table><tr><th>job</th><th>state</th><th>created</th><th>targets</th></tr>\n" +
             rows + "</table></body></html>\n",
         "text/html; charset=utf-8");
@@ -717,8 +737,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   // Everything except the streaming routes. Runs on the blocking pool.
   HttpResponse dispatch(HttpRequest& req, const api::RouteMatch& m) {
     const std::string& name = m.route->name;
-    if (name == "healthz")
-      return json_response(200, json{{"status", "ok"}, {"version", kVersion}});
+    if (name == "healthz") return json_response(200, json{{"status", "ok"}, {"version", kVersion}});
     if (name == "readyz") {
       if (deps.shutting_down) return problem_response(ApiErrorCode::kShuttingDown, "shutting down");
       return json_response(200, json{{"status", "ready"},
@@ -777,8 +796,9 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
                                                                std::string id);
 };
 
-asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_events(
-    HttpRequest&, net::ResponseStream& out, std::string id) {
+asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_events(HttpRequest&,
+                                                                          net::ResponseStream& out,
+                                                                          std::string id) {
   auto self = shared_from_this();
   auto io = co_await asio::this_coro::executor;
   co_await asio::post(blocking, asio::use_awaitable);
@@ -795,8 +815,8 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_events(
   for (int idle = 0;; ++idle) {
     const auto read = deps.events.read(id, seen);
     for (const auto& e : read.events) {
-      const std::string frame = "id: " + std::to_string(e.seq) + "\nevent: " + e.type +
-                                "\ndata: " + e.data + "\n\n";
+      const std::string frame =
+          "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
       if (!co_await out.write(frame)) co_return std::nullopt;
       seen = e.seq;
       idle = 0;
@@ -808,8 +828,8 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_events(
       auto final_job = deps.store.get_job(id);
       co_await asio::post(io, asio::use_awaitable);
       const auto state = final_job.ok() ? final_job.value().state : job.value().state;
-      const std::string frame = "event: end\ndata: {\"state\":\"" +
-                                std::string(storage::to_string(state)) + "\"}\n\n";
+      const std::string frame =
+          "event: end\ndata: {\"state\":\"" + std::string(storage::to_string(state)) + "\"}\n\n";
       co_await out.write(frame);
       break;
     }
@@ -832,7 +852,8 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
   const bool csv = accept.find("text/csv") != std::string::npos;
   if (!csv && accept.find("ndjson") == std::string::npos &&
       accept.find("application/jsonl") == std::string::npos &&
-      accept.find("*/*") == std::string::npos && accept.find("application/json") == std::string::npos)
+      accept.find("*/*") == std::string::npos &&
+      accept.find("application/json") == std::string::npos)
     co_return problem_response(ApiErrorCode::kNotAcceptable,
                                "use Accept: application/x-ndjson or text/csv");
   std::int64_t after = 0;
@@ -860,7 +881,8 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
     seq_of[s.id] = s.seq;
     if (step_seq && s.seq == *step_seq) step_id = s.id;
   }
-  if (step_seq && !step_id) co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job");
+  if (step_seq && !step_id)
+    co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job");
 
   // Read the first page before committing to a 200.
   int remaining = limit;
@@ -876,8 +898,10 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
   for (;;) {
     std::string chunk;
     for (const auto& r : page.value().rows) {
-      if (csv) chunk += sample_csv_line(r, seq_of[r.step_id]);
-      else chunk += sample_json(r, seq_of[r.step_id]).dump() + "\n";
+      if (csv)
+        chunk += sample_csv_line(r, seq_of[r.step_id]);
+      else
+        chunk += sample_json(r, seq_of[r.step_id]).dump() + "\n";
     }
     remaining -= static_cast<int>(page.value().rows.size());
     next = page.value().next_after_id;
@@ -908,8 +932,9 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::handle(HttpRequest& 
   } else if (m.kind == api::RouteMatch::Kind::kMethodNotAllowed) {
     std::string allow;
     for (const auto& a : m.allowed_methods) allow += (allow.empty() ? "" : ", ") + a;
-    response = problem_response(ApiErrorCode::kMethodNotAllowed, req.method + " is not allowed here")
-                   .with_header("Allow", allow);
+    response =
+        problem_response(ApiErrorCode::kMethodNotAllowed, req.method + " is not allowed here")
+            .with_header("Allow", allow);
   } else {
     route = m.route->name;
     if (auto denied = authorize(req, route)) {

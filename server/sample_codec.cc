@@ -118,11 +118,11 @@ std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) 
     return v ? num(static_cast<double>(*v) / 1e6) : std::string();
   };
   std::string line;
-  for (auto v : {r.id, step_seq, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
-                 r.t_last_token_ns, r.t_end_ns, static_cast<std::int64_t>(r.token_events),
-                 static_cast<std::int64_t>(r.input_tokens),
-                 static_cast<std::int64_t>(r.output_tokens),
-                 static_cast<std::int64_t>(r.http_status)}) {
+  for (auto v :
+       {r.id, step_seq, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
+        r.t_last_token_ns, r.t_end_ns, static_cast<std::int64_t>(r.token_events),
+        static_cast<std::int64_t>(r.input_tokens), static_cast<std::int64_t>(r.output_tokens),
+        static_cast<std::int64_t>(r.http_status)}) {
     line += std::to_string(v) + ",";
   }
   line += std::string(analysis::to_string(s.error)) + "," +

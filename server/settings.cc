@@ -44,7 +44,8 @@ std::string parse_int(std::string_view text, Int* out, std::int64_t lo, std::int
   std::int64_t v = 0;
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || ptr != end) return "expected an integer, got '" + std::string(text) + "'";
+  if (ec != std::errc() || ptr != end)
+    return "expected an integer, got '" + std::string(text) + "'";
   if (v < lo || v > hi) {
     return "value " + std::to_string(v) + " out of range [" + std::to_string(lo) + ", " +
            std::to_string(hi) + "]";
@@ -117,8 +118,8 @@ void Settings::add(std::string key, std::string help, int* field) {
   f.set_json = [field](const void* p) {
     const auto& j = *static_cast<const json*>(p);
     if (!j.is_number_integer()) return std::string("expected an integer");
-    return parse_int(std::to_string(j.get<std::int64_t>()), field,
-                     std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+    return parse_int(std::to_string(j.get<std::int64_t>()), field, std::numeric_limits<int>::min(),
+                     std::numeric_limits<int>::max());
   };
   order_.push_back(key);
   fields_.emplace(std::move(key), std::move(f));
@@ -267,8 +268,10 @@ std::string Settings::help_text() const {
     std::string flag("  --");
     flag.append(flag_name(key));
     if (f.type != "bool") flag.append(f.type == "list" ? " A,B" : " VALUE");
-    if (flag.size() < 34) flag.resize(34, ' ');
-    else flag += "  ";
+    if (flag.size() < 34)
+      flag.resize(34, ' ');
+    else
+      flag += "  ";
     out += flag + f.help;
     if (!f.default_text.empty()) out += " (default: " + f.default_text + ")";
     out += "\n";

@@ -46,7 +46,9 @@ CommandResult run(const std::string& command) {
 
 std::size_t count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  for (auto pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + 1))
+    ++n;
   return n;
 }
 
@@ -61,8 +63,10 @@ class ReportBrowserTest : public ::testing::Test {
     results_ = nlohmann::json::parse(in);
     html_path_ = dir_ / "report.html";
     std::ofstream out(html_path_);
-    out << llmcap::api::render_report_html(results_, {.title = "", .job_id = "e2e-sample",
-                                                      .generated_at = "", .include_step_cdfs = true,
+    out << llmcap::api::render_report_html(results_, {.title = "",
+                                                      .job_id = "e2e-sample",
+                                                      .generated_at = "",
+                                                      .include_step_cdfs = true,
                                                       .include_plan = true});
     ASSERT_TRUE(out.good());
   }
@@ -75,9 +79,9 @@ class ReportBrowserTest : public ::testing::Test {
     return std::string("timeout 90 ") + kChromium +
            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
            " --disable-background-networking --disable-component-update --disable-sync"
-           " --disable-dev-shm-usage --user-data-dir=" + (dir_ / "profile").string() +
-           " --window-size=1280,2000 " + mode_flags + " file://" + html_path_.string() + " 2>" +
-           (dir_ / "chromium.log").string();
+           " --disable-dev-shm-usage --user-data-dir=" +
+           (dir_ / "profile").string() + " --window-size=1280,2000 " + mode_flags + " file://" +
+           html_path_.string() + " 2>" + (dir_ / "chromium.log").string();
   }
 
   std::string chromium_log() const {
@@ -100,9 +104,11 @@ TEST_F(ReportBrowserTest, DomHasChartsAxesAndCapacityRows) {
   const std::string& dom = r.output;
   ASSERT_NE(dom.find("<table id=\"capacity-table\">"), std::string::npos) << dom.substr(0, 2000);
   for (const char* kind : {"throughput-vs-concurrency", "throughput-vs-rate", "ttft-vs-concurrency",
-                           "ttft-vs-rate", "tpot-vs-concurrency", "tpot-vs-rate", "cdf-ttft", "cdf-tpot",
-                           "burst-ttft", "burst-in-flight"}) {
-    EXPECT_NE(dom.find("<svg class=\"chart\" data-chart=\"" + std::string(kind) + "\""), std::string::npos) << kind;
+                           "ttft-vs-rate", "tpot-vs-concurrency", "tpot-vs-rate", "cdf-ttft",
+                           "cdf-tpot", "burst-ttft", "burst-in-flight"}) {
+    EXPECT_NE(dom.find("<svg class=\"chart\" data-chart=\"" + std::string(kind) + "\""),
+              std::string::npos)
+        << kind;
   }
   EXPECT_GE(count(dom, "<svg class=\"chart\""), 10u);
   EXPECT_EQ(count(dom, "<svg class=\"chart\""), count(dom, "class=\"axis-title x-title\""));

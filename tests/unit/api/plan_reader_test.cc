@@ -50,8 +50,8 @@ int errors_at(const PlanParse& p, const std::string& path) {
                                         [&](const FieldError& e) { return e.path == path; }));
 }
 
-#define EXPECT_ERROR(parse_result, path, text)                 \
-  EXPECT_TRUE(has_error(parse_result, path, text))             \
+#define EXPECT_ERROR(parse_result, path, text)                                        \
+  EXPECT_TRUE(has_error(parse_result, path, text))                                    \
       << "expected error at '" << (path) << "' containing '" << (text) << "', got:\n" \
       << describe(parse_result)
 
@@ -130,8 +130,11 @@ TEST(PlanReader, EmptyObjectNamesEveryRequiredRootKey) {
 TEST(PlanReader, MissingRequiredKeysInsideObjects) {
   auto j = minimal();
   j["targets"][0] = json::object();
-  j["phases"] = json::array({json::object(), {{"kind", "concurrency_sweep"}},
-                             {{"kind", "rate_sweep"}}, {{"kind", "burst"}}, {{"kind", "soak"}}});
+  j["phases"] = json::array({json::object(),
+                             {{"kind", "concurrency_sweep"}},
+                             {{"kind", "rate_sweep"}},
+                             {{"kind", "burst"}},
+                             {{"kind", "soak"}}});
   j["sla"] = {{"ttft_ms", {{"p95", 1000}}}};
   j["demand"] = json::object();
   j["workload"] = {{"dataset", json::object()},
@@ -205,10 +208,10 @@ TEST(PlanReader, UnknownKeysAreReportedAtEveryDepth) {
 
 TEST(PlanReader, FiveIndependentMistakesGiveFiveErrors) {
   auto j = minimal();
-  j["seed"] = -1;                                  // 1 range
-  j["targets"][0]["api"] = "grpc";                 // 2 enum
-  j["workload"] = {{"temperature", "hot"}};        // 3 type
-  j["phases"][0]["levels"] = json::array({1, 0});  // 4 list item
+  j["seed"] = -1;                                   // 1 range
+  j["targets"][0]["api"] = "grpc";                  // 2 enum
+  j["workload"] = {{"temperature", "hot"}};         // 3 type
+  j["phases"][0]["levels"] = json::array({1, 0});   // 4 list item
   j["timeouts"] = {{"connect_ms", 1}, {"zzz", 2}};  // 5 unknown key
   const auto p = parse(j);
   ASSERT_EQ(p.errors.size(), 5u) << describe(p);
@@ -263,8 +266,10 @@ TEST(PlanReader, NegativeAbsurdAndNonIntegerValues) {
   j["seed"] = 1.5;
   j["targets"][0]["price_per_hour"] = -1;
   j["targets"][0]["hardware"] = {{"gpu_count", 0}, {"memory_gb_visible", -3}};
-  j["workload"] = {{"temperature", 3}, {"shared_prefix_tokens", -1},
-                   {"input_tokens", 0}, {"output_tokens", 1.5}};
+  j["workload"] = {{"temperature", 3},
+                   {"shared_prefix_tokens", -1},
+                   {"input_tokens", 0},
+                   {"output_tokens", 1.5}};
   j["timeouts"] = {{"connect_ms", 0}, {"total_ms", 1e300}};
   j["sla"] = {{"max_error_rate", 1.5}, {"e2e_ms", {{"p99", -5}}}, {"window_s", 0}};
   j["phases"][0]["levels"] = json::array({-1, 1.5, 1e300, 5000});
@@ -498,8 +503,8 @@ TEST(PlanReader, SecretsAreRedactedEverywhere) {
 
 TEST(PlanReader, HeaderRules) {
   auto j = minimal();
-  j["targets"][0]["headers"] = {{"Bad Header", "x"}, {"", "x"}, {"X-Ok", "a\r\nInjected: 1"},
-                                {"Host", "evil"}, {"X-Num", 5}};
+  j["targets"][0]["headers"] = {
+      {"Bad Header", "x"}, {"", "x"}, {"X-Ok", "a\r\nInjected: 1"}, {"Host", "evil"}, {"X-Num", 5}};
   const auto p = parse(j);
   EXPECT_ERROR(p, "/targets/0/headers/Bad Header", "not a valid header name");
   EXPECT_ERROR(p, "/targets/0/headers/", "not a valid header name");
@@ -592,9 +597,8 @@ TEST(PlanReader, LengthDistributions) {
 
 TEST(PlanReader, ExtraBodyCannotOverrideWhatTheWorkloadSets) {
   auto j = minimal();
-  j["workload"]["extra_body"] = {{"stream_options", {{"include_usage", false}}},
-                                 {"max_tokens", 5},
-                                 {"top_p", 0.9}};
+  j["workload"]["extra_body"] = {
+      {"stream_options", {{"include_usage", false}}}, {"max_tokens", 5}, {"top_p", 0.9}};
   const auto p = parse(j);
   EXPECT_ERROR(p, "/workload/extra_body/stream_options", "set by llmcap");
   EXPECT_ERROR(p, "/workload/extra_body/max_tokens", "set by llmcap");
@@ -713,8 +717,8 @@ TEST(PlanReader, KneeNeedsAnEarlierSweep) {
   EXPECT_DOUBLE_EQ(p.plan->phases[0].start_rps, 2.5);
   rate["phases"][0]["start_from"] = "fast";
   EXPECT_ERROR(parse(rate), "/phases/0/start_from", "must be \"knee\" or a positive rate");
-  rate["phases"][0] = {{"kind", "capacity_search"}, {"start_from", 20}, {"low_rps", 1},
-                       {"high_rps", 8}};
+  rate["phases"][0] = {
+      {"kind", "capacity_search"}, {"start_from", 20}, {"low_rps", 1}, {"high_rps", 8}};
   EXPECT_ERROR(parse(rate), "/phases/0/start_from", "within [low_rps, high_rps]");
   rate["phases"][0] = {{"kind", "capacity_search"}, {"low_rps", 8}, {"high_rps", 8}};
   EXPECT_ERROR(parse(rate), "/phases/0/low_rps", "below high_rps");
@@ -724,7 +728,8 @@ TEST(PlanReader, SoakAtQualifiedNeedsAnEarlierSearch) {
   auto j = sla_plan();
   j["phases"].push_back({{"kind", "soak"}, {"rate_rps", "qualified"}});
   EXPECT_ERROR(parse(j), "/phases/1/rate_rps", "needs an earlier capacity_search");
-  j["phases"] = json::array({j["phases"][0], {{"kind", "capacity_search"}},
+  j["phases"] = json::array({j["phases"][0],
+                             {{"kind", "capacity_search"}},
                              {{"kind", "soak"}, {"rate_rps", "qualified"}}});
   auto p = parse(j);
   ASSERT_TRUE(p.plan) << describe(p);
@@ -801,8 +806,11 @@ TEST(PlanReader, SlaBounds) {
   ASSERT_NE(e2e, sla.bounds.end());
   EXPECT_DOUBLE_EQ(e2e->percentile, 99.9);
 
-  j["sla"] = {{"e2e_ms", {{"p999", 1}, {"p99.9", 2}}}, {"ttft_from", "wall"},
-              {"tpot_ms", json::object()}, {"rate_tolerance", 0.9}, {"min_requests", 0}};
+  j["sla"] = {{"e2e_ms", {{"p999", 1}, {"p99.9", 2}}},
+              {"ttft_from", "wall"},
+              {"tpot_ms", json::object()},
+              {"rate_tolerance", 0.9},
+              {"min_requests", 0}};
   p = parse(j);
   EXPECT_ERROR(p, "/sla/e2e_ms/p999", "duplicate bound");  // keys are read in sorted order
   EXPECT_ERROR(p, "/sla/ttft_from", "must be one of intended, send");
@@ -820,7 +828,9 @@ TEST(PlanReader, DemandDefaultsToTheWorkloadOutputMean) {
   EXPECT_DOUBLE_EQ(p.plan->demand->mean_output_tokens, 200);
   EXPECT_DOUBLE_EQ(p.plan->demand->headroom, 0.3);
   EXPECT_DOUBLE_EQ(p.plan->demand->hours_per_month, 730);
-  j["demand"] = {{"requests_per_minute", 90}, {"mean_output_tokens", 240}, {"headroom", -1},
+  j["demand"] = {{"requests_per_minute", 90},
+                 {"mean_output_tokens", 240},
+                 {"headroom", -1},
                  {"hours_per_month", 800}};
   p = parse(j);
   EXPECT_ERROR(p, "/demand/headroom", "between 0 and 10");
@@ -843,10 +853,15 @@ TEST(PlanReader, EstimatedDurationArithmetic) {
   auto j = sla_plan();
   j["phases"] = json::array({
       // 4 levels × (3 + 12) = 60
-      {{"kind", "concurrency_sweep"}, {"levels", {4, 16, 32, 64}}, {"duration_s", 12},
+      {{"kind", "concurrency_sweep"},
+       {"levels", {4, 16, 32, 64}},
+       {"duration_s", 12},
        {"warmup_s", 3}},
       // 6 steps × (3 + 12) + 3 + 24 = 117
-      {{"kind", "capacity_search"}, {"max_steps", 6}, {"duration_s", 12}, {"warmup_s", 3},
+      {{"kind", "capacity_search"},
+       {"max_steps", 6},
+       {"duration_s", 12},
+       {"warmup_s", 3},
        {"confirm_duration_s", 24}},
       // 2 rates × (5 + 10) × repeat 2 = 60
       {{"kind", "rate_sweep"}, {"rates_rps", {1, 2}}, {"duration_s", 10}, {"repeat", 2}},
@@ -880,12 +895,12 @@ TEST(PlanReader, Limits) {
   lim.max_concurrency = 64;
   lim.max_rate_rps = 100;
   auto c = sla_plan();
-  c["phases"] = json::array({{{"kind", "concurrency_sweep"}, {"levels", {64, 65}}},
-                             {{"kind", "rate_sweep"}, {"rates_rps", {100, 100.5}},
-                              {"max_in_flight", 65}},
-                             {{"kind", "burst"}, {"base_rps", 40}, {"multiplier", 3}},
-                             {{"kind", "soak"}, {"rate_rps", 101}},
-                             {{"kind", "capacity_search"}, {"high_rps", 200}}});
+  c["phases"] =
+      json::array({{{"kind", "concurrency_sweep"}, {"levels", {64, 65}}},
+                   {{"kind", "rate_sweep"}, {"rates_rps", {100, 100.5}}, {"max_in_flight", 65}},
+                   {{"kind", "burst"}, {"base_rps", 40}, {"multiplier", 3}},
+                   {{"kind", "soak"}, {"rate_rps", 101}},
+                   {{"kind", "capacity_search"}, {"high_rps", 200}}});
   auto p = parse(c, lim);
   EXPECT_FALSE(has_error(p, "/phases/0/levels/0"));
   EXPECT_ERROR(p, "/phases/0/levels/1", "between 1 and 64");
@@ -919,15 +934,15 @@ TEST(PlanReader, Limits) {
 
 TEST(PlanReader, NormalizedPlanParsesAgainToTheSamePlan) {
   auto j = sla_plan();
-  j["targets"].push_back({{"name", "real"},
-                          {"base_url", "https://api.example.com/v1"},
-                          {"api", "chat"},
-                          {"model", "m"},
-                          {"headers", {{"X-Trace", "1"}}},
-                          {"hardware", {{"gpu", "H100"}, {"precision", "fp8"}}},
-                          {"workload", {{"output_tokens", {{"distribution", "normal"},
-                                                           {"mean", 100},
-                                                           {"stddev", 10}}}}}});
+  j["targets"].push_back(
+      {{"name", "real"},
+       {"base_url", "https://api.example.com/v1"},
+       {"api", "chat"},
+       {"model", "m"},
+       {"headers", {{"X-Trace", "1"}}},
+       {"hardware", {{"gpu", "H100"}, {"precision", "fp8"}}},
+       {"workload",
+        {{"output_tokens", {{"distribution", "normal"}, {"mean", 100}, {"stddev", 10}}}}}});
   j["workload"] = {{"input_tokens", {{"distribution", "uniform"}, {"low", 10}, {"high", 20}}},
                    {"output_tokens", {{"distribution", "empirical"}, {"values", {5, 6}}}},
                    {"extra_body", {{"top_p", 0.5}}}};

@@ -21,7 +21,9 @@ json load(const std::string& name) {
 
 std::size_t count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  for (auto pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + 1))
+    ++n;
   return n;
 }
 
@@ -57,7 +59,8 @@ TEST_F(ReportHtmlTest, SelfContainedPageWithoutScriptsOrExternalAssets) {
   EXPECT_EQ(html_.find("url("), std::string::npos);
   // The only absolute URLs are SVG namespaces and the targets' own base URLs (as text).
   std::regex url("https?://[^\"<\\s]+");
-  for (auto it = std::sregex_iterator(html_.begin(), html_.end(), url); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(html_.begin(), html_.end(), url);
+       it != std::sregex_iterator(); ++it)
     EXPECT_EQ(it->str(), "http://www.w3.org/2000/svg");
   EXPECT_NE(html_.find("<title>Capacity report: two-targets</title>"), std::string::npos);
   EXPECT_EQ(html_.substr(html_.size() - 8), "</html>\n");
@@ -108,8 +111,9 @@ TEST_F(ReportHtmlTest, ThroughputChartsHaveAxesLegendAndTheQualifiedPoint) {
   for (const auto& t : two_["targets"]) {
     const auto& q = t["qualified"];
     ASSERT_EQ(q["basis"], "open_loop");
-    const std::string at = "data-x=\"" + format_compact(q["offered_rate_rps"].get<double>()) + "\" data-y=\"" +
-                           format_compact(q["output_tokens_per_s"].get<double>()) + "\"";
+    const std::string at = "data-x=\"" + format_compact(q["offered_rate_rps"].get<double>()) +
+                           "\" data-y=\"" + format_compact(q["output_tokens_per_s"].get<double>()) +
+                           "\"";
     EXPECT_NE(rate.find(at), std::string::npos) << at;
   }
   EXPECT_NE(rate.find(">SLA-qualified point</text>"), std::string::npos);
@@ -138,7 +142,8 @@ TEST_F(ReportHtmlTest, CdfsPerStepWithCaptionAndBurstTimeline) {
   ASSERT_FALSE(cdf.empty());
   EXPECT_NE(cdf.find(">Requests at or below (%)</text>"), std::string::npos);
   EXPECT_NE(cdf.find("data-series=\"c=1\""), std::string::npos);
-  EXPECT_NE(html_.find("from the summary points min, P50, P90, P95, P99, P99.9 and max"), std::string::npos);
+  EXPECT_NE(html_.find("from the summary points min, P50, P90, P95, P99, P99.9 and max"),
+            std::string::npos);
   EXPECT_FALSE(chart(html_, "cdf-tpot").empty());
   const auto burst = chart(html_, "burst-ttft");
   ASSERT_FALSE(burst.empty());
@@ -156,7 +161,8 @@ TEST_F(ReportHtmlTest, DemandComparisonStepsHardwareAndPlan) {
   const auto cmp = element_by_id(html_, "table", "comparison-table");
   ASSERT_EQ(two_["comparison"].size(), 1u);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "×%.2f", two_["comparison"][0]["relative_cost_per_token"].get<double>());
+  std::snprintf(buf, sizeof buf, "×%.2f",
+                two_["comparison"][0]["relative_cost_per_token"].get<double>());
   EXPECT_NE(cmp.find(buf), std::string::npos);
   EXPECT_EQ(count(html_, "<table class=\"steps-table\""), 2u);
   EXPECT_EQ(count(html_, "<tr data-outcome="), step_rows(two_).size());
@@ -172,7 +178,11 @@ TEST(ReportHtmlEscapeTest, TargetNamedScriptComesOutEscaped) {
   doc["targets"][0]["hardware"] = json{{"gpu", "<img src=x onerror=alert(2)>"}};
   doc["plan"] = "\"quoted\" & <b>";
   doc["plan_document"]["description"] = "<iframe>";
-  const auto html = render_report_html(doc, {.title = "", .job_id = "<job>", .generated_at = "", .include_step_cdfs = true, .include_plan = true});
+  const auto html = render_report_html(doc, {.title = "",
+                                             .job_id = "<job>",
+                                             .generated_at = "",
+                                             .include_step_cdfs = true,
+                                             .include_plan = true});
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_EQ(html.find("<iframe"), std::string::npos);
@@ -188,10 +198,15 @@ TEST(ReportHtmlEdgeTest, EmptyOrPartialDocumentsStillRender) {
   const auto html = render_report_html(json::object(), {});
   EXPECT_NE(html.find("<table id=\"capacity-table\">"), std::string::npos);
   EXPECT_EQ(html.find("<svg"), std::string::npos);
-  json failed{{"plan", "p"}, {"state", "failed"}, {"error", "target x: simulator cannot start"},
+  json failed{{"plan", "p"},
+              {"state", "failed"},
+              {"error", "target x: simulator cannot start"},
               {"targets", json::array({json{{"name", "x"}, {"qualified", nullptr}}})}};
-  const auto h2 = render_report_html(failed, {.title = "T", .job_id = "", .generated_at = "2026-12-02T12:00:00Z",
-                                              .include_step_cdfs = false, .include_plan = false});
+  const auto h2 = render_report_html(failed, {.title = "T",
+                                              .job_id = "",
+                                              .generated_at = "2026-12-02T12:00:00Z",
+                                              .include_step_cdfs = false,
+                                              .include_plan = false});
   EXPECT_NE(h2.find("Error: target x: simulator cannot start"), std::string::npos);
   EXPECT_NE(h2.find(">no qualified capacity</td>"), std::string::npos);
   EXPECT_NE(h2.find("Generated 2026-12-02T12:00:00Z"), std::string::npos);

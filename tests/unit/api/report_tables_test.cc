@@ -76,7 +76,8 @@ TEST(ReportTablesTest, CapacityRowOfTinySampleHasTheQualifiedFigures) {
   EXPECT_EQ(lengths_text(r), "256 / 32");
   EXPECT_EQ(load_text(r), "29.44 rps");
   EXPECT_FALSE(r.memory_headroom_gb);
-  EXPECT_EQ(r.labels, (std::vector<std::string>{"simulated", "same-config", "client-bound steps present"}));
+  EXPECT_EQ(r.labels,
+            (std::vector<std::string>{"simulated", "same-config", "client-bound steps present"}));
 }
 
 TEST(ReportTablesTest, UnqualifiedTargetAndMemoryHeadroom) {
@@ -123,7 +124,8 @@ TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
   doc["targets"][0]["name"] = "pipe|name";
   const auto md = render_markdown(doc);
   EXPECT_EQ(md.rfind("# Capacity report: two-targets\n", 0), 0u);
-  for (const char* h : {"## Qualified capacity", "## Comparison (relative cost per output token)", "## Demand plan", "## Steps"})
+  for (const char* h : {"## Qualified capacity", "## Comparison (relative cost per output token)",
+                        "## Demand plan", "## Steps"})
     EXPECT_NE(md.find(h), std::string::npos) << h;
   EXPECT_NE(md.find("| pipe\\|name |"), std::string::npos);
   EXPECT_NE(md.find("| a100-80g-pcie |"), std::string::npos);
@@ -159,7 +161,8 @@ TEST(ReportTablesTest, CapacityCsvIsRfc4180WithEveryTarget) {
   EXPECT_EQ(header[1], "target");
   EXPECT_EQ(header[10], "output_tokens_per_s");
   EXPECT_EQ(header[18], "cost_per_million_output_tokens");
-  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(csv_split(lines[i]).size(), header.size()) << lines[i];
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    EXPECT_EQ(csv_split(lines[i]).size(), header.size()) << lines[i];
   EXPECT_NE(lines[2].find("\"a100, \"\"pcie\"\"\""), std::string::npos);
   const auto row = csv_split(lines[2]);
   EXPECT_EQ(row[1], "a100, \"pcie\"");

@@ -11,7 +11,9 @@ namespace {
 
 std::size_t count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  for (auto pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + 1))
+    ++n;
   return n;
 }
 
@@ -108,7 +110,8 @@ TEST(SvgChartTest, LogAxisUsesDecadeTicksAndSkipsNonPositive) {
   SvgChart chart(o);
   chart.add_series({"a", {{0, 10}, {1, 10}, {64, 100}}});
   const auto svg = chart.render();
-  for (const char* t : {">1</text>", ">2</text>", ">5</text>", ">10</text>", ">20</text>", ">50</text>", ">100</text>"})
+  for (const char* t : {">1</text>", ">2</text>", ">5</text>", ">10</text>", ">20</text>",
+                        ">50</text>", ">100</text>"})
     EXPECT_NE(svg.find(t), std::string::npos) << t;
   EXPECT_EQ(count(svg, "<circle cx"), 2u + 1u);  // x = 0 cannot be drawn on a log axis
 }
@@ -117,13 +120,15 @@ TEST(SvgChartTest, LegendWrapsOntoMoreRowsInsteadOfOverlapping) {
   SvgChart one(basic_options());
   one.add_series({"a", {{1, 1}}});
   SvgChart many(basic_options());
-  for (int i = 0; i < 12; ++i) many.add_series({"a long series name number " + std::to_string(i), {{1.0 * i, 1}}});
+  for (int i = 0; i < 12; ++i)
+    many.add_series({"a long series name number " + std::to_string(i), {{1.0 * i, 1}}});
   const auto svg_one = one.render();
   const auto svg_many = many.render();
   EXPECT_GT(svg_height(svg_many), svg_height(svg_one) + 3 * 19);
   // Legend texts never start past the right edge of the viewBox.
   std::regex legend_x("<g class=\"legend-item\"><line x1=\"([0-9.]+)\"");
-  for (auto it = std::sregex_iterator(svg_many.begin(), svg_many.end(), legend_x); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(svg_many.begin(), svg_many.end(), legend_x);
+       it != std::sregex_iterator(); ++it) {
     EXPECT_LT(std::stod((*it)[1]), 620 - 100);
   }
 }

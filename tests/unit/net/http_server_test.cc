@@ -56,8 +56,8 @@ class ServerFixture : public ::testing::Test {
 
 Handler echo_handler() {
   return [](HttpRequest& req, ResponseStream&) -> asio::awaitable<std::optional<HttpResponse>> {
-    co_return HttpResponse::text(200, req.method + " " + req.path + " q=" + req.query +
-                                          " body=" + req.body);
+    co_return HttpResponse::text(
+        200, req.method + " " + req.path + " q=" + req.query + " body=" + req.body);
   };
 }
 
@@ -76,8 +76,8 @@ TEST_F(ServerFixture, OversizedBodyGets413) {
   HttpServerOptions o;
   o.max_body_bytes = 10;
   start(o, echo_handler());
-  const std::string out = exchange(
-      "POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'x'));
+  const std::string out = exchange("POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n" +
+                                   std::string(100, 'x'));
   EXPECT_EQ(out.rfind("HTTP/1.1 413", 0), 0u) << out;
   EXPECT_NE(out.find("application/problem+json"), std::string::npos);
 }

@@ -47,8 +47,7 @@ struct Gate {
   bool wait_done(const std::string& id) {
     std::unique_lock lock(mu);
     return cv.wait_for(lock, 5s, [&] {
-      return running.count(id) == 0 &&
-             std::find(order.begin(), order.end(), id) != order.end();
+      return running.count(id) == 0 && std::find(order.begin(), order.end(), id) != order.end();
     });
   }
 };

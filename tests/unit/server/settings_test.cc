@@ -59,7 +59,8 @@ TEST(Settings, FlagsParseAllForms) {
   auto s = bind(e);
   std::vector<std::string> positional;
   const auto err = parse_flags(
-      s, {"plan.json", "--name", "z", "--count=9", "--verbose", "--ratio", "1.5", "--hosts", "a, b"},
+      s,
+      {"plan.json", "--name", "z", "--count=9", "--verbose", "--ratio", "1.5", "--hosts", "a, b"},
       positional);
   EXPECT_EQ(err, "");
   EXPECT_EQ(positional, std::vector<std::string>{"plan.json"});
