@@ -81,7 +81,8 @@ void Daemon::start() {
   // 3. Execution: simulators, runner, scheduler; requeue jobs that were waiting.
   events_ = std::make_unique<JobEvents>();
   sims_ = std::make_unique<EmbeddedSimulators>();
-  runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_);
+  runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_,
+                                        config_.telemetry_interval_s);
   JobRunner* runner = runner_.get();
   scheduler_ = std::make_unique<JobScheduler>(
       JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs},

@@ -234,8 +234,14 @@ void strip_empty(json& plan) {
 }  // namespace
 
 JobRunner::JobRunner(storage::JobStore& store, storage::SampleWriter& writer,
-                     EmbeddedSimulators& sims, DaemonMetrics& metrics, JobEvents& events)
-    : store_(store), writer_(writer), sims_(sims), metrics_(metrics), events_(events) {}
+                     EmbeddedSimulators& sims, DaemonMetrics& metrics, JobEvents& events,
+                     double telemetry_interval_s)
+    : store_(store),
+      writer_(writer),
+      sims_(sims),
+      metrics_(metrics),
+      events_(events),
+      telemetry_interval_s_(telemetry_interval_s) {}
 
 void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   auto fail = [&](const std::string& why) {
@@ -281,6 +287,7 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
     return;
   }
 
+  plan.telemetry_interval_s = telemetry_interval_s_;
   ResumeState resume;
   if (resumed_from) {
     resume.completed_steps = *resumed_from + 1;

@@ -33,8 +33,9 @@ inline constexpr const char* kPhaseKeyPrefix = "#phase:";
 
 class JobRunner {
  public:
+  // telemetry_interval_s: scrape period of the targets' metrics (DaemonConfig).
   JobRunner(storage::JobStore& store, storage::SampleWriter& writer, EmbeddedSimulators& sims,
-            DaemonMetrics& metrics, JobEvents& events);
+            DaemonMetrics& metrics, JobEvents& events, double telemetry_interval_s = 1.0);
   void run(const std::string& job_id, std::stop_token stop);
   // Set before the scheduler is shut down: stopped jobs become interrupted, not cancelled.
   void set_shutting_down() { shutting_down_ = true; }
@@ -45,6 +46,7 @@ class JobRunner {
   EmbeddedSimulators& sims_;
   DaemonMetrics& metrics_;
   JobEvents& events_;
+  double telemetry_interval_s_;
   std::atomic<bool> shutting_down_{false};
 };
 
