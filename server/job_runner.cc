@@ -65,7 +65,6 @@ class DaemonSink final : public ExecutionSink {
     auto id = store_.begin_step(s);
     step_id_ = id.ok() ? id.value() : -1;
     if (!id.ok()) begin_error_ = id.status().to_string();
-    step_started_ = std::chrono::steady_clock::now();
     metrics_.set_current_step(ctx.target, ctx.phase, static_cast<double>(ctx.step_index));
     if (ctx.params.contains("rate_rps"))
       metrics_.set_offered_rate(ctx.target, ctx.params["rate_rps"].get<double>());
@@ -194,7 +193,6 @@ class DaemonSink final : public ExecutionSink {
   std::int64_t step_id_ = -1;
   std::string begin_error_;
   std::uint64_t last_dropped_ = 0;
-  std::chrono::steady_clock::time_point step_started_;
   std::chrono::steady_clock::time_point job_started_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   json progress_;  // GUARDED_BY(mu_)

@@ -913,9 +913,6 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
     co_await asio::post(io, asio::use_awaitable);
     if (!page.ok()) break;  // headers are gone: end the stream early
   }
-  if (next) {
-    // Pagination hint in a trailer-like final line is not HTTP; clients use ?after=<last id>.
-  }
   co_await out.finish();
   co_return std::nullopt;
 }
