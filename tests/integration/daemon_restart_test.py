@@ -146,7 +146,9 @@ class RestartTest(unittest.TestCase):
     def test_sigterm_finishes_current_step_then_stops(self):
         # shutdown_grace_s is the time to finish the current step: no new step starts, the
         # daemon exits as soon as the running one is stored, the job is resumable.
-        d = Daemon(BINARY, args=["--shutdown-grace-s", "10"], log_level="info")
+        # The grace period is far longer than the rest of the step, so an exit well inside it
+        # can only mean "stopped when the step was stored", even on a loaded machine.
+        d = Daemon(BINARY, args=["--shutdown-grace-s", "40"], log_level="info")
         self.addCleanup(d.cleanup)
         d.start()
         job_id = d.submit(plan("term", levels=(1, 2, 4), duration_s=3, warmup_s=0))
@@ -154,14 +156,14 @@ class RestartTest(unittest.TestCase):
         time.sleep(1)  # inside step 0 (3 s)
         d.signal(signal.SIGTERM)
         started = time.monotonic()
-        self.assertEqual(d.wait(25), 0)
+        self.assertEqual(d.wait(55), 0)
         took = time.monotonic() - started
         integrity, steps, unfinished, jobs = db_snapshot(d.db_path)
         self.assertEqual(integrity, "ok")
         self.assertEqual(jobs[job_id], "interrupted")
         self.assertEqual(sorted(steps), [0], "started new steps after SIGTERM")
         self.assertFalse(json.loads(steps[0][0])["partial"])
-        self.assertLess(took, 5, "did not stop after the current step")
+        self.assertLess(took, 25, "waited for the grace period instead of the step's end")
         d.start()
         self.assertEqual(d.job(job_id)["state"], "interrupted")
         self.assertEqual(d.request("POST", "/v1/jobs/%s:resume" % job_id).status, 202)
