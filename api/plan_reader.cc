@@ -680,6 +680,76 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   r.finish();
 }
 
+void read_agents(const json* v, const std::string& path, PlanAgents& a,
+                 std::vector<FieldError>& errors, const PlanLimits& limits) {
+  ObjectReader r(v, path, errors);
+  if (!r.ok()) return;
+  r.number("count", a.count, 1, limits.max_list_items, true, true);
+  if (const json* regions = r.get("regions")) {
+    if (!regions->is_array() || regions->empty()) {
+      r.error("regions", "must be a non-empty array of region labels");
+    } else if (static_cast<int>(regions->size()) > limits.max_list_items) {
+      r.error("regions", "has more than " + std::to_string(limits.max_list_items) + " items");
+    } else {
+      for (std::size_t i = 0; i < regions->size(); ++i) {
+        const json& x = (*regions)[i];
+        const std::string p = r.path("regions") + "/" + std::to_string(i);
+        if (!x.is_string() || !valid_name(x.get<std::string>())) {
+          errors.push_back({p, "must be a label of 1-64 characters a-z 0-9 _ . -"});
+          continue;
+        }
+        a.regions.push_back(x.get<std::string>());
+      }
+      if (a.regions.size() > static_cast<std::size_t>(std::max(a.count, 1)))
+        r.error("regions", "has more labels (" + std::to_string(a.regions.size()) +
+                               ") than agents.count (" + std::to_string(a.count) + ")");
+    }
+  }
+  if (const json* pl = r.get("placement")) {
+    ObjectReader p(pl, r.path("placement"), errors);
+    p.one_of("spread", a.placement.spread, {"zone", "node", "none"});
+    if (const json* ns = p.get("node_selector")) {
+      if (!ns->is_object()) {
+        p.error("node_selector", "must be an object of label strings");
+      } else if (static_cast<int>(ns->size()) > limits.max_list_items) {
+        p.error("node_selector", "has too many entries");
+      } else {
+        for (const auto& [k, x] : ns->items()) {
+          const std::string at = p.path("node_selector") + "/" + escape_pointer(k);
+          if (k.empty() || k.size() > 253) {
+            errors.push_back({at, "label key must be 1-253 characters"});
+          } else if (!x.is_string() || x.get_ref<const std::string&>().size() > 63) {
+            errors.push_back({at, "must be a label value string of at most 63 characters"});
+          } else {
+            a.placement.node_selector.emplace_back(k, x.get<std::string>());
+          }
+        }
+      }
+    }
+    p.finish();
+  }
+  r.one_of("launch", a.launch, {"kubernetes", "manual"});
+  r.number("max_clock_offset_ms", a.max_clock_offset_ms, 0.01, 60'000);
+  r.number("start_delay_ms", a.start_delay_ms, 0, 600'000);
+  r.number("register_timeout_s", a.register_timeout_s, 1, 86'400);
+  r.number("result_timeout_s", a.result_timeout_s, 1, 86'400);
+  r.finish();
+}
+
+json agents_json(const PlanAgents& a) {
+  json selector = json::object();
+  for (const auto& [k, v] : a.placement.node_selector) selector[k] = v;
+  json j{{"count", a.count},
+         {"placement", {{"spread", a.placement.spread}, {"node_selector", selector}}},
+         {"launch", a.launch},
+         {"max_clock_offset_ms", a.max_clock_offset_ms},
+         {"start_delay_ms", a.start_delay_ms},
+         {"register_timeout_s", a.register_timeout_s},
+         {"result_timeout_s", a.result_timeout_s}};
+  if (!a.regions.empty()) j["regions"] = a.regions;
+  return j;
+}
+
 double phase_duration_s(const PlanPhase& p) {
   const double step = p.warmup_s + p.duration_s;
   double d = 0;
@@ -888,6 +958,7 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
                      {"headroom", plan.demand->headroom},
                      {"hours_per_month", plan.demand->hours_per_month}};
   }
+  if (plan.agents) out["agents"] = agents_json(*plan.agents);
   return out;
 }
 
@@ -1028,6 +1099,12 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     if (dm.mean_output_tokens == 0)
       dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
     plan.demand = dm;
+  }
+  if (const json* a = root.get("agents")) {
+    PlanAgents agents;
+    const auto before = errors.size();
+    read_agents(a, "/agents", agents, errors, limits);
+    if (errors.size() == before) plan.agents = std::move(agents);
   }
   root.finish();
 

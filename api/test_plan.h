@@ -108,6 +108,31 @@ struct PlanDemand {
   double hours_per_month = 730;
 };
 
+// Scale-out (`agents`, docs/plans.md "Agents"): each step is split into `count` shards, each run
+// by one `llmcapd agent` process, and the shard results are merged into one step result.
+// Absent from a plan: the daemon runs every step with its own in-process agent.
+struct PlanAgentPlacement {
+  std::string spread = "none";  // zone | node | none: spread shard pods over zones / nodes
+  std::vector<std::pair<std::string, std::string>> node_selector;  // pod nodeSelector labels
+};
+
+struct PlanAgents {
+  std::int32_t count = 1;            // shards per step, 1 .. 256
+  std::vector<std::string> regions;  // region label per shard, cycled; empty: unlabelled
+  PlanAgentPlacement placement;
+  std::string launch = "kubernetes";  // kubernetes | manual (the operator starts the agents)
+  double max_clock_offset_ms = 5;     // a shard whose measured offset is larger is rejected
+  double start_delay_ms = 1000;       // a step's shards start this long after they are published
+  double register_timeout_s = 120;    // wait for all `count` agents to register
+  double result_timeout_s = 60;       // wait for uploads beyond a step's planned end
+
+  // The region label of shard `index` ("" when no regions were given).
+  std::string region_of(std::int32_t index) const {
+    if (regions.empty() || index < 0) return "";
+    return regions[static_cast<std::size_t>(index) % regions.size()];
+  }
+};
+
 struct TestPlan {
   int version = 1;
   std::string name;
@@ -119,6 +144,7 @@ struct TestPlan {
   PlanSla sla;
   std::vector<PlanPhase> phases;
   std::optional<PlanDemand> demand;
+  std::optional<PlanAgents> agents;  // absent: one in-process agent (the default)
 };
 
 // Limits the daemon enforces on submitted plans (from its config).

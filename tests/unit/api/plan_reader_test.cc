@@ -999,6 +999,91 @@ TEST(PlanReader, DemoPlanIsTheDocumentedComparison) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// agents (scale-out)
+
+TEST(PlanReader, AgentsAbsentMeansOneInProcessAgent) {
+  const auto p = parse(minimal());
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_FALSE(p.plan->agents);
+  EXPECT_FALSE(p.normalized.contains("agents"));
+}
+
+TEST(PlanReader, AgentsDefaultsAndRegionsCycle) {
+  json j = minimal();
+  j["agents"] = {{"count", 4}, {"regions", {"eu-west", "us-east"}}};
+  const auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan->agents);
+  const PlanAgents& a = *p.plan->agents;
+  EXPECT_EQ(a.count, 4);
+  EXPECT_EQ(a.launch, "kubernetes");
+  EXPECT_EQ(a.placement.spread, "none");
+  EXPECT_DOUBLE_EQ(a.max_clock_offset_ms, 5);
+  EXPECT_EQ(a.region_of(0), "eu-west");
+  EXPECT_EQ(a.region_of(1), "us-east");
+  EXPECT_EQ(a.region_of(2), "eu-west");
+  EXPECT_EQ(a.region_of(3), "us-east");
+  EXPECT_EQ(p.normalized["agents"]["count"], 4);
+  EXPECT_EQ(p.normalized["agents"]["regions"], json({"eu-west", "us-east"}));
+  // The normalised plan parses again to the same agents.
+  const auto again = parse(p.normalized);
+  ASSERT_TRUE(again.plan) << describe(again);
+  EXPECT_EQ(again.normalized["agents"], p.normalized["agents"]);
+  PlanAgents none;
+  EXPECT_EQ(none.region_of(3), "");
+}
+
+TEST(PlanReader, AgentsFullySpecified) {
+  json j = minimal();
+  j["agents"] = json::parse(R"({"count": 3, "regions": ["a", "b", "c"],
+      "placement": {"spread": "zone", "node_selector": {"pool": "loadgen"}},
+      "launch": "manual", "max_clock_offset_ms": 2.5, "start_delay_ms": 500,
+      "register_timeout_s": 10, "result_timeout_s": 7})");
+  const auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  const PlanAgents& a = *p.plan->agents;
+  EXPECT_EQ(a.launch, "manual");
+  EXPECT_EQ(a.placement.spread, "zone");
+  ASSERT_EQ(a.placement.node_selector.size(), 1u);
+  EXPECT_EQ(a.placement.node_selector[0].first, "pool");
+  EXPECT_EQ(a.placement.node_selector[0].second, "loadgen");
+  EXPECT_DOUBLE_EQ(a.max_clock_offset_ms, 2.5);
+  EXPECT_DOUBLE_EQ(a.start_delay_ms, 500);
+  EXPECT_DOUBLE_EQ(a.register_timeout_s, 10);
+  EXPECT_DOUBLE_EQ(a.result_timeout_s, 7);
+}
+
+TEST(PlanReader, AgentsMistakesNameTheField) {
+  json j = minimal();
+  j["agents"] = json::parse(R"({"count": 0, "regions": ["EU West!", 3],
+      "placement": {"spread": "rack", "node_selector": {"pool": 1}, "bogus": 1},
+      "launch": "ssh", "max_clock_offset_ms": -1, "extra": true})");
+  const auto p = parse(j);
+  EXPECT_FALSE(p.plan);
+  EXPECT_ERROR(p, "/agents/count", "between 1 and 256");
+  EXPECT_ERROR(p, "/agents/regions/0", "label");
+  EXPECT_ERROR(p, "/agents/regions/1", "label");
+  EXPECT_ERROR(p, "/agents/placement/spread", "zone, node, none");
+  EXPECT_ERROR(p, "/agents/placement/node_selector/pool", "string");
+  EXPECT_ERROR(p, "/agents/placement/bogus", "unknown key");
+  EXPECT_ERROR(p, "/agents/launch", "kubernetes, manual");
+  EXPECT_ERROR(p, "/agents/max_clock_offset_ms", "between");
+  EXPECT_ERROR(p, "/agents/extra", "unknown key");
+
+  json k = minimal();
+  k["agents"] = json::object();
+  EXPECT_ERROR(parse(k), "/agents/count", "is required");
+  k["agents"] = {{"count", 2}, {"regions", {"a", "b", "c"}}};
+  EXPECT_ERROR(parse(k), "/agents/regions", "more labels (3) than agents.count (2)");
+  k["agents"] = {{"count", 2}, {"regions", json::array()}};
+  EXPECT_ERROR(parse(k), "/agents/regions", "non-empty");
+  k["agents"] = 4;
+  EXPECT_ERROR(parse(k), "/agents", "must be an object");
+  k["agents"] = {{"count", 2.5}};
+  EXPECT_ERROR(parse(k), "/agents/count", "integer");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Agreement with docs/plan-schema.json
 
 class PlanSchema : public ::testing::Test {
@@ -1167,7 +1252,9 @@ TEST_F(PlanSchema, ClosedSchemaObjectsAreStrictInTheParser) {
                                        "/timeouts",
                                        "/sla",
                                        "/sla/ttft_ms",
-                                       "/demand"};
+                                       "/demand",
+                                       "/agents",
+                                       "/agents/placement"};
   for (std::size_t i = 0; i < plan["phases"].size(); ++i)
     pointers.push_back(numbered("/phases/", i));
   for (const auto& ptr : pointers) {
@@ -1234,7 +1321,10 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
        "rate_rps": "qualified", "window_s": 5}
     ],
     "demand": {"requests_per_minute": 90, "mean_output_tokens": 240, "headroom": 0.3,
-               "hours_per_month": 730}
+               "hours_per_month": 730},
+    "agents": {"count": 2, "regions": ["eu"], "launch": "manual", "max_clock_offset_ms": 5,
+               "placement": {"spread": "node", "node_selector": {"pool": "x"}},
+               "start_delay_ms": 100, "register_timeout_s": 5, "result_timeout_s": 5}
   })");
   const auto p = parse(maximal);
   ASSERT_TRUE(p.plan) << describe(p);
@@ -1261,7 +1351,8 @@ TEST_F(PlanSchema, DefaultsMatchTheParser) {
     "phases": [{"kind": "concurrency_sweep", "levels": [1]}, {"kind": "rate_sweep",
                 "rates_rps": [1]}, {"kind": "capacity_search"}, {"kind": "burst", "base_rps": 1},
                {"kind": "soak", "rate_rps": 1}],
-    "demand": {"requests_per_minute": 1, "mean_output_tokens": 10}
+    "demand": {"requests_per_minute": 1, "mean_output_tokens": 10},
+    "agents": {"count": 2}
   })"));
   ASSERT_TRUE(p.plan) << describe(p);
   const json& n = p.normalized;
@@ -1280,6 +1371,9 @@ TEST_F(PlanSchema, DefaultsMatchTheParser) {
   check(schema_["$defs"]["timeouts"], n["timeouts"], "/timeouts");
   check(schema_["$defs"]["sla"], n["sla"], "/sla");
   check(schema_["$defs"]["demand"], n["demand"], "/demand");
+  check(schema_["$defs"]["agents"], n["agents"], "/agents");
+  check(schema_["$defs"]["agents"]["properties"]["placement"], n["agents"]["placement"],
+        "/agents/placement");
   for (std::size_t i = 0; i < n["phases"].size(); ++i)
     check(schema_["$defs"]["phase"], n["phases"][i], numbered("/phases/", i));
 }
