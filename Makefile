@@ -31,6 +31,12 @@ test: deps lint
 test-asan:
 	@$(MAKE) --no-print-directory test PRESET=asan
 
+# Opt-in, not part of `make test`: llmcapd against a real llama.cpp llama-server on the CPU
+# (builds it once into ~/.cache/llmcap, ~7 min; then ~3 min). tests/real/README.md.
+.PHONY: test-real
+test-real:
+	tests/real/run.sh
+
 # Formatting drift fails; clang-tidy runs on request (slow on 2 cores): make lint TIDY=1
 lint: deps
 	@clang-format --dry-run -Werror $(SOURCES)
