@@ -62,21 +62,20 @@ bool StreamRecorder::on_body(std::string_view bytes, std::int64_t t_ns) {
     return true;
   }
   last_event_abs_ns_ = t_ns;  // any bytes reset the idle clock (SSE comments are keep-alives)
-  events_.clear();
-  if (!parser_.feed(bytes, t_ns, events_)) {
-    set_error(ErrorClass::kProtocol, parser_.error());
+  if (!parser_.feed(bytes, t_ns, *this)) {
+    // Either the parser failed (its error) or on_event() stopped it (error already set).
+    if (!parser_.error().empty()) set_error(ErrorClass::kProtocol, parser_.error());
     return false;
-  }
-  for (const auto& e : events_) {
-    if (!handle_event(e)) return false;
   }
   return true;
 }
 
-bool StreamRecorder::handle_event(const SseEvent& event) {
+bool StreamRecorder::on_event(const SseEventView& event) {
   ++data_events_;
   if (done_seen_) return true;  // bytes after [DONE] carry nothing we measure
-  const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true);
+  // The id is copied only until the first one is known (one heap copy per request, not per
+  // event: vLLM ids are longer than the small-string buffer).
+  const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true, response_id_.empty());
   if (c.done) {
     done_seen_ = true;
     return true;
@@ -145,11 +144,7 @@ void StreamRecorder::finish(const ExchangeResult& x) {
   if (!error_set_ && x.error == ErrorClass::kNone && config_.streaming && status_ >= 200 &&
       status_ < 300) {
     // A last event the stream ended without a blank line for still counts.
-    events_.clear();
-    parser_.finish(x.t_end_ns, events_);
-    for (const auto& e : events_) {
-      if (!handle_event(e)) break;
-    }
+    parser_.finish(x.t_end_ns, *this);
   }
   if (!error_set_) {
     if (x.error != ErrorClass::kNone) {

@@ -5,6 +5,7 @@
 // decides the deadline of every socket operation (first token, idle gap, total).
 //
 // Timestamps arrive as absolute steady-clock ns and are stored relative to the step epoch.
+// Events are decoded straight from the read buffer (SseSink, no per-event copy).
 // One per request; lives in the request's coroutine frame; not thread-safe.
 #pragma once
 
@@ -32,7 +33,7 @@ struct RecorderConfig {
   bool record_token_times = false;
 };
 
-class StreamRecorder final : public ResponseObserver {
+class StreamRecorder final : public ResponseObserver, private SseSink {
  public:
   StreamRecorder(RecorderConfig config, analysis::RequestSample& sample);
 
@@ -50,7 +51,8 @@ class StreamRecorder final : public ResponseObserver {
   bool done_seen() const { return done_seen_; }
 
  private:
-  bool handle_event(const SseEvent& event);
+  // SseSink: one event, decoded in place (the view lives only during the call).
+  bool on_event(const SseEventView& event) override;
   void set_error(analysis::ErrorClass error, std::string message);
   std::int64_t rel(std::int64_t abs_ns) const {
     return abs_ns < 0 ? -1 : abs_ns - config_.epoch_ns;
@@ -59,7 +61,6 @@ class StreamRecorder final : public ResponseObserver {
   RecorderConfig config_;
   analysis::RequestSample& sample_;
   SseParser parser_;
-  std::vector<SseEvent> events_;
   std::vector<std::int64_t> gaps_;
   std::string response_id_;
   std::string error_body_;  // first bytes of a non-2xx body or a non-streamed body

@@ -263,6 +263,130 @@ TEST(ChunkDecoder, SameAnswersAsADomReading) {
   }
 }
 
+void expect_same(const DecodedChunk& a, const DecodedChunk& b) {
+  EXPECT_EQ(a.done, b.done);
+  EXPECT_EQ(a.malformed, b.malformed);
+  EXPECT_EQ(a.malformed_reason, b.malformed_reason);
+  EXPECT_EQ(a.is_token, b.is_token);
+  EXPECT_EQ(a.text_bytes, b.text_bytes);
+  EXPECT_EQ(a.finish_reason, b.finish_reason);
+  EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
+  EXPECT_EQ(a.completion_tokens, b.completion_tokens);
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.server_error, b.server_error);
+  EXPECT_EQ(a.server_error_code, b.server_error_code);
+  EXPECT_EQ(a.server_error_message, b.server_error_message);
+}
+
+// The hand-rolled scanner must accept exactly what nlohmann's strict parser accepts: strings
+// (control characters, escapes, surrogates, UTF-8 well-formedness), numbers (grammar, integer
+// vs float, 64-bit overflow), literals, BOM, trailing bytes.
+TEST(ChunkDecoder, AcceptsExactlyWhatAStrictJsonParserAccepts) {
+  const std::vector<std::string> inputs = {
+      "{\"choices\":[{\"text\":\"a\x01\"}]}",
+      "{\"choices\":[{\"text\":\"a\x7f\"}]}",
+      "{\"choices\":[{\"text\":\"\xc3\xa9\"}]}",
+      "{\"choices\":[{\"text\":\"\xc3\"}]}",
+      "{\"choices\":[{\"text\":\"\xc0\xaf\"}]}",
+      "{\"choices\":[{\"text\":\"\xe0\x80\xaf\"}]}",
+      "{\"choices\":[{\"text\":\"\xed\xa0\x80\"}]}",
+      "{\"choices\":[{\"text\":\"\xf0\x9f\x98\x80\"}]}",
+      "{\"choices\":[{\"text\":\"\xf4\x90\x80\x80\"}]}",
+      "{\"choices\":[{\"text\":\"\xff\"}]}",
+      R"({"choices":[{"text":"\ud800"}]})",
+      R"({"choices":[{"text":"\udc00"}]})",
+      R"({"choices":[{"text":"\ud800\u0041"}]})",
+      R"({"choices":[{"text":"\u0000\u007f\u0080\u07ff\u0800\uffff"}]})",
+      R"({"choices":[{"text":"\x"}]})",
+      R"({"choices":[{"text":"\u12G4"}]})",
+      R"({"choices":[{"text":"\"\\\/\b\f\n\r\t"}]})",
+      R"({"\u0069d":"escaped key","choices":[{"t\u0065xt":"q"}]})",
+      "\xef\xbb\xbf{\"id\":\"bom\"}",
+      "\xef\xbb{\"id\":\"bom\"}",
+      R"({"usage":{"prompt_tokens":-0,"completion_tokens":01}})",
+      R"({"usage":{"prompt_tokens":-9223372036854775808,"completion_tokens":-9223372036854775809}})",
+      R"({"usage":{"prompt_tokens":9223372036854775808,"completion_tokens":18446744073709551616}})",
+      R"({"usage":{"prompt_tokens":1e2,"completion_tokens":2E-1}})",
+      R"({"usage":{"prompt_tokens":1.,"completion_tokens":2}})",
+      R"({"usage":{"prompt_tokens":.5}})",
+      R"({"usage":{"prompt_tokens":-}})",
+      R"({"usage":{"prompt_tokens":+1}})",
+      R"({"usage":{"prompt_tokens":4294967297}})",
+      R"({"error":{"code":-3,"message":"m"},"x":[true,false,null,{},[],{"a":[]}]})",
+      R"({"x":tru})",
+      R"({"x":nul,"id":"a"})",
+      R"({"x":[1,]})",
+      R"({"x":{"a":1,}})",
+      R"({"x":{,}})",
+      R"({"x":[,1]})",
+      R"({"x" 1})",
+      R"({"x":1 "y":2})",
+      R"({1:2})",
+      R"({"a":1}})",
+      R"({"a":1}])",
+      "{\"a\":1}\n\t ",
+      "{\"a\":\t\n1}",
+      R"({"choices":[{"text":"a"}] , "id" : "sp" })",
+      R"({})",
+      R"({"choices":[]})",
+      R"({"choices":[{}]})",
+  };
+  for (const auto& in : inputs) {
+    for (const ApiKind api : {ApiKind::kCompletions, ApiKind::kChat}) {
+      SCOPED_TRACE(in);
+      expect_same(ChunkDecoder::decode(in, api, true), dom_reference(in, api, true));
+    }
+  }
+}
+
+// Seeded random mutations of real chunks (bytes replaced, inserted, deleted from an alphabet of
+// JSON punctuation, escapes and UTF-8 fragments): the scanner and the DOM reading agree on all.
+TEST(ChunkDecoder, RandomMutationsAgreeWithADomReading) {
+  const std::vector<std::string> seeds = {
+      R"({"id":"cmpl-7f3a","object":"text_completion","choices":[{"index":0,"text":" qu\u00e9","logprobs":null,"finish_reason":null}],"usage":null})",
+      R"({"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":"hi","reasoning":"r"},"finish_reason":"stop"}]})",
+      R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}})",
+      R"({"error":{"message":"boom","code":429,"x":[1.5e3,-2,true]}})",
+  };
+  const std::string alphabet = "{}[]:,\"\\u0d8Ae.-+1 \n\x01\x7f\xc3\xa9\xed\xf0\x9ftrnul";
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int cases = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string in = seeds[next() % seeds.size()];
+    const int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits && !in.empty(); ++e) {
+      const std::size_t at = next() % in.size();
+      const char c = alphabet[next() % alphabet.size()];
+      switch (next() % 3) {
+        case 0: in[at] = c; break;
+        case 1: in.insert(in.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: in.erase(at, 1); break;
+      }
+    }
+    const ApiKind api = next() % 2 ? ApiKind::kChat : ApiKind::kCompletions;
+    const bool streaming = next() % 4 != 0;
+    SCOPED_TRACE(in);
+    expect_same(ChunkDecoder::decode(in, api, streaming), dom_reference(in, api, streaming));
+    if (HasFailure()) break;
+    ++cases;
+  }
+  EXPECT_EQ(cases, 20000);
+}
+
+TEST(ChunkDecoder, WantIdFalseSkipsOnlyTheId) {
+  const std::string in = R"({"id":"cmpl-0123456789abcdef0123","choices":[{"text":"x"}]})";
+  const auto a = ChunkDecoder::decode(in, ApiKind::kCompletions, true, false);
+  EXPECT_TRUE(a.id.empty());
+  EXPECT_TRUE(a.is_token);
+  EXPECT_EQ(ChunkDecoder::decode(in, ApiKind::kCompletions).id, "cmpl-0123456789abcdef0123");
+}
+
 TEST(ChunkDecoder, NonStreamingBody) {
   const std::string body =
       R"({"id":"chatcmpl-1","choices":[{"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}})";
