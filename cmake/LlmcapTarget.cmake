@@ -1,4 +1,31 @@
 # Common settings for llmcap's own targets. Settings go on targets, never on CMAKE_CXX_FLAGS.
+#
+# Build-speed knobs (docs/ci.md has the measurements behind them):
+#   LLMCAP_LINKER    lld (default when the compiler accepts -fuse-ld=lld), gold or bfd. lld links
+#                    our ~70 test executables several times faster than GNU ld.
+#   LLMCAP_DEBUG_INFO  "" (default: what the build type says), or a -g level such as -g1 (line
+#                    tables only: enough for backtraces and sanitizer reports, about 1/4 of the
+#                    compile and link work of -g's full debug info). The CI presets use -g1.
+include(CheckLinkerFlag)
+set(LLMCAP_LINKER "auto" CACHE STRING "Linker for our executables: auto, lld, gold, bfd")
+set_property(CACHE LLMCAP_LINKER PROPERTY STRINGS auto lld gold bfd)
+set(LLMCAP_DEBUG_INFO "" CACHE STRING "Override the debug-info level of our code, e.g. -g1")
+if(LLMCAP_LINKER STREQUAL "auto")
+  check_linker_flag(CXX "-fuse-ld=lld" LLMCAP_HAVE_LLD)
+  if(LLMCAP_HAVE_LLD)
+    set(LLMCAP_LINK_FLAG "-fuse-ld=lld")
+  else()
+    set(LLMCAP_LINK_FLAG "")
+  endif()
+elseif(LLMCAP_LINKER MATCHES "^(lld|gold|bfd)$")
+  set(LLMCAP_LINK_FLAG "-fuse-ld=${LLMCAP_LINKER}")
+else()
+  message(FATAL_ERROR "LLMCAP_LINKER must be auto, lld, gold or bfd, not '${LLMCAP_LINKER}'")
+endif()
+if(NOT LLMCAP_DEBUG_INFO STREQUAL "" AND NOT LLMCAP_DEBUG_INFO MATCHES "^-g[0-3]?$")
+  message(FATAL_ERROR "LLMCAP_DEBUG_INFO must be empty or -g, -g0 ... -g3, not '${LLMCAP_DEBUG_INFO}'")
+endif()
+
 function(llmcap_settings target)
   target_compile_features(${target} PUBLIC cxx_std_20)
   set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
@@ -10,6 +37,13 @@ function(llmcap_settings target)
   endif()
   if(LLMCAP_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(LLMCAP_DEBUG_INFO)
+    # Comes after the build type's -g on the command line, and the last -g level wins.
+    target_compile_options(${target} PRIVATE ${LLMCAP_DEBUG_INFO})
+  endif()
+  if(LLMCAP_LINK_FLAG)
+    target_link_options(${target} PRIVATE ${LLMCAP_LINK_FLAG})
   endif()
   if(LLMCAP_SANITIZE)
     target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -35,3 +69,4 @@ function(llmcap_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
 endfunction()
+

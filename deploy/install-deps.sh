@@ -11,7 +11,7 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
   libspdlog-dev libfmt-dev libssl-dev ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl python3 python3-yaml clang-format
+  curl python3 python3-yaml clang-format lld
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   packages+=(prometheus chromium clang-14 libclang-rt-14-dev openssl)

@@ -31,15 +31,23 @@ if ! grep -Eq '^[[:space:]]*add_subdirectory\(fuzz\)' "$root/tests/CMakeLists.tx
   exit 2
 fi
 
+# -g1: line tables are all a finding's stack trace needs (and a quarter of -g's build work).
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DLLMCAP_FUZZ=ON -DLLMCAP_WERROR=OFF -DLLMCAP_BUILD_BENCH=OFF > "$build.cmake.log" 2>&1 ||
-  { cat "$build.cmake.log" >&2; exit 1; }
+  -DLLMCAP_FUZZ=ON -DLLMCAP_WERROR=OFF -DLLMCAP_BUILD_BENCH=OFF -DLLMCAP_DEBUG_INFO=-g1 \
+  > "$build/cmake.log" 2>&1 || { cat "$build/cmake.log" >&2; exit 1; }
 # shellcheck disable=SC2086
 make -C "$build" -j"$jobs" $fuzzers
+
+# Every seed and every past finding (corpus/regressions/<fuzzer>/) once, before fuzzing.
+replay=$(printf 'fuzz_%s_replay|' $fuzzers)
+ctest --test-dir "$build" -L '^fuzz$' -R "^(${replay%|})\$" --output-on-failure
 
 failed=()
 for f in $fuzzers; do
   seeds="$root/tests/fuzz/corpus/$f"
+  regressions="$root/tests/fuzz/corpus/regressions/$f"
+  [ -d "$regressions" ] || regressions=""
   work="$build/fuzz-corpus/$f"  # grows across runs; seeds stay read-only in the repo
   artifacts="$build/fuzz-artifacts/$f"
   mkdir -p "$work" "$artifacts"
@@ -47,7 +55,7 @@ for f in $fuzzers; do
   # shellcheck disable=SC2086
   if "$build/tests/fuzz/$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
-      "$work" "$seeds" > "$build/fuzz-$f.log" 2>&1; then
+      "$work" "$seeds" $regressions > "$build/fuzz-$f.log" 2>&1; then
     grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' \
       "$build/fuzz-$f.log" || true
   else
