@@ -9,9 +9,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -37,9 +37,11 @@ constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 struct Connection {
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  // Socket reads land here (one per connection: reads of concurrent exchanges complete
+  // independently). Reserved once, never zero-filled: a paced stream's ≈ 250-byte reads touch
+  // only its first page (the buffer rewinds when emptied), while a firehose read can take up to
+  // its whole size in one recvmsg.
   beast::flat_buffer buffer;
-  std::vector<char> chunk;  // body bytes of the current read (per connection: reads of
-                            // concurrent exchanges complete independently)
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
   void close() {
@@ -77,6 +79,94 @@ std::string describe(const beast::error_code& ec) { return ec.message(); }
 struct Attempt {
   bool retryable = false;  // reused connection closed by the server before any response byte
   bool reusable = false;   // response complete and keep-alive
+};
+
+// A Beast body type that hands de-chunked body bytes straight to the ResponseObserver as the
+// parser finds them in the connection's read buffer: no intermediate body buffer, no copy.
+// Every read is stamped once, at its first body byte (steady_clock, DOMAIN §2): the caller
+// resets t_ns to -1 before each socket read, so all events of one read share its arrival time.
+struct ObserverBody {
+  struct value_type {
+    ResponseObserver* observer = nullptr;
+    std::int64_t t_ns = -1;  // arrival stamp of the current read; -1 = not taken yet
+    bool stopped = false;    // the observer returned false
+  };
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>&, value_type& v) : v_(v) {}
+    void init(const boost::optional<std::uint64_t>&, beast::error_code& ec) { ec = {}; }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      ec = {};
+      std::size_t n = 0;
+      for (const auto b : beast::buffers_range_ref(buffers)) {
+        if (b.size() == 0) continue;
+        if (v_.t_ns < 0) v_.t_ns = HttpClient::now_ns();
+        if (!v_.observer->on_body(std::string_view(static_cast<const char*>(b.data()), b.size()),
+                                  v_.t_ns)) {
+          v_.stopped = true;
+          ec = asio::error::operation_aborted;
+          return n;
+        }
+        n += b.size();
+      }
+      return n;
+    }
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& v_;
+  };
+};
+
+// The body-read deadline of one exchange, enforced by one timer instead of re-arming the
+// stream's timer for every read (a timer queue update per token event, issue 10). The timer is
+// armed at the observer's deadline; when it fires it re-reads the deadline (which moves on with
+// each token: idle gap) and either re-arms for the later time or closes the connection, which
+// ends the pending read. The reader calls tighten() after each read so a deadline that moved
+// EARLIER (first-token → idle phase) re-arms at once. Shared with the timer's handler, which
+// may run after the exchange has finished (it then finds `active` false).
+struct BodyWatchdog {
+  BodyWatchdog(asio::io_context& io, ResponseObserver& o, Connection& c)
+      : timer(io), observer(&o), conn(&c) {}
+
+  static void start(const std::shared_ptr<BodyWatchdog>& self) {
+    self->armed_at_ns = INT64_MAX;
+    tighten(self);
+  }
+  static void tighten(const std::shared_ptr<BodyWatchdog>& self) {
+    const ReadDeadline d = self->observer->deadline();
+    if (d.at_ns >= self->armed_at_ns) return;
+    self->armed_at_ns = d.at_ns;
+    self->timer.expires_at(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(d.at_ns)));
+    self->timer.async_wait([self](const beast::error_code& ec) { on_timer(self, ec); });
+  }
+  static void on_timer(const std::shared_ptr<BodyWatchdog>& self, const beast::error_code& ec) {
+    if (ec || !self->active) return;  // re-armed (cancelled) or exchange over
+    const ReadDeadline d = self->observer->deadline();
+    if (HttpClient::now_ns() >= d.at_ns) {
+      self->expired = d;
+      self->fired = true;
+      self->conn->close();
+      return;
+    }
+    self->armed_at_ns = INT64_MAX;
+    tighten(self);
+  }
+  void stop() {
+    active = false;
+    timer.cancel();
+  }
+
+  asio::steady_timer timer;
+  ResponseObserver* observer;
+  Connection* conn;
+  std::int64_t armed_at_ns = INT64_MAX;
+  bool active = true;
+  bool fired = false;
+  ReadDeadline expired;
 };
 
 class CollectingObserver final : public ResponseObserver {
@@ -230,7 +320,7 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
   }
 
   auto conn = std::make_unique<Connection>();
-  conn->chunk.resize(options.read_chunk_bytes);
+  conn->buffer.reserve(options.read_chunk_bytes);
   if (endpoint.tls) {
     conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io.get_executor(), *ssl_ctx);
   } else {
@@ -324,7 +414,7 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
   }
 
   // Read the status line and headers.
-  http::response_parser<http::buffer_body> parser;
+  http::response_parser<ObserverBody> parser;
   parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
   parser.body_limit(boost::none);
   parser.eager(true);
@@ -345,28 +435,38 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
   const auto ct = msg[http::field::content_type];
   observer.on_headers(r.http_status, std::string_view(ct.data(), ct.size()), r.t_headers_ns);
 
-  // Stream the body; every read is stamped at its completion.
-  std::vector<char>& chunk = conn.chunk;
+  // Stream the body straight into the observer (ObserverBody); each read is stamped once. The
+  // deadline is the watchdog's, so the stream's own timer is not touched per read.
+  ObserverBody::value_type& body = msg.body();
+  body.observer = &observer;
+  conn.lowest().expires_never();
+  auto watchdog = std::make_shared<BodyWatchdog>(io, observer, conn);
+  struct StopOnExit {
+    BodyWatchdog& w;
+    ~StopOnExit() { w.stop(); }
+  } stop_on_exit{*watchdog};
+  BodyWatchdog::start(watchdog);
   while (!parser.is_done()) {
-    msg.body().data = chunk.data();
-    msg.body().size = chunk.size();
-    d = arm(conn.lowest(), observer.deadline());
+    body.t_ns = -1;
     auto [ec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
     (void)n;
-    const std::int64_t t = now_ns();
-    if (ec == http::error::need_buffer) ec = {};
-    const std::size_t got = chunk.size() - msg.body().size;
-    if (got > 0 && !observer.on_body(std::string_view(chunk.data(), got), t)) {
-      r.t_end_ns = t;
+    if (body.stopped) {
+      r.t_end_ns = body.t_ns;
       co_return attempt;  // observer recorded its own error
     }
     if (ec) {
-      fail(ec, d, "read response body", ErrorClass::kProtocol);
-      if (r.error == ErrorClass::kProtocol && peer_closed(ec)) {
-        r.error_message = "connection closed mid-response: " + describe(ec);
+      if (watchdog->fired && !(canceller && canceller->cancelled())) {
+        r.error = watchdog->expired.on_expiry;
+        r.error_message = "read response body: deadline passed";
+      } else {
+        fail(ec, observer.deadline(), "read response body", ErrorClass::kProtocol);
+        if (r.error == ErrorClass::kProtocol && peer_closed(ec)) {
+          r.error_message = "connection closed mid-response: " + describe(ec);
+        }
       }
       co_return attempt;
     }
+    BodyWatchdog::tighten(watchdog);
   }
   r.t_end_ns = now_ns();
   attempt.reusable = parser.keep_alive();

@@ -97,7 +97,9 @@ struct HttpClientOptions {
   TlsOptions tls;
   std::int64_t connect_timeout_ns = 10'000'000'000;  // TCP connect + TLS handshake
   std::size_t max_header_bytes = 64 * 1024;
-  std::size_t read_chunk_bytes = 16 * 1024;  // body bytes per read
+  // Most bytes one socket read takes (the connection's read buffer, reserved uninitialised, so a
+  // paced stream keeps only the pages its small reads touch resident).
+  std::size_t read_chunk_bytes = 64 * 1024;
   std::size_t max_idle_connections = 8192;
   std::string user_agent = "llmcap-agent";
 };
