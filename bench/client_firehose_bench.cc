@@ -7,6 +7,7 @@
 // Each scenario is repeated --repeat times; the table shows the median and the range.
 // Usage: bench_client_firehose [--seconds=3] [--streams=4] [--tokens=4096] [--repeat=3]
 //                              [--events-per-write=64] [--request-streams=16]
+//                              [--only=1|2]   (1: token streams only, 2: 1-token requests only)
 //        bench_client_firehose --serve=1 [--interval-ms=N]   (firehose only, for manual probes)
 #include <unistd.h>
 #include <algorithm>
@@ -61,6 +62,7 @@ template <typename F>
 void row(const char* name, const std::vector<Run>& runs, F field, const char* unit) {
   std::vector<double> v;
   for (const auto& r : runs) v.push_back(field(r));
+  if (v.empty()) return;
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   std::printf("| %-38s | %14.3f | %14.3f .. %-14.3f | %s\n", name, bench::median(v), *lo, *hi,
               unit);
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
   // --serve=1: only run the firehose in the foreground (prints its port), for manual probes.
   const bool serve_only = flags.number("serve", 0) != 0;
   const int interval_ms = static_cast<int>(flags.number("interval-ms", 0));
+  // --only=1: token streams only, --only=2: 1-token requests only (for profiling one of them).
+  const int only = static_cast<int>(flags.number("only", 0));
   flags.check_all_used();
 
   bench::FirehoseOptions fo;
@@ -101,9 +105,12 @@ int main(int argc, char** argv) {
 
   std::vector<Run> token_runs, request_runs;
   for (int i = 0; i < repeat; ++i) {
-    token_runs.push_back(run_once(bench::local_step(server.port(), streams, 16, tokens, seconds)));
-    request_runs.push_back(
-        run_once(bench::local_step(server.port(), request_streams, 16, 1, seconds)));
+    if (only != 2)
+      token_runs.push_back(
+          run_once(bench::local_step(server.port(), streams, 16, tokens, seconds)));
+    if (only != 1)
+      request_runs.push_back(
+          run_once(bench::local_step(server.port(), request_streams, 16, 1, seconds)));
   }
   const std::int64_t server_cpu_ns = server.stop();
 

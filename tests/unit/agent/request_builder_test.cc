@@ -3,11 +3,71 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace llmcap::agent {
 namespace {
 
 using json = nlohmann::json;
+
+// The DOM serialisation RequestBuilder used for every body before its direct writer (issue
+// 10); the direct writer must produce the same bytes.
+std::string dom_reference(const RequestBodySpec& spec) {
+  json body = json::object();
+  if (!spec.model.empty()) body["model"] = spec.model;
+  if (spec.api == ApiKind::kCompletions) {
+    body["prompt"] = spec.prompt;
+  } else {
+    body["messages"] = json::array({json{{"role", "user"}, {"content", spec.prompt}}});
+  }
+  if (spec.max_tokens >= 0) body["max_tokens"] = spec.max_tokens;
+  if (spec.min_tokens) body["min_tokens"] = *spec.min_tokens;
+  if (spec.ignore_eos) body["ignore_eos"] = true;
+  if (spec.temperature) body["temperature"] = *spec.temperature;
+  body["stream"] = spec.stream;
+  if (spec.stream && spec.include_usage) body["stream_options"] = json{{"include_usage", true}};
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TEST(RequestBuilder, DirectBodyIsByteIdenticalToTheDomSerialisation) {
+  const std::vector<std::string> prompts = {"",
+                                            "plain words",
+                                            "quote \" and back\\slash",
+                                            "tab\tnl\ncr\r\x01\x1f\x7f",
+                                            "caf\xc3\xa9 \xf0\x9f\x98\x80",
+                                            "bad \xff\xc3 utf8"};
+  const std::vector<std::optional<double>> temperatures = {std::nullopt, 0.0, 0.7, 1e-7, 2.0};
+  int cases = 0;
+  for (const ApiKind api : {ApiKind::kCompletions, ApiKind::kChat}) {
+    for (const auto& prompt : prompts) {
+      for (const std::string model : {"", "meta-llama/Llama-3.1-8B", "m\"x"}) {
+        for (const std::int32_t max_tokens : {-1, 0, 128}) {
+          for (const auto& temperature : temperatures) {
+            for (int flags = 0; flags < 16; ++flags) {
+              RequestBodySpec s;
+              s.api = api;
+              s.prompt = prompt;
+              s.model = model;
+              s.max_tokens = max_tokens;
+              s.temperature = temperature;
+              if (flags & 1) s.min_tokens = 64;
+              s.ignore_eos = (flags & 2) != 0;
+              s.stream = (flags & 4) != 0;
+              s.include_usage = (flags & 8) != 0;
+              const auto body = RequestBuilder::build(s);
+              ASSERT_TRUE(body) << body.error();
+              ASSERT_EQ(body.value(), dom_reference(s)) << prompt << " " << model;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 2 * 6 * 3 * 3 * 5 * 16);
+}
 
 TEST(RequestBuilder, StreamingCompletionsBody) {
   RequestBodySpec s;
