@@ -1,12 +1,13 @@
 # Two commands matter (README): `make demo` runs the main job, `make test` runs every test.
 # Both install missing Debian packages first (deploy/install-deps.sh), so they work on a fresh
-# machine. PRESET selects the CMake preset (CMakePresets.json): release (default), dev, asan.
+# machine. PRESET selects the CMake preset of `make build` (CMakePresets.json): release
+# (default), dev, asan.
 PRESET ?= release
 BUILD_DIR = build/$(PRESET)
 LLMCAPD = $(BUILD_DIR)/server/llmcapd
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 
-.PHONY: all deps build demo test test-asan lint format clean
+.PHONY: all deps build demo test test-release test-asan test-fuzz lint format clean
 
 all: build
 
@@ -22,14 +23,32 @@ build: deps
 demo: build
 	$(LLMCAPD) demo
 
-# Every test: formatting check, build, then all CTest suites (unit, integration, e2e).
-test: deps lint
-	@cmake --preset $(PRESET) >/dev/null
-	@cmake --build --preset $(PRESET)
-	ctest --preset $(PRESET)
+# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
+#   release  the release preset's build and the whole CTest suite (unit, integration, e2e; the
+#            timing-accuracy tests need an optimised build);
+#   asan     the whole suite again under ASan + UBSan (asan preset; tests labelled `timing` are
+#            excluded there, see CMakePresets.json);
+#   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
+#            for FUZZ_SECONDS on the checked-in seeds.
+# `make test-release`, `make test-asan`, `make test-fuzz` run one lane.
+FUZZ_SECONDS ?= 30
+# $(call STAGE,name) prefixes a recipe line: prints how long it took, also when it fails: wall
+# time and the CPU time (user + system) of everything it ran. On a shared machine CPU/2 is the
+# better estimate of the wall time on an idle 2-core one.
+SHELL := /bin/bash
+STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
 
-test-asan:
-	@$(MAKE) --no-print-directory test PRESET=asan
+test: deps lint
+	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-fuzz
+
+test-release test-asan: test-%: deps
+	@$(call STAGE,$* build) (cmake --preset $* >/dev/null && cmake --build --preset $*)
+	@$(call STAGE,$* ctest) ctest --preset $*
+
+test-fuzz: deps
+	@$(call STAGE,fuzz) BUILD_DIR=$(CURDIR)/build/fuzz tests/fuzz/run_fuzzers.sh $(FUZZ_SECONDS)
 
 # Opt-in, not part of `make test`: llmcapd against a real llama.cpp llama-server on the CPU
 # (builds it once into ~/.cache/llmcap, ~7 min; then ~3 min). tests/real/README.md.
