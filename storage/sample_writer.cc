@@ -58,6 +58,8 @@ SampleWriter::~SampleWriter() {
 }
 
 bool SampleWriter::push(Item item, std::size_t rows) {
+  const auto* samples = std::get_if<Samples>(&item);
+  const std::size_t sample_bytes = samples ? samples->rows.capacity_bytes() : 0;
   {
     std::lock_guard lock(mutex_);
     if (rows > 0 && queued_rows_ + rows > options_.max_queued_rows) {
@@ -65,15 +67,25 @@ bool SampleWriter::push(Item item, std::size_t rows) {
       return false;
     }
     queued_rows_ += rows;
+    queued_sample_bytes_ += sample_bytes;
     queue_.push_back(std::move(item));
   }
   wake_.notify_one();
   return true;
 }
 
-bool SampleWriter::enqueue(std::vector<SampleRow> rows) {
+bool SampleWriter::enqueue(const std::vector<SampleRow>& rows) {
   if (rows.empty()) return true;
-  const std::size_t n = rows.size();
+  PackedSamples packed;
+  for (const SampleRow& row : rows) packed.append(row);
+  return enqueue(std::move(packed));
+}
+
+bool SampleWriter::enqueue(PackedSamples rows) {
+  if (rows.empty()) return true;
+  const std::size_t n = rows.rows();
+  // A grown buffer holds up to twice its bytes; what waits in the queue should not.
+  if (rows.capacity_bytes() > rows.bytes() + rows.bytes() / 8) rows.shrink_to_fit();
   return push(Samples{std::move(rows)}, n);
 }
 
@@ -100,6 +112,7 @@ SampleWriterStats SampleWriter::stats() const {
   std::lock_guard lock(mutex_);
   SampleWriterStats out = stats_;
   out.queue_depth_rows = queued_rows_;
+  out.queue_depth_sample_bytes = queued_sample_bytes_;
   return out;
 }
 
@@ -111,6 +124,7 @@ void SampleWriter::run() {
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
       work.swap(queue_);
+      queued_sample_bytes_ = 0;
     }
     process(work);
   }
@@ -125,22 +139,20 @@ void SampleWriter::ensure_open(Batch& batch) {
 }
 
 template <typename Row>
-void SampleWriter::insert_rows(Batch& batch, const std::vector<Row>& rows) {
-  for (const Row& row : rows) {
-    ensure_open(batch);
-    // After a failure SQLite may have rolled the transaction back already; inserting on would
-    // commit rows one by one outside it, so the rest of this batch is skipped (counted failed).
-    if (batch.error.ok()) {
-      if (Status s = inserter_.insert(row); !s.ok()) batch.error = s;
-    }
-    if constexpr (std::is_same_v<Row, SampleRow>) {
-      ++batch.sample_rows;
-    } else {
-      ++batch.telemetry_rows;
-    }
-    if (batch.sample_rows + batch.telemetry_rows >= options_.max_rows_per_transaction) {
-      finish(batch);
-    }
+void SampleWriter::insert_row(Batch& batch, const Row& row) {
+  ensure_open(batch);
+  // After a failure SQLite may have rolled the transaction back already; inserting on would
+  // commit rows one by one outside it, so the rest of this batch is skipped (counted failed).
+  if (batch.error.ok()) {
+    if (Status s = inserter_.insert(row); !s.ok()) batch.error = s;
+  }
+  if constexpr (std::is_same_v<Row, SampleRow>) {
+    ++batch.sample_rows;
+  } else {
+    ++batch.telemetry_rows;
+  }
+  if (batch.sample_rows + batch.telemetry_rows >= options_.max_rows_per_transaction) {
+    finish(batch);
   }
 }
 
@@ -187,9 +199,12 @@ void SampleWriter::process(std::deque<Item>& work) {
   Batch batch;
   for (Item& item : work) {
     if (auto* samples = std::get_if<Samples>(&item)) {
-      insert_rows(batch, samples->rows);
+      PackedSamples::Reader reader(samples->rows);
+      SampleRow row;  // reused: its strings and vector keep their capacity between rows
+      while (reader.next(row)) insert_row(batch, row);
+      samples->rows = PackedSamples{};  // give the memory back as soon as it is written
     } else if (auto* telemetry = std::get_if<Telemetry>(&item)) {
-      insert_rows(batch, telemetry->rows);
+      for (const TelemetryRow& row : telemetry->rows) insert_row(batch, row);
     } else if (auto* completion = std::get_if<Completion>(&item)) {
       ensure_open(batch);
       Status own = batch.error;
