@@ -268,6 +268,7 @@ def main():
         job, results, samples = run_job(args.llmcapd, plan_doc, args.out, args.job_timeout_s)
         summary["job_s"] = round(time.monotonic() - t_job, 1)
         status, _, metrics_raw = server.request("GET", "/metrics")
+        time.sleep(0.5)  # the server's log thread writes asynchronously
         tasks = server.task_timings()
     finally:
         server.stop()
@@ -277,12 +278,23 @@ def main():
         failures.append("job ended %s: %s" % (job["state"], job.get("error")))
 
     # ---- per step: what llmcap reports ----
-    steps = []
+    steps = []  # results: targets[].phases[].steps[]; a sample's "step" is its global_step
     for tgt in results.get("targets", []):
-        for st in tgt.get("steps", []):
-            steps.append(st)
-    summary["steps"] = [{k: st.get(k) for k in ("seq", "kind", "concurrency", "offered_rate_rps")}
-                        for st in steps]
+        for ph in tgt.get("phases", []):
+            steps.extend(ph.get("steps", []))
+    label_of = {}
+    for st in steps:
+        params = st.get("params") or {}
+        if "concurrency" in params:
+            label_of[st.get("global_step")] = "c=%s" % params["concurrency"]
+        else:
+            label_of[st.get("global_step")] = "rate=%s" % params.get("rate_rps", "?")
+    summary["steps"] = [{"step": st.get("global_step"), "label": label_of[st.get("global_step")],
+                         "calibration": (st.get("calibration") or {}).get("method"),
+                         "p50_ttft_ms": st["stats"]["ttft_ms"].get("p50"),
+                         "p50_tpot_ms": st["stats"]["tpot_ms"].get("p50"),
+                         "output_tokens_per_s": st["stats"].get("output_tokens_per_s"),
+                         "verdict": st["verdict"]["outcome"]} for st in steps]
 
     # ---- token counts (DOMAIN §7.6: the server honours max_tokens + ignore_eos) ----
     ok = [s for s in samples if s["error"] == "none"]
@@ -323,14 +335,10 @@ def main():
                           "unpaired_tasks_ge2_tokens": len(leftover)}
     if ok and len(pairs) < 0.98 * len(ok):
         failures.append("only %d of %d ok samples paired with a server task" % (len(pairs), len(ok)))
-    conc_of = {st.get("seq"): (st.get("kind"), st.get("concurrency"), st.get("offered_rate_rps"))
-               for st in steps}
     by_group = {}
     nested_violations = []
     for s, t in pairs:
-        kind, conc, rate = conc_of.get(s["step"], ("?", None, None))
-        key = ("c=%s" % conc) if kind == "concurrency_sweep" or rate in (None, 0) else \
-            ("rate=%s" % rate)
+        key = label_of.get(s["step"], "step %s" % s["step"])
         g = by_group.setdefault(key, {"ttft_overhead_ms": [], "tpot_diff_ms": [],
                                       "decode_span_diff_ms": [], "tpot_ms": [],
                                       "server_tpot_ms": [], "prompt_ms": [], "ttft_service_ms": []})
