@@ -25,6 +25,15 @@ void DaemonConfig::bind(Settings& s) {
   s.add("open_metrics", "serve /metrics without a token", &open_metrics);
   s.add("target_allowlist", "hosts/CIDRs plans may target", &target_allowlist);
   s.add("telemetry_interval_s", "scrape period of target metrics", &telemetry_interval_s);
+  s.add("k8s_mode", "agent pods: auto|api|print|off (Kubernetes API or printed manifest)",
+        &k8s_mode);
+  s.add("k8s_namespace", "namespace of agent Jobs (empty: the daemon pod's)", &k8s_namespace);
+  s.add("k8s_agent_image", "container image of agent pods", &k8s_agent_image);
+  s.add("k8s_daemon_url", "URL agent pods reach llmcapd at", &k8s_daemon_url);
+  s.add("k8s_agent_token_secret", "Secret holding the agents' token (key token)",
+        &k8s_agent_token_secret);
+  s.add("k8s_agent_service_account", "service account of agent pods", &k8s_agent_service_account);
+  s.add("k8s_api_timeout_ms", "deadline of one Kubernetes API request", &k8s_api_timeout_ms);
 }
 
 std::string DaemonConfig::validate() const {
@@ -42,6 +51,7 @@ std::string DaemonConfig::validate() const {
   if (!(max_job_duration_s > 0)) return "max_job_duration_s: must be positive";
   if (shutdown_grace_s < 0) return "shutdown_grace_s: must not be negative";
   if (!(telemetry_interval_s >= 0.1)) return "telemetry_interval_s: must be at least 0.1";
+  if (auto k8s = validate_k8s_options(k8s_options()); !k8s.empty()) return k8s;
   for (const auto& t : admin_tokens) {
     if (t.size() < 16) return "admin_tokens: each token must have at least 16 characters";
   }
@@ -49,6 +59,18 @@ std::string DaemonConfig::validate() const {
     if (t.size() < 16) return "read_tokens: each token must have at least 16 characters";
   }
   return "";
+}
+
+K8sOptions DaemonConfig::k8s_options() const {
+  K8sOptions o;
+  o.mode = k8s_mode;
+  o.namespace_name = k8s_namespace;
+  o.agent_image = k8s_agent_image;
+  o.daemon_url = k8s_daemon_url;
+  o.agent_token_secret = k8s_agent_token_secret;
+  o.agent_service_account = k8s_agent_service_account;
+  o.api_timeout_ms = k8s_api_timeout_ms;
+  return o;
 }
 
 }  // namespace llmcap::server

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/k8s_launcher.h"
 #include "server/settings.h"
 
 namespace llmcap::server {
@@ -47,8 +48,21 @@ struct DaemonConfig {
   // --- telemetry ---
   double telemetry_interval_s = 1.0;  // scrape period of a target's metrics_url
 
+  // --- Kubernetes agents (plans with agents.launch = kubernetes; deploy/k8s/README.md) ---
+  // auto: create the agent Indexed Job through the API when a service account is mounted,
+  // else print its manifest; api: the API or a start-up error; print: always print; off: refuse.
+  std::string k8s_mode = "auto";
+  std::string k8s_namespace;    // namespace of agent Jobs; "" = the daemon pod's own
+  std::string k8s_agent_image;  // image of the agent pods (usually llmcapd's own image)
+  std::string k8s_daemon_url;   // how agent pods reach llmcapd: http://llmcapd.llmcap.svc:8080
+  std::string k8s_agent_token_secret = "llmcap-agent-token";  // Secret (key "token"); "" = none
+  std::string k8s_agent_service_account;     // service account of agent pods; "" = default
+  std::int64_t k8s_api_timeout_ms = 10'000;  // one Kubernetes API request
+
   // Registers every field above with `settings` (keys are the field names).
   void bind(Settings& settings);
+  // The k8s_* fields as the launcher's options (server/k8s_launcher.h).
+  K8sOptions k8s_options() const;
   // Returns "" or the first invalid field with the reason.
   std::string validate() const;
   // True when no token is configured: the API is open (loopback default).
