@@ -57,10 +57,13 @@ void serve_firehose(const FirehoseOptions& options, int port_fd) {
   // told apart: late server timers (pacing lag) vs the client.
   boost::asio::signal_set signals(io, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
-    std::fprintf(stderr, "firehose: %llu requests, %llu token events, worst pacing lag %.3f ms\n",
+    std::fprintf(stderr,
+                 "firehose: %llu requests, %llu token events, worst pacing lag %.3f ms, "
+                 "server's own gap error P50/P99 %.3f/%.3f ms\n",
                  static_cast<unsigned long long>(server.requests()),
                  static_cast<unsigned long long>(server.events_sent()),
-                 static_cast<double>(server.max_pacing_lag_ns()) / 1e6);
+                 static_cast<double>(server.max_pacing_lag_ns()) / 1e6,
+                 server.pacing_gap_error_ns(0.5) / 1e6, server.pacing_gap_error_ns(0.99) / 1e6);
     server.stop();
     io.stop();
   });

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "analysis/log_histogram.h"
 #include "net/http_server.h"
 
 namespace llmcap::bench {
@@ -31,6 +32,9 @@ struct FirehoseState {
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> events{0};
   std::atomic<std::int64_t> max_lag_ns{0};
+  // Paced mode, io thread only: |gap between this stream's consecutive writes − interval|, the
+  // server's own ITL error (the client cannot measure a gap better than the server made it).
+  analysis::LogHistogram gap_error_ns;
 };
 
 namespace {
@@ -110,13 +114,19 @@ Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const auto interval = std::chrono::milliseconds(s->options.interval_ms);
     auto due = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last_write{};
     for (std::int64_t k = 0; k < n; ++k) {
       due += interval;
       timer.expires_at(due);
       co_await timer.async_wait(asio::use_awaitable);
-      const auto lag = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now() - due)
-                           .count();
+      const auto now = std::chrono::steady_clock::now();
+      const auto lag = std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count();
+      if (k > 0) {
+        const auto gap = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_write);
+        const auto err = std::chrono::duration_cast<std::chrono::nanoseconds>(gap - interval);
+        s->gap_error_ns.record(static_cast<double>(err.count() < 0 ? -err.count() : err.count()));
+      }
+      last_write = now;
       auto seen = s->max_lag_ns.load(std::memory_order_relaxed);
       while (lag > seen && !s->max_lag_ns.compare_exchange_weak(seen, lag)) {
       }
@@ -183,5 +193,8 @@ void FirehoseServer::stop() {
 std::uint64_t FirehoseServer::requests() const { return state_->requests.load(); }
 std::uint64_t FirehoseServer::events_sent() const { return state_->events.load(); }
 std::int64_t FirehoseServer::max_pacing_lag_ns() const { return state_->max_lag_ns.load(); }
+double FirehoseServer::pacing_gap_error_ns(double q) const {
+  return state_->gap_error_ns.count() == 0 ? 0.0 : state_->gap_error_ns.quantile(q);
+}
 
 }  // namespace llmcap::bench

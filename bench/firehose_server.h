@@ -52,6 +52,10 @@ class FirehoseServer {
   // Paced mode: how late the server's own timer woke for an event (worst seen), so a client
   // error can be told from server lag.
   std::int64_t max_pacing_lag_ns() const;
+  // Paced mode: quantile q of |gap between a stream's consecutive writes − interval_ms| (ns),
+  // i.e. how far the truth the client is judged against was itself off. Call on the server's
+  // io thread (or after it stopped); 0 when nothing was paced.
+  double pacing_gap_error_ns(double q) const;
 
  private:
   std::shared_ptr<FirehoseState> state_;

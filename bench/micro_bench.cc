@@ -4,6 +4,7 @@
 // prototype, and SSE framing of a stream split into small reads. Results: bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "analysis/log_histogram.h"
 #include "analysis/request_sample.h"
 #include "bench/compact_sample.h"
+#include "storage/packed_samples.h"
 
 namespace {
 
@@ -91,6 +93,64 @@ void BM_StoreCompactSample(benchmark::State& state) {
   state.counters["bytes_per_sample"] = sizeof(bench::CompactSample);
 }
 BENCHMARK(BM_StoreCompactSample);
+
+// The storage queue's encoding (storage::PackedSamples, what SampleWriter holds until SQLite has
+// the rows): rows as server/sample_codec's to_row() makes them from typical_sample().
+storage::SampleRow typical_row(std::uint64_t i) {
+  const auto s = typical_sample(i);
+  storage::SampleRow r;
+  r.step_id = 3;
+  r.index = static_cast<std::int64_t>(s.index);
+  r.t_intended_ns = s.t_intended_ns;
+  r.t_send_ns = s.t_send_ns;
+  r.t_headers_ns = s.t_headers_ns;
+  r.t_first_token_ns = s.t_first_token_ns;
+  r.t_last_token_ns = s.t_last_token_ns;
+  r.t_end_ns = s.t_end_ns;
+  r.max_itl_ns = s.max_itl_ns;
+  r.token_events = s.token_events;
+  r.input_tokens = s.input_tokens;
+  r.output_tokens = s.output_tokens;
+  r.planned_input_tokens = s.planned_input_tokens;
+  r.planned_output_tokens = s.planned_output_tokens;
+  r.http_status = s.http_status;
+  r.finish_reason = static_cast<std::uint8_t>(s.finish_reason);
+  return r;
+}
+
+void BM_PackSampleRow(benchmark::State& state) {
+  std::vector<storage::SampleRow> rows;
+  for (std::uint64_t i = 0; i < 1024; ++i) rows.push_back(typical_row(i));
+  storage::PackedSamples p;
+  std::size_t n = 0;
+  double bytes_per_row = 0;
+  for (auto _ : state) {
+    if (p.rows() == rows.size()) {
+      bytes_per_row = static_cast<double>(p.bytes()) / static_cast<double>(p.rows());
+      p = storage::PackedSamples{};
+    }
+    p.append(rows[n++ % rows.size()]);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_per_sample"] = bytes_per_row;
+}
+BENCHMARK(BM_PackSampleRow);
+
+void BM_UnpackSampleRow(benchmark::State& state) {
+  storage::PackedSamples p;
+  for (std::uint64_t i = 0; i < 1024; ++i) p.append(typical_row(i));
+  auto reader = std::make_unique<storage::PackedSamples::Reader>(p);
+  storage::SampleRow r;
+  for (auto _ : state) {
+    if (!reader->next(r)) {
+      reader = std::make_unique<storage::PackedSamples::Reader>(p);
+      reader->next(r);
+    }
+    benchmark::DoNotOptimize(r.t_end_ns);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_UnpackSampleRow);
 
 void BM_CompactSampleRoundTrip(benchmark::State& state) {
   const auto s = typical_sample(7);
