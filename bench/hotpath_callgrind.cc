@@ -16,23 +16,36 @@
 
 using llmcap::agent::ApiKind;
 using llmcap::agent::ChunkDecoder;
-using llmcap::agent::SseEvent;
 using llmcap::agent::SseParser;
 
 // Frames and decodes `events` copies of one event, one read per event (the usual case below
-// saturation). Returns the number of token events decoded (so the work cannot be elided).
+// saturation), the way StreamRecorder does: events handed over in place by an SseSink, the
+// response id copied only until the first one is known. Returns the number of token events
+// decoded (so the work cannot be elided).
+namespace {
+class CountingSink final : public llmcap::agent::SseSink {
+ public:
+  explicit CountingSink(ApiKind api) : api_(api) {}
+  bool on_event(const llmcap::agent::SseEventView& e) override {
+    const auto c = ChunkDecoder::decode(e.data, api_, true, id_.empty());
+    if (id_.empty()) id_ = c.id;
+    tokens += c.is_token ? 1 : 0;
+    return true;
+  }
+  int tokens = 0;
+
+ private:
+  ApiKind api_;
+  std::string id_;
+};
+}  // namespace
+
 extern "C" __attribute__((noinline)) int llmcap_bench_hot_loop(const char* event, int events,
                                                                int chat) {
   SseParser p;
-  std::vector<SseEvent> out;
-  int tokens = 0;
-  const ApiKind api = chat != 0 ? ApiKind::kChat : ApiKind::kCompletions;
-  for (int i = 0; i < events; ++i) {
-    out.clear();
-    p.feed(event, i, out);
-    for (const auto& e : out) tokens += ChunkDecoder::decode(e.data, api).is_token ? 1 : 0;
-  }
-  return tokens;
+  CountingSink sink(chat != 0 ? ApiKind::kChat : ApiKind::kCompletions);
+  for (int i = 0; i < events; ++i) p.feed(event, i, sink);
+  return sink.tokens;
 }
 
 int main(int argc, char** argv) {
