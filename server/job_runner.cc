@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "agent/nvidia_smi.h"
 #include "api/plan_reader.h"
@@ -43,12 +46,48 @@ std::int64_t now_ms() {
       .count();
 }
 
+// Replaces every occurrence of a target secret in text that leaves the job (stored samples,
+// step documents, results, the failure reason, the log) with "***". Needed because targets
+// echo credentials: "HTTP 401: invalid API key sk-…" becomes a sample's error message.
+// Secrets shorter than kMinRedactedBytes are not searched (they would mangle ordinary text);
+// the plan validator refuses none, so this is the documented limit.
+class SecretRedactor {
+ public:
+  static constexpr std::size_t kMinRedactedBytes = 6;
+  explicit SecretRedactor(const std::vector<storage::SecretRecord>& secrets) {
+    for (const auto& s : secrets) {
+      if (s.value.size() >= kMinRedactedBytes) values_.push_back(s.value);
+    }
+    // Longest first, so a secret that contains another is replaced whole.
+    std::sort(values_.begin(), values_.end(),
+              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  }
+  void redact(std::string& text) const {
+    for (const auto& v : values_) {
+      for (auto pos = text.find(v); pos != std::string::npos; pos = text.find(v, pos + 3))
+        text.replace(pos, v.size(), "***");
+    }
+  }
+  std::string redacted(std::string text) const {
+    redact(text);
+    return text;
+  }
+
+ private:
+  std::vector<std::string> values_;
+};
+
 // Persists steps, publishes progress; one per running job.
 class DaemonSink final : public ExecutionSink {
  public:
   DaemonSink(const std::string& job_id, storage::JobStore& store, storage::SampleWriter& writer,
-             DaemonMetrics& metrics, JobEvents& events)
-      : job_id_(job_id), store_(store), writer_(writer), metrics_(metrics), events_(events) {}
+             DaemonMetrics& metrics, JobEvents& events, const SecretRedactor& redactor)
+      : job_id_(job_id),
+        store_(store),
+        writer_(writer),
+        metrics_(metrics),
+        events_(events),
+        redactor_(redactor) {}
 
   void set_after_step(std::function<void()> f) { after_step_ = std::move(f); }
 
@@ -111,7 +150,10 @@ class DaemonSink final : public ExecutionSink {
     }
     std::vector<storage::SampleRow> rows;
     rows.reserve(result.samples.size());
-    for (const auto& s : result.samples) rows.push_back(to_row(s, step_id_));
+    for (const auto& s : result.samples) {
+      rows.push_back(to_row(s, step_id_));
+      if (!rows.back().error_message.empty()) redactor_.redact(rows.back().error_message);
+    }
     const bool accepted = rows.empty() || writer_.enqueue(std::move(rows));
     if (!telemetry.empty()) {
       std::vector<storage::TelemetryRow> trows;
@@ -124,7 +166,7 @@ class DaemonSink final : public ExecutionSink {
     }
     storage::StepCompletion c;
     c.step_id = step_id_;
-    c.summary_json = step_json.dump();
+    c.summary_json = redactor_.redacted(step_json.dump());
     c.verdict = outcome.get<std::string>();
     c.verdict_json = step_json["verdict"].dump();
     c.partial = step_json["partial"].get<bool>() || !accepted;
@@ -143,7 +185,7 @@ class DaemonSink final : public ExecutionSink {
       error = "storage: " + st.to_string();
       return false;
     }
-    events_.append(job_id_, "step", step_json.dump());
+    events_.append(job_id_, "step", redactor_.redacted(step_json.dump()));
     if (after_step_) after_step_();
     return true;
   }
@@ -153,7 +195,7 @@ class DaemonSink final : public ExecutionSink {
     r.job_id = job_id_;
     r.target = std::string(kPhaseKeyPrefix) +
                phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
-    r.result_json = phase.dump();
+    r.result_json = redactor_.redacted(phase.dump());
     if (auto st = store_.save_capacity(r); !st.ok())
       log()->error("job {}: cannot save phase {}: {}", job_id_, ctx.phase, st.to_string());
   }
@@ -189,6 +231,7 @@ class DaemonSink final : public ExecutionSink {
   storage::SampleWriter& writer_;
   DaemonMetrics& metrics_;
   JobEvents& events_;
+  const SecretRedactor& redactor_;
   std::function<void()> after_step_;  // called once each step is stored
   std::int64_t step_id_ = -1;
   std::string begin_error_;
@@ -242,7 +285,9 @@ JobRunner::JobRunner(storage::JobStore& store, storage::SampleWriter& writer,
       telemetry_interval_s_(telemetry_interval_s) {}
 
 void JobRunner::run(const std::string& job_id, std::stop_token stop) {
-  auto fail = [&](const std::string& why) {
+  std::optional<SecretRedactor> redactor;  // set once the secrets are loaded
+  auto fail = [&](const std::string& raw_why) {
+    const std::string why = redactor ? redactor->redacted(raw_why) : raw_why;
     log()->error("job {} failed: {}", job_id, why);
     check(store_.update_state(job_id, storage::JobState::kFailed, why), job_id, "mark failed");
     events_.append(job_id, "state", json{{"state", "failed"}, {"error", why}}.dump());
@@ -267,6 +312,7 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
          (plan_rec.ok() ? secrets.status() : plan_rec.status()).to_string());
     return;
   }
+  redactor.emplace(secrets.value());
   json plan_doc = json::parse(plan_rec.value().plan_json, nullptr, false);
   strip_empty(plan_doc);
   restore_secrets(plan_doc, secrets.value());
@@ -305,7 +351,7 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   // step when the grace period is over.
   std::stop_source stop_after_step;
   std::stop_callback forward_stop(stop, [&stop_after_step] { stop_after_step.request_stop(); });
-  DaemonSink sink(job_id, store_, writer_, metrics_, events_);
+  DaemonSink sink(job_id, store_, writer_, metrics_, events_, *redactor);
   sink.set_after_step([this, &stop_after_step] {
     if (shutting_down_) stop_after_step.request_stop();
   });
@@ -328,7 +374,7 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   host["gpus"] = list;
   result.results["host_gpus"] = host;
 
-  storage::CapacityRecord doc{job_id, kResultsKey, result.results.dump(), 0};
+  storage::CapacityRecord doc{job_id, kResultsKey, redactor->redacted(result.results.dump()), 0};
   check(store_.save_capacity(doc), job_id, "save results");
   for (const auto& t : result.results["targets"]) {
     storage::CapacityRecord r{job_id, t.value("name", ""), t["qualified"].dump(), 0};

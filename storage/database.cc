@@ -2,9 +2,61 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <utility>
 
 namespace llmcap::storage {
+
+namespace {
+
+// The OS error behind a failed file operation of `db` (0 when none or not a file error).
+// SQLite reports a write on a filesystem that went read-only as SQLITE_IOERR_WRITE
+// ("disk I/O error"); its errno (EROFS, ENOSPC, EIO) is what tells the operator what happened.
+// SQLite often loses the errno of a failed write (sqlite3_system_errno() is 0 after a
+// SQLITE_IOERR_WRITE on a filesystem that went read-only), so then the database's directory is
+// probed with a create + one-byte write of a scratch file: its errno is the filesystem's state
+// now (EROFS, ENOSPC, EIO). Runs only on an I/O error, never on the normal path.
+int probe_directory(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  if (file == nullptr || *file == '\0') return 0;  // in-memory or temporary database
+  std::string dir(file);
+  const auto slash = dir.rfind('/');
+  dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash + 1);
+  const std::string probe = dir + "/.llmcap-write-probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno == EEXIST ? 0 : errno;
+  int err = 0;
+  if (::write(fd, "x", 1) != 1) err = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return err;
+}
+
+int os_errno(int rc, sqlite3* db) {
+  if (db == nullptr) return 0;
+  switch (rc & 0xff) {
+    case SQLITE_IOERR: {
+      const int err = sqlite3_system_errno(db);
+      return err != 0 ? err : probe_directory(db);
+    }
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY: return sqlite3_system_errno(db);
+    default: return 0;
+  }
+}
+
+std::string with_os_error(std::string message, int err) {
+  if (err == 0) return message;
+  return message + " (" + std::strerror(err) + ")";
+}
+
+}  // namespace
 
 Status status_from_sqlite(int rc, sqlite3* db, std::string_view context) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return Status();
@@ -23,6 +75,9 @@ Status status_from_sqlite(int rc, sqlite3* db, std::string_view context) {
     case SQLITE_CONSTRAINT: code = ErrorCode::kConflict; break;
     default: code = ErrorCode::kInvalid; break;
   }
+  const int err = os_errno(rc, db);
+  if (err == EROFS) code = ErrorCode::kReadOnly;
+  if (err == ENOSPC || err == EDQUOT) code = ErrorCode::kDiskFull;
   std::string message(context);
   if (!message.empty()) message += ": ";
   if (db != nullptr && sqlite3_errcode(db) != SQLITE_OK) {
@@ -30,7 +85,7 @@ Status status_from_sqlite(int rc, sqlite3* db, std::string_view context) {
   } else {
     message += sqlite3_errstr(rc);
   }
-  return Status(code, std::move(message));
+  return Status(code, with_os_error(std::move(message), err));
 }
 
 Result<Database> Database::open(const std::string& path, const DatabaseOptions& options) {
@@ -86,8 +141,8 @@ Status Database::exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     std::string message = error != nullptr ? error : sqlite3_errstr(rc);
     sqlite3_free(error);
-    Status mapped = status_from_sqlite(rc, nullptr, "");
-    return Status(mapped.code(), std::move(message));
+    Status mapped = status_from_sqlite(rc, db_, "");
+    return Status(mapped.code(), with_os_error(std::move(message), os_errno(rc, db_)));
   }
   return Status();
 }

@@ -35,6 +35,10 @@ struct DatabaseOptions {
 // SQLITE_IOERR/CANTOPEN/PROTOCOL → kIoError, SQLITE_CONSTRAINT → kConflict, anything else →
 // kInvalid. The message is "<context>: <sqlite message>" (the connection's message when db is
 // given and has one, else sqlite3_errstr). SQLITE_OK/ROW/DONE give an ok Status.
+// For file errors the OS error of `db` decides and is appended ("disk I/O error (Read-only
+// file system)"): EROFS → kReadOnly, ENOSPC/EDQUOT → kDiskFull, whatever SQLite's code was.
+// When SQLite kept no errno for an I/O error, a scratch file created in the database's
+// directory (and removed) tells the filesystem's state.
 Status status_from_sqlite(int rc, sqlite3* db, std::string_view context);
 
 class Database {

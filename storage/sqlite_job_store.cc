@@ -340,8 +340,12 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
 }
 
 Result<JobRecord> SqliteJobStore::get_job(std::string_view job_id) {
-  LLMCAP_WITH_READER(db);
-  return read_job(db, job_id);
+  Result<JobRecord> job = [&]() -> Result<JobRecord> {
+    LLMCAP_WITH_READER(db);
+    return read_job(db, job_id);
+  }();
+  if (job.ok()) overlay_unstored(job.value());
+  return job;
 }
 
 Result<PlanRecord> SqliteJobStore::get_plan(std::string_view plan_id) {
@@ -398,12 +402,68 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
     page.jobs.pop_back();
     page.next_cursor = encode_cursor(page.jobs.back().id);
   }
-  for (JobRecord& job : page.jobs) LLMCAP_STORAGE_TRY(load_targets(db, job));
+  for (JobRecord& job : page.jobs) {
+    LLMCAP_STORAGE_TRY(load_targets(db, job));
+    overlay_unstored(job);
+  }
   return page;
+}
+
+bool SqliteJobStore::is_storage_failure(const Status& status) {
+  return status.code() == ErrorCode::kDiskFull || status.code() == ErrorCode::kReadOnly ||
+         status.code() == ErrorCode::kIoError || status.code() == ErrorCode::kBusy ||
+         status.code() == ErrorCode::kCorrupt;
+}
+
+void SqliteJobStore::overlay_unstored(JobRecord& job) const {
+  std::lock_guard lock(unstored_mutex_);
+  const auto it = unstored_.find(job.id);
+  if (it == unstored_.end()) return;
+  job.state = it->second.state;
+  job.error_message = it->second.error_message;
+  job.finished_at_ms = it->second.at_ms;
+}
+
+void SqliteJobStore::retry_unstored() {
+  std::map<std::string, UnstoredState, std::less<>> pending;
+  {
+    std::lock_guard lock(unstored_mutex_);
+    pending = unstored_;
+  }
+  for (const auto& [id, state] : pending) {
+    Result<JobRecord> stored = update_state_once(id, state.state, state.stored_error);
+    // Stored now, or no longer storable as such (deleted, or moved on): drop the overlay.
+    if (stored.ok() || !is_storage_failure(stored.status())) {
+      std::lock_guard lock(unstored_mutex_);
+      unstored_.erase(id);
+    }
+  }
 }
 
 Result<JobRecord> SqliteJobStore::update_state(std::string_view job_id, JobState to,
                                                std::string_view error_message) {
+  retry_unstored();
+  Result<JobRecord> job = update_state_once(job_id, to, error_message);
+  if (job.ok() || !is_terminal(to) || !is_storage_failure(job.status())) return job;
+  // The database cannot take the final state (disk full, read-only, I/O error). Readers of
+  // this process see it anyway, with the reason; the next successful update stores it, and a
+  // restart without it finds the job running → interrupted (resumable), never "running".
+  UnstoredState unstored;
+  unstored.state = to;
+  unstored.stored_error = std::string(error_message);
+  unstored.error_message = std::string(error_message);
+  if (!unstored.error_message.empty()) unstored.error_message += "; ";
+  unstored.error_message += "state not stored: " + job.status().to_string();
+  unstored.at_ms = now_ms();
+  {
+    std::lock_guard lock(unstored_mutex_);
+    unstored_[std::string(job_id)] = std::move(unstored);
+  }
+  return job;
+}
+
+Result<JobRecord> SqliteJobStore::update_state_once(std::string_view job_id, JobState to,
+                                                    std::string_view error_message) {
   std::lock_guard lock(write_mutex_);
   Result<Transaction> tx = Transaction::begin(writer_);
   if (!tx.ok()) return tx.status();

@@ -9,6 +9,12 @@
 // Ids: "job_<ulid>" and "plan_<ulid>" from an IdGenerator on the injected clock, so list order
 // (newest first) is id order. Times: unix milliseconds from the injected clock.
 //
+// Final states the database cannot take: when update_state() to a terminal state fails with a
+// storage error (disk full, read-only filesystem, I/O), the store keeps that state and its
+// reason in memory and shows it in get_job/list_jobs (error "…; state not stored: …"), so a job
+// whose storage failed reads `failed`, not `running`, for as long as this process lives; every
+// later update_state() first retries storing it. (list_jobs filters by the stored state.)
+//
 // Ownership: owns its connections. Thread safety: every method may be called from any thread;
 // writes are serialised by one mutex, reads by another. All methods block on SQLite — never call
 // them on an Asio I/O thread.
@@ -16,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,6 +85,19 @@ class SqliteJobStore final : public JobStore {
  private:
   SqliteJobStore(Database writer, std::optional<Database> reader, SqliteJobStoreOptions options);
   std::int64_t now_ms() const { return now_ms_(); }
+  Result<JobRecord> update_state_once(std::string_view job_id, JobState to,
+                                      std::string_view error_message);
+  // Errors of the database itself (not of the request): worth keeping a final state for.
+  static bool is_storage_failure(const Status& status);
+  void overlay_unstored(JobRecord& job) const;
+  void retry_unstored();
+
+  struct UnstoredState {
+    JobState state = JobState::kFailed;
+    std::string stored_error;   // what update_state() was asked to store
+    std::string error_message;  // what readers see: that plus why it is not stored
+    std::int64_t at_ms = 0;
+  };
 
   std::function<std::int64_t()> now_ms_;
   IdGenerator ids_;
@@ -85,6 +105,8 @@ class SqliteJobStore final : public JobStore {
   Database writer_;  // guarded by write_mutex_
   std::mutex read_mutex_;
   std::optional<Database> reader_;  // guarded by read_mutex_; nullopt → reads use writer_
+  mutable std::mutex unstored_mutex_;
+  std::map<std::string, UnstoredState, std::less<>> unstored_;  // guarded by unstored_mutex_
 };
 
 }  // namespace llmcap::storage

@@ -530,5 +530,61 @@ TEST_F(SqliteJobStoreTest, ReadOnlyDatabaseGivesCleanErrors) {
   EXPECT_TRUE((*ro)->get_job(job.id).ok());
 }
 
+// A final state the database cannot take (here: another connection holds the write lock, so
+// the update fails with kBusy after the busy timeout; disk full and a read-only filesystem take
+// the same path) is still what readers see, with the reason, and is stored by the next update.
+TEST(SqliteJobStoreFileTest, FinalStateThatCannotBeStoredIsShownThenStoredLater) {
+  testing::TempDir dir;
+  const std::string path = testing::migrated_file_db(dir);
+  SqliteJobStoreOptions options;
+  options.busy_timeout_ms = 20;
+  Result<std::unique_ptr<SqliteJobStore>> opened = SqliteJobStore::open(path, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  SqliteJobStore& store = **opened;
+  NewJob nj;
+  nj.plan_json = R"({"name":"p"})";
+  nj.workload_fingerprint = "wf";
+  nj.targets.push_back({"a", "http://a:8000", "{}", 1.0});
+  const JobRecord job = store.create_job(nj)->job;
+  const JobRecord other = store.create_job(nj)->job;
+  ASSERT_TRUE(store.update_state(job.id, JobState::kRunning).ok());
+
+  Result<Database> locker = Database::open(path);
+  ASSERT_TRUE(locker.ok());
+  ASSERT_TRUE(locker->exec("BEGIN IMMEDIATE").ok());
+  Result<JobRecord> failed = store.update_state(job.id, JobState::kFailed, "storage: disk_full");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), ErrorCode::kBusy) << failed.status().to_string();
+  // Readers see the final state and why it is not stored; a non-terminal state is not kept.
+  Result<JobRecord> seen = store.get_job(job.id);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->state, JobState::kFailed);
+  EXPECT_NE(seen->error_message.find("storage: disk_full"), std::string::npos);
+  EXPECT_NE(seen->error_message.find("state not stored: busy"), std::string::npos)
+      << seen->error_message;
+  EXPECT_TRUE(seen->finished_at_ms.has_value());
+  JobFilter all;
+  Result<JobPage> page = store.list_jobs(all);
+  ASSERT_TRUE(page.ok());
+  for (const JobRecord& j : page->jobs) {
+    EXPECT_EQ(j.state, j.id == job.id ? JobState::kFailed : JobState::kQueued) << j.id;
+  }
+  EXPECT_FALSE(store.update_state(other.id, JobState::kRunning).ok());
+  EXPECT_EQ(store.get_job(other.id)->state, JobState::kQueued);
+
+  // The database is writable again: the next update stores the kept state first.
+  ASSERT_TRUE(locker->exec("COMMIT").ok());
+  ASSERT_TRUE(store.update_state(other.id, JobState::kRunning).ok());
+  Result<Database> reader = Database::open(path);
+  ASSERT_TRUE(reader.ok());
+  Result<Statement> st = reader->prepare("SELECT state, error_message FROM jobs WHERE id = ?");
+  ASSERT_TRUE(st.ok());
+  st->bind(1, job.id);
+  ASSERT_TRUE(*st->step());
+  EXPECT_EQ(st->column_text(0), "failed");
+  EXPECT_EQ(st->column_text(1), "storage: disk_full");
+  EXPECT_EQ(store.get_job(job.id)->error_message, "storage: disk_full");
+}
+
 }  // namespace
 }  // namespace llmcap::storage

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Storage faults under the real `llmcapd serve` binary while a job runs (issue 9).
+
+Usage: daemon_storage_faults_test.py PATH/TO/llmcapd [unittest args]
+
+Real faults, not mocks (the tests run as root and mount their own small filesystems):
+- Disk full: the database lives on a tmpfs of a few MiB; after the job's first step is stored,
+  a filler file takes every free byte, so the next write of the job fails with ENOSPC
+  (SQLITE_FULL), exactly as when a real disk fills up.
+- Read-only: the database lives on an ext4 filesystem in a loop device mounted with
+  errors=remount-ro; after the first step the test raises an ext4 error through
+  /sys/fs/ext4/<dev>/trigger_fs_error and the kernel remounts the filesystem read-only under the
+  running daemon (what a disk error does in production). `mount -o remount,ro` and read-only
+  bind remounts are refused (EBUSY) while the daemon holds the database open for writing, so they
+  cannot inject this fault.
+In both cases: the job ends `failed` with a reason that names the storage error, the log says so,
+the daemon keeps answering reads (job, results, stored samples, health), the samples of the step
+stored before the fault are intact, and PRAGMA integrity_check is ok afterwards. After disk
+space is freed, a new job runs to `succeeded` (the writer recovers).
+
+Without mount rights (not root, no tmpfs/loop/ext4) the tests print "SKIPPED: ..." and pass.
+Each test needs ~15 s.
+"""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llmcapd_harness import Daemon, plan  # noqa: E402
+
+BINARY = None
+SKIPPED = []
+
+
+def done_at_least(job, step):
+    """True once step `step` (0-based) of the job is stored (last_completed_step may be 0)."""
+    return job["last_completed_step"] is not None and job["last_completed_step"] >= step
+
+
+def result_steps(res):
+    """The step documents of a results answer: top level while running, else per phase."""
+    if "steps" in res:
+        return res["steps"]
+    return [s for t in res.get("targets", []) for p in t.get("phases", []) for s in p["steps"]]
+
+
+def run(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def skip(test, why):
+    SKIPPED.append(why)
+    sys.stderr.write("SKIPPED: %s\n" % why)
+    test.skipTest(why)
+
+
+def fill(directory):
+    """Writes a filler file until the filesystem is full; returns its path and size in bytes."""
+    path = os.path.join(directory, "filler")
+    written = 0
+    with open(path, "wb", buffering=0) as f:
+        for chunk in (1 << 20, 64 << 10, 4 << 10, 512, 1):
+            block = b"\0" * chunk
+            while True:
+                try:
+                    f.write(block)
+                    written += chunk
+                except OSError:
+                    break
+    return path, written
+
+
+def sample_rows(db, step_seq, job_id):
+    return db.execute(
+        "SELECT COUNT(*) FROM request_samples r JOIN steps s ON r.step_id = s.id "
+        "WHERE s.job_id = ? AND s.seq = ?", (job_id, step_seq)).fetchone()[0]
+
+
+def fault_plan(name):
+    # Many short requests so each step writes a few hundred sample rows; ten 1.5 s steps, so
+    # the job is still running well after the fault is injected after its first step.
+    doc = plan(name, levels=(8,) * 10, duration_s=1.5, warmup_s=0.2, min_requests=1)
+    doc["workload"] = {"input_tokens": {"fixed": 16}, "output_tokens": {"fixed": 4}}
+    return doc
+
+
+class StorageFaultTest(unittest.TestCase):
+    def mount_point(self):
+        if os.geteuid() != 0:
+            skip(self, "storage fault tests need root (they mount a tmpfs / loop filesystem)")
+        mnt = tempfile.mkdtemp(prefix="llmcap-fault-")
+        self.addCleanup(shutil.rmtree, mnt, True)
+        return mnt
+
+    def start_daemon(self, db_path):
+        d = Daemon(BINARY, db_path=db_path, args=["--shutdown-grace-s", "2"], log_level="info")
+        self.addCleanup(d.cleanup)
+        return d.start()
+
+    def run_until_first_step(self, d, name):
+        job_id = d.submit(fault_plan(name))
+        d.wait_job(job_id, lambda j: done_at_least(j, 0), 60, "first step")
+        rows = d.request("GET", "/v1/jobs/%s/requests?step=0" % job_id)
+        self.assertEqual(rows.status, 200)
+        before = rows.text.splitlines()
+        self.assertGreater(len(before), 0)
+        return job_id, before
+
+    def assert_failed_and_readable(self, d, job_id, before, words):
+        """The job ends failed naming the storage error; reads still work."""
+        job = d.wait_job(job_id, lambda j: j["state"] in ("failed", "succeeded", "cancelled"),
+                         30, "a terminal state after the storage fault")
+        self.assertEqual(job["state"], "failed", job)
+        error = job["error"] or ""
+        self.assertTrue(any(w in error for w in words), "error %r names none of %s" %
+                        (error, words))
+        self.assertIn("storage", error)
+        self.assertTrue(d.running(), "daemon died after the storage fault")
+        # Reads keep working: health, the job, the list, results, stored samples, metrics.
+        self.assertEqual(d.request("GET", "/healthz").status, 200)
+        self.assertEqual(d.job(job_id)["state"], "failed")
+        listed = d.get_json("/v1/jobs")
+        self.assertIn(job_id, [j["id"] for j in listed["jobs"]])
+        self.assertEqual([j["state"] for j in listed["jobs"] if j["id"] == job_id], ["failed"])
+        res = d.request("GET", "/v1/jobs/%s/results" % job_id)
+        self.assertEqual(res.status, 200, res)
+        self.assertIn(0, [s["global_step"] for s in result_steps(res.json())])
+        rows = d.request("GET", "/v1/jobs/%s/requests?step=0" % job_id)
+        self.assertEqual(rows.status, 200)
+        self.assertEqual(rows.text.splitlines(), before, "stored samples changed")
+        self.assertEqual(d.request("GET", "/metrics").status, 200)
+        log = d.log_text()
+        self.assertIn("job %s failed" % job_id, log)
+        self.assertTrue(any(w in log for w in words), "log names none of %s" % (words,))
+        return error
+
+    def assert_intact(self, db_path, job_id, before):
+        db = sqlite3.connect(db_path)
+        try:
+            self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+            self.assertEqual(sample_rows(db, 0, job_id), len(before))
+            finished = db.execute(
+                "SELECT COUNT(*) FROM steps WHERE job_id = ? AND finished_at_ms IS NOT NULL",
+                (job_id,)).fetchone()[0]
+            self.assertGreaterEqual(finished, 1)
+        finally:
+            db.close()
+
+    def test_disk_full_while_job_runs(self):
+        mnt = self.mount_point()
+        r = run(["mount", "-t", "tmpfs", "-o", "size=6m", "llmcap-fault", mnt])
+        if r.returncode != 0:
+            skip(self, "cannot mount a tmpfs: " + r.stdout.strip())
+        self.addCleanup(run, ["umount", "-l", mnt])
+        db_path = os.path.join(mnt, "llmcap.db")
+        d = self.start_daemon(db_path)
+        job_id, before = self.run_until_first_step(d, "diskfull")
+        filler, size = fill(mnt)
+        sys.stderr.write("disk full: tmpfs 6 MiB, filler %d bytes\n" % size)
+        error = self.assert_failed_and_readable(d, job_id, before, ("disk_full", "full"))
+        sys.stderr.write("job error: %s\n" % error)
+        os.unlink(filler)
+        self.assert_intact(db_path, job_id, before)
+        # Space is back: the daemon stores new work again without a restart.
+        small = plan("after-full", levels=(1,), duration_s=1, warmup_s=0, min_requests=1)
+        again = d.submit(small)
+        d.wait_state(again, "succeeded", 60)
+        self.assertEqual(d.job(job_id)["state"], "failed")
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(20), 0)
+        self.assert_intact(db_path, job_id, before)
+
+    def test_read_only_filesystem_while_job_runs(self):
+        mnt = self.mount_point()
+        image = os.path.join(tempfile.mkdtemp(prefix="llmcap-img-"), "fs.img")
+        self.addCleanup(shutil.rmtree, os.path.dirname(image), True)
+        with open(image, "wb") as f:
+            f.truncate(32 << 20)
+        r = run(["mkfs.ext4", "-q", "-F", image])
+        if r.returncode != 0:
+            skip(self, "mkfs.ext4 failed: " + r.stdout.strip())
+        r = run(["losetup", "-f", "--show", image])
+        if r.returncode != 0:
+            skip(self, "no loop device: " + r.stdout.strip())
+        loop = r.stdout.strip()
+        self.addCleanup(run, ["losetup", "-d", loop])
+        r = run(["mount", "-o", "errors=remount-ro", loop, mnt])
+        if r.returncode != 0:
+            skip(self, "cannot mount ext4 on %s: %s" % (loop, r.stdout.strip()))
+        self.addCleanup(run, ["umount", mnt])
+        trigger = "/sys/fs/ext4/%s/trigger_fs_error" % os.path.basename(loop)
+        if not os.path.exists(trigger):
+            skip(self, "kernel has no " + trigger)
+        db_path = os.path.join(mnt, "llmcap.db")
+        d = self.start_daemon(db_path)
+        job_id, before = self.run_until_first_step(d, "readonly")
+        with open(trigger, "w") as f:
+            f.write("llmcap storage fault test")
+        with open("/proc/mounts") as f:
+            opts = [line.split()[3] for line in f if line.split()[1] == mnt]
+        # Linux 6.x shows an ext4 error remount as "emergency_ro" (older kernels: "ro").
+        self.assertTrue(opts and (opts[0].startswith("ro") or "emergency_ro" in opts[0]), opts)
+        error = self.assert_failed_and_readable(d, job_id, before,
+                                                ("read_only", "Read-only file system"))
+        sys.stderr.write("job error: %s\n" % error)
+        d.signal(signal.SIGTERM)
+        rc = d.wait(20)
+        self.assertIsNotNone(rc, "llmcapd did not exit on SIGTERM with a read-only database")
+        # What the kernel holds for the database now (the filesystem stays read-only): copy the
+        # file and its WAL, then check the copy.
+        copy = tempfile.mkdtemp(prefix="llmcap-ro-copy-")
+        self.addCleanup(shutil.rmtree, copy, True)
+        for suffix in ("", "-wal"):
+            if os.path.exists(db_path + suffix):
+                shutil.copyfile(db_path + suffix, os.path.join(copy, "llmcap.db" + suffix))
+        self.assert_intact(os.path.join(copy, "llmcap.db"), job_id, before)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
+        sys.exit("usage: daemon_storage_faults_test.py PATH/TO/llmcapd [unittest args]")
+    BINARY = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
