@@ -22,6 +22,7 @@
 #include "agent/prompt_factory.h"
 #include "agent/request_builder.h"
 #include "agent/stream_recorder.h"
+#include "agent/tokenize_response.h"
 
 namespace llmcap::agent {
 
@@ -338,7 +339,8 @@ asio::awaitable<bool> StepRun::discover_model() {
 
 asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
   // vLLM shape first ({"model", "prompt"} → {"count"}), then llama.cpp ({"content"} →
-  // {"tokens": [...]}).
+  // {"tokens": [...]}). llama.cpp answers the vLLM shape with 200 {"tokens": []}, which
+  // TokenizeResponse reads as "not understood" so that the second shape is tried.
   for (int shape = 0; shape < 2; ++shape) {
     json body =
         shape == 0 ? json{{"model", result.model}, {"prompt", text}} : json{{"content", text}};
@@ -352,12 +354,8 @@ asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
       if (r.exchange.http_status == 404) co_return -1;  // no such endpoint
       continue;
     }
-    json doc = json::parse(r.body, nullptr, false);
-    if (!doc.is_object()) continue;
-    if (doc.contains("count") && doc["count"].is_number_integer())
-      co_return doc["count"].get<std::int32_t>();
-    if (doc.contains("tokens") && doc["tokens"].is_array())
-      co_return static_cast<std::int32_t>(doc["tokens"].size());
+    const std::int32_t n = TokenizeResponse::count(r.body, text.size());
+    if (n >= 0) co_return n;
   }
   co_return -1;
 }
