@@ -39,6 +39,19 @@ std::vector<StepSpec> split_step(const StepSpec& spec, std::int32_t shards) {
         seg.rate_start /= n;
         seg.rate_end /= n;
       }
+      // Constant spacing: N shards at R/N with the same phase would send N requests at once
+      // every N/R s. Shard k starts k/R later (a zero-rate prefix), so together they send one
+      // every 1/R s like a single agent (less its first N − 1 arrivals, which fall in the
+      // first N/R s). Random arrivals need no phase: N Poisson(R/N) streams are Poisson(R).
+      const double r0 = spec.load.rate.rate_at(0);
+      if (spec.load.inter_arrival == InterArrival::kConstant && k > 0 && r0 > 0) {
+        const double shift_s = static_cast<double>(k) / r0;
+        for (auto& seg : segs) {
+          seg.start_s += shift_s;
+          seg.end_s += shift_s;
+        }
+        segs.insert(segs.begin(), RateProfile::Segment{0, shift_s, 0, 0});
+      }
       s.load.rate = RateProfile::from_segments(std::move(segs));
       s.load.in_flight_cap = std::max(1, shard_share(spec.load.in_flight_cap, shards, k));
     }

@@ -3,7 +3,8 @@
 //   closed loop  concurrency C → ⌊C/N⌋ or ⌈C/N⌉ clients per shard (the first C mod N shards get
 //                one more; sums to C; a shard gets 0 clients when C < N and then runs nothing);
 //   open loop    rate profile R(t) → R(t)/N per shard (every segment divided), in-flight cap
-//                split like concurrency (at least 1 each);
+//                split like concurrency (at least 1 each); with constant spacing shard k's
+//                profile starts k/R(0) later, so the shards interleave into one 1/R cadence;
 //   seed         shard_seed(step seed, k): different prompts and arrivals per shard, the same
 //                for the same plan every run (shard 0 keeps the step's own seed).
 // Everything else (target, workload, warm-up, duration, drain, deadlines) is copied.

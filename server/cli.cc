@@ -17,6 +17,8 @@ const std::vector<Command>& commands() {
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
       {"report", "render a results file or job as an HTML report (or Markdown/CSV)", &cmd_report},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
+      {"agent", "run one shard of a job's load for a daemon (scale-out, plan `agents`)",
+       &cmd_agent},
       {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)", &cmd_estimate},
       {"version", "print the version and build information", &cmd_version},
   };

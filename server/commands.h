@@ -6,6 +6,7 @@
 
 namespace llmcap::server {
 
+int cmd_agent(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);

@@ -14,6 +14,7 @@
 #include "server/job_runner.h"
 #include "server/job_scheduler.h"
 #include "server/rest_api.h"
+#include "server/shard_hub.h"
 #include "storage/database.h"
 #include "storage/migration.h"
 #include "storage/migrator.h"
@@ -81,8 +82,10 @@ void Daemon::start() {
   // 3. Execution: simulators, runner, scheduler; requeue jobs that were waiting.
   events_ = std::make_unique<JobEvents>();
   sims_ = std::make_unique<EmbeddedSimulators>();
+  shards_ = std::make_unique<ShardHub>();
   runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_,
                                         config_.telemetry_interval_s);
+  runner_->set_shard_hub(shards_.get());
   JobRunner* runner = runner_.get();
   scheduler_ = std::make_unique<JobScheduler>(
       JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs},
@@ -102,8 +105,9 @@ void Daemon::start() {
 
   // 4. The API.
   blocking_ = std::make_unique<boost::asio::thread_pool>(2);
-  api_ = std::make_unique<RestApi>(
-      RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_, shutting_down_}, *blocking_);
+  api_ = std::make_unique<RestApi>(RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_,
+                                               shutting_down_, shards_.get()},
+                                   *blocking_);
   net::HttpServerOptions ho;
   ho.address = config_.listen_address;
   ho.port = config_.port;

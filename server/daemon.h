@@ -33,6 +33,7 @@ class JobEvents;
 class JobRunner;
 class JobScheduler;
 class RestApi;
+class ShardHub;
 
 class Daemon {
  public:
@@ -55,6 +56,7 @@ class Daemon {
   std::unique_ptr<storage::SqliteJobStore> store_;
   std::unique_ptr<storage::SampleWriter> writer_;
   std::unique_ptr<EmbeddedSimulators> sims_;
+  std::unique_ptr<ShardHub> shards_;  // agent fleets of jobs with `agents` (issue 11)
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<JobScheduler> scheduler_;
   std::unique_ptr<boost::asio::thread_pool> blocking_;

@@ -18,6 +18,7 @@
 #include "server/plan_conversion.h"
 #include "server/plan_executor.h"
 #include "server/sample_codec.h"
+#include "server/shard_hub.h"
 #include "storage/job_store.h"
 #include "storage/sample_writer.h"
 
@@ -355,8 +356,21 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   sink.set_after_step([this, &stop_after_step] {
     if (shutting_down_) stop_after_step.request_stop();
   });
-  PlanExecutor executor(sims_, sink);
+  // Scale-out (issue 11): the job's steps run on its agents through a ShardCoordinator.
+  std::shared_ptr<ShardCoordinator> fleet;
+  if (parse.plan->agents) {
+    if (!shard_hub_) {
+      fail("the plan has agents but this llmcapd cannot coordinate agents (no shard hub)");
+      return;
+    }
+    fleet = shard_hub_->open(job_id, *parse.plan->agents);
+  }
+  PlanExecutor executor(sims_, sink, fleet.get());
   ExecutionResult result = executor.run(plan, stop_after_step.get_token(), resume);
+  if (fleet)
+    shard_hub_->close(job_id, !result.error.empty() ? "failed"
+                              : result.cancelled    ? "stopped"
+                                                    : "finished");
   result.results["job_id"] = job_id;
   // The load generator's host GPUs, when llmcapd runs on the GPU host (DOMAIN §1: record the
   // hardware with every result). Absent nvidia-smi is noted, never an error.

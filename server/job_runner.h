@@ -27,6 +27,7 @@ namespace llmcap::server {
 class DaemonMetrics;
 class EmbeddedSimulators;
 class JobEvents;
+class ShardHub;
 
 inline constexpr const char* kResultsKey = "#results";
 inline constexpr const char* kPhaseKeyPrefix = "#phase:";
@@ -37,6 +38,9 @@ class JobRunner {
   JobRunner(storage::JobStore& store, storage::SampleWriter& writer, EmbeddedSimulators& sims,
             DaemonMetrics& metrics, JobEvents& events, double telemetry_interval_s = 1.0);
   void run(const std::string& job_id, std::stop_token stop);
+  // Agent fleets (issue 11): a plan with `agents` runs its steps through a ShardCoordinator
+  // opened in this hub. Without one, such plans fail with a clear error. Set before run().
+  void set_shard_hub(ShardHub* hub) { shard_hub_ = hub; }
   // Set before the scheduler is shut down: stopped jobs become interrupted, not cancelled.
   void set_shutting_down() { shutting_down_ = true; }
 
@@ -47,6 +51,7 @@ class JobRunner {
   DaemonMetrics& metrics_;
   JobEvents& events_;
   double telemetry_interval_s_;
+  ShardHub* shard_hub_ = nullptr;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -18,6 +18,7 @@
 #include "analysis/windowed.h"
 #include "api/result_json.h"
 #include "server/embedded_sims.h"
+#include "server/shard_coordinator.h"
 
 namespace llmcap::server {
 
@@ -119,7 +120,7 @@ class TargetRun {
  public:
   TargetRun(const RunPlan& plan, const RunTarget& target, std::size_t target_index,
             ExecutionSink& sink, std::stop_token stop, const ResumeState& resume,
-            std::int64_t& global_step, std::int64_t planned_steps)
+            std::int64_t& global_step, std::int64_t planned_steps, StepBackend& backend)
       : plan_(plan),
         target_(target),
         target_index_(target_index),
@@ -127,7 +128,8 @@ class TargetRun {
         stop_(std::move(stop)),
         resume_(resume),
         global_step_(global_step),
-        planned_steps_(planned_steps) {}
+        planned_steps_(planned_steps),
+        backend_(backend) {}
 
   // Runs every phase; returns the target's results document.
   json run(std::string& error, bool& cancelled);
@@ -149,6 +151,7 @@ class TargetRun {
   const ResumeState& resume_;
   std::int64_t& global_step_;
   std::int64_t planned_steps_;
+  StepBackend& backend_;
   std::string model_;
   std::vector<analysis::JudgedStep> all_judged_;
   int client_bound_steps_ = 0;
@@ -218,9 +221,9 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     scraper->start(std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count());
   }
 
-  agent::StepRunner runner;
   auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
-  agent::StepResult result = runner.run(spec, stop_, progress);
+  BackendStep produced = backend_.run(spec, ctx.global_step, stop_, progress);
+  agent::StepResult& result = produced.result;
   agent::TelemetryResult telemetry;
   if (scraper) {
     telemetry = scraper->stop();
@@ -303,6 +306,20 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
+  if (!produced.extra.is_null()) {
+    // Scale-out (issue 11): per-shard figures, and client-side latency per region from the
+    // merged (time-expanded) samples, whose region labels come parallel to them.
+    json agents = produced.extra;
+    if (agents.contains("sample_regions")) {
+      const auto regions = agents["sample_regions"].get<std::vector<std::string>>();
+      agents.erase("sample_regions");
+      if (json by_region = region_latency_json(result.samples, regions, result.window_start_ns,
+                                               result.window_end_ns);
+          !by_region.is_null())
+        step_json["regions"] = std::move(by_region);
+    }
+    step_json["agents"] = std::move(agents);
+  }
   if (scraper) {
     step_json["telemetry"] =
         json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
@@ -652,8 +669,8 @@ json TargetRun::run(std::string& error, bool& cancelled) {
 
 }  // namespace
 
-PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink)
-    : sims_(sims), sink_(sink) {}
+PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend)
+    : sims_(sims), sink_(sink), backend_(backend ? backend : &local_) {}
 
 std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
   std::int64_t per_target = 0;
@@ -697,7 +714,7 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     }
     sink_.on_target_started(target, target.spec.base_url, description);
     bool cancelled = false;
-    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned);
+    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, *backend_);
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
     const bool qualified = doc["qualified"].is_object();

@@ -18,6 +18,7 @@
 #include "agent/step_runner.h"
 #include "agent/telemetry_scraper.h"
 #include "server/run_plan.h"
+#include "server/step_backend.h"
 
 namespace llmcap::server {
 
@@ -77,7 +78,8 @@ struct ExecutionResult {
 
 class PlanExecutor {
  public:
-  PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink);
+  // backend: who generates each step's load (server/step_backend.h); nullptr: this process.
+  PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend = nullptr);
   ExecutionResult run(const RunPlan& plan, std::stop_token stop, const ResumeState& resume = {});
 
   // Steps the plan will run at most (capacity searches counted at max_steps + confirms).
@@ -86,6 +88,8 @@ class PlanExecutor {
  private:
   EmbeddedSimulators& sims_;
   ExecutionSink& sink_;
+  LocalStepBackend local_;
+  StepBackend* backend_;  // never null: &local_ unless given
 };
 
 // Builds the qualified-capacity table rows (one per target) of a results document as text.

@@ -28,6 +28,7 @@
 #include "server/job_runner.h"
 #include "server/job_scheduler.h"
 #include "server/sample_codec.h"
+#include "server/shard_routes.h"
 #include "server/version.h"
 #include "sim/profile_catalog.h"
 #include "storage/job_store.h"
@@ -172,6 +173,10 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
             {"GET", "/v1/jobs/{id}/events", "watch_job"},
             {"GET", "/v1/jobs/{id}/report", "get_report"},
             {"GET", "/v1/compare", "compare_jobs"},
+            {"POST", "/v1/jobs/{id}/shards/{shard}/clock", "shard_clock"},
+            {"POST", "/v1/jobs/{id}/shards/{shard}/register", "shard_register"},
+            {"GET", "/v1/jobs/{id}/shards/{shard}/assignment", "shard_assignment"},
+            {"POST", "/v1/jobs/{id}/shards/{shard}/results", "shard_results"},
         }) {}
 
   RestApiDeps deps;
@@ -761,12 +766,17 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (name == "resume_job") return resume_job(id);
     if (name == "get_results") return get_results(id);
     if (name == "get_report") return get_report(id, req);
+    if (name.rfind("shard_", 0) == 0) {
+      if (!deps.shards) return problem_response(ApiErrorCode::kNotFound, "no agent fleets here");
+      return handle_shard_route(*deps.shards, name, id, m.params.at("shard"), req);
+    }
     return problem_response(ApiErrorCode::kNotFound, "no such resource");
   }
 
   static bool is_mutating(const std::string& route) {
+    // Agents (scale-out) use an admin token: they receive target credentials with their specs.
     return route == "create_job" || route == "delete_job" || route == "cancel_job" ||
-           route == "resume_job";
+           route == "resume_job" || route.rfind("shard_", 0) == 0;
   }
   static bool is_open_health(const std::string& route) {
     return route == "healthz" || route == "readyz";

@@ -25,6 +25,7 @@ struct DaemonConfig;
 class DaemonMetrics;
 class JobEvents;
 class JobScheduler;
+class ShardHub;
 
 struct RestApiDeps {
   const DaemonConfig& config;
@@ -33,6 +34,7 @@ struct RestApiDeps {
   DaemonMetrics& metrics;
   JobEvents& events;
   std::atomic<bool>& shutting_down;
+  ShardHub* shards = nullptr;  // agent fleets (/v1/jobs/{id}/shards/...); null: 404
 };
 
 class RestApi {

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+
+#include "agent/arrival_process.h"
 
 namespace llmcap::agent {
 namespace {
@@ -79,6 +82,26 @@ TEST(ShardSplit, OpenLoopStepDividesEveryRateSegment) {
   }
   EXPECT_NEAR(total_cum, spec.load.rate.cumulative(20), 1e-9);
   EXPECT_EQ(caps, 10);
+}
+
+TEST(ShardSplit, ConstantArrivalsInterleaveIntoTheSingleAgentsSchedule) {
+  StepSpec spec;
+  spec.load.kind = LoadKind::kOpen;
+  spec.load.rate = RateProfile::constant(8);
+  spec.load.inter_arrival = InterArrival::kConstant;
+  constexpr std::int64_t kEnd = 2'550'000'000;
+  const auto single = ArrivalProcess(spec.load.rate, InterArrival::kConstant, 1, 1).until(kEnd);
+  std::vector<std::int64_t> merged;
+  for (const auto& s : split_step(spec, 4)) {
+    const auto part = ArrivalProcess(s.load.rate, s.load.inter_arrival, 1, s.seed).until(kEnd);
+    merged.insert(merged.end(), part.begin(), part.end());
+  }
+  std::sort(merged.begin(), merged.end());
+  // The single agent's schedule (k/8 s, k = 1..20) without its first N − 1 = 3 arrivals
+  // (t < 0.5 s, in the warm-up): every later arrival at the same time.
+  ASSERT_EQ(single.size(), 20u);
+  ASSERT_EQ(merged.size(), 17u);
+  for (std::size_t i = 0; i < merged.size(); ++i) EXPECT_NEAR(merged[i], single[i + 3], 2) << i;
 }
 
 TEST(ShardSplit, SeedsAreStableAndDistinct) {

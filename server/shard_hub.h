@@ -1,0 +1,39 @@
+// ShardHub: the daemon's registry of agent fleets, one ShardCoordinator per running job whose
+// plan has `agents` (issue 11). The JobRunner opens a job's coordinator before its first step
+// and closes it when the job ends; the REST routes (server/shard_routes.h) find it by job id.
+// A closed job's coordinator is kept (the most recent kKeepClosed) so agents still polling are
+// told "done" rather than "no such job".
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "server/shard_coordinator.h"
+
+namespace llmcap::server {
+
+class ShardHub {
+ public:
+  static constexpr std::size_t kKeepClosed = 64;
+
+  // The Kubernetes launcher for plans with launch "kubernetes" (the daemon's AgentLauncher).
+  void set_launcher(FleetLauncher launcher);
+  // Replaces any earlier coordinator of the job (a resumed job registers its agents again).
+  std::shared_ptr<ShardCoordinator> open(const std::string& job_id, const api::PlanAgents& agents);
+  // Tells the job's agents it is over (reason: the job's final state) and keeps it for a while.
+  void close(const std::string& job_id, const std::string& reason);
+  // nullptr when the job has (or had recently) no fleet.
+  std::shared_ptr<ShardCoordinator> find(const std::string& job_id) const;
+
+ private:
+  mutable std::mutex mu_;
+  FleetLauncher launcher_;                                         // guarded by mu_
+  std::map<std::string, std::shared_ptr<ShardCoordinator>> jobs_;  // guarded by mu_
+  std::deque<std::string> closed_;                                 // guarded by mu_, oldest first
+};
+
+}  // namespace llmcap::server

@@ -1,0 +1,118 @@
+// Tests of the agent wire format (server/shard_codec.h): spec and result round trips keep every
+// field; a wrong codec version and malformed documents are refused with a reason.
+#include "server/shard_codec.h"
+
+#include <gtest/gtest.h>
+
+namespace llmcap::server {
+namespace {
+
+using nlohmann::json;
+
+TEST(ShardCodec, StepSpecRoundTrip) {
+  agent::StepSpec s;
+  s.target.base_url = "http://127.0.0.1:9000";
+  s.target.api = agent::ApiKind::kChat;
+  s.target.model = "m";
+  s.target.headers = {{"Authorization", "Bearer k"}};
+  s.target.tls.verify_peer = false;
+  s.target.stream = false;
+  s.deadlines.idle_ms = 77;
+  s.workload.input_tokens = analysis::LengthDistribution::fixed(100);
+  s.workload.output_tokens.kind = analysis::LengthDistribution::Kind::kEmpirical;
+  s.workload.output_tokens.values = {3, 5, 8};
+  s.workload.temperature.reset();
+  s.workload.extra_body_json = R"({"top_p":1})";
+  s.load.kind = agent::LoadKind::kOpen;
+  s.load.rate = agent::RateProfile::burst(2, 3, 1, 2);
+  s.load.inter_arrival = agent::InterArrival::kGamma;
+  s.load.burstiness = 0.5;
+  s.load.in_flight_cap = 12;
+  s.warmup_s = 1.5;
+  s.duration_s = 9;
+  s.drain = agent::DrainPolicy::kCancel;
+  s.seed = 123456789012345ULL;
+  s.record_token_times = true;
+  agent::StepSpec back;
+  ASSERT_EQ(step_spec_from_json(json::parse(step_spec_to_json(s).dump()), back), "");
+  EXPECT_EQ(back.target.base_url, s.target.base_url);
+  EXPECT_EQ(back.target.api, agent::ApiKind::kChat);
+  EXPECT_EQ(back.target.headers, s.target.headers);
+  EXPECT_FALSE(back.target.tls.verify_peer);
+  EXPECT_FALSE(back.target.stream);
+  EXPECT_EQ(back.deadlines.idle_ms, 77);
+  EXPECT_EQ(back.workload.output_tokens.values, (std::vector<std::int32_t>{3, 5, 8}));
+  EXPECT_FALSE(back.workload.temperature);
+  EXPECT_EQ(back.workload.extra_body_json, s.workload.extra_body_json);
+  EXPECT_EQ(back.load.kind, agent::LoadKind::kOpen);
+  EXPECT_DOUBLE_EQ(back.load.rate.rate_at(1.5), 6);
+  EXPECT_EQ(back.load.inter_arrival, agent::InterArrival::kGamma);
+  EXPECT_EQ(back.load.in_flight_cap, 12);
+  EXPECT_EQ(back.drain, agent::DrainPolicy::kCancel);
+  EXPECT_EQ(back.seed, s.seed);
+  EXPECT_TRUE(back.record_token_times);
+  EXPECT_TRUE(agent::validate(back).empty());
+}
+
+TEST(ShardCodec, StepResultRoundTripKeepsSamplesAndHistogram) {
+  agent::StepResult r;
+  r.completed = true;
+  r.model = "m";
+  for (int i = 0; i < 3; ++i) {
+    analysis::RequestSample s;
+    s.index = static_cast<std::uint64_t>(i);
+    s.t_intended_ns = 1000 * i;
+    s.t_send_ns = 1000 * i + 5;
+    s.t_first_token_ns = 1000 * i + 50;
+    s.t_last_token_ns = 1000 * i + 500;
+    s.output_tokens = 16;
+    s.error = i == 2 ? analysis::ErrorClass::kTimeoutIdle : analysis::ErrorClass::kNone;
+    s.error_message = i == 2 ? "idle \"gap\"" : "";
+    s.token_times_ns = {1, 2, 3};
+    r.samples.push_back(s);
+    r.response_ids.push_back("cmpl-" + std::to_string(i));
+    r.itl_ns.record(1e6 * (i + 1));
+  }
+  r.in_flight_series = {{0, 1}, {100, 3}};
+  r.counts.ok = 2;
+  r.counts.failed = 1;
+  r.schedule_lag = {3, 5.5, 5, 6, 7};
+  r.calibration.method = "tokenize";
+  r.cpu.thread_cpu_ns = 42;
+  agent::StepResult back;
+  ASSERT_EQ(step_result_from_json(json::parse(step_result_to_json(r).dump()), back), "");
+  ASSERT_EQ(back.samples.size(), 3u);
+  EXPECT_EQ(back.samples[2].error, analysis::ErrorClass::kTimeoutIdle);
+  EXPECT_EQ(back.samples[2].error_message, "idle \"gap\"");
+  EXPECT_EQ(back.samples[1].t_first_token_ns, 1050);
+  EXPECT_EQ(back.samples[0].token_times_ns, (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(back.response_ids, r.response_ids);
+  EXPECT_EQ(back.itl_ns, r.itl_ns);
+  EXPECT_EQ(back.in_flight_series, r.in_flight_series);
+  EXPECT_EQ(back.counts.failed, 1u);
+  EXPECT_EQ(back.schedule_lag.p99_ns, 6);
+  EXPECT_EQ(back.calibration.method, "tokenize");
+  EXPECT_EQ(back.cpu.thread_cpu_ns, 42);
+}
+
+TEST(ShardCodec, WrongVersionAndMalformedDocumentsAreRefused) {
+  agent::StepResult r;
+  json j = step_result_to_json(r);
+  j["codec"] = 99;
+  agent::StepResult out;
+  EXPECT_NE(step_result_from_json(j, out).find("same llmcap version"), std::string::npos);
+  j = step_result_to_json(r);
+  j.erase("counts");
+  EXPECT_NE(step_result_from_json(j, out).find("malformed"), std::string::npos);
+  j = step_result_to_json(r);
+  j["samples"] = json::array({json::array({1, 2})});
+  EXPECT_NE(step_result_from_json(j, out), "");
+  agent::StepSpec s;
+  EXPECT_NE(step_spec_from_json(json::array(), s), "");
+  json spec = step_spec_to_json(agent::StepSpec{});
+  spec["load"]["rate"] = "fast";
+  EXPECT_NE(step_spec_from_json(spec, s), "");
+}
+
+}  // namespace
+}  // namespace llmcap::server
