@@ -15,6 +15,7 @@ npm_spec="node-llama-cpp@${LLMCAP_NODE_LLAMA_CPP:-3.22.1}"
 jobs="${LLMCAP_REAL_JOBS:-2}"
 pkg_dir="$cache_root/npm/${npm_spec//@/-}"
 log() { echo "[build_llama_server] $*" >&2; }
+here="$(cd "$(dirname "$0")" && pwd)"
 
 mkdir -p "$cache_root/npm" "$cache_root/llama.cpp"
 
@@ -53,7 +54,8 @@ log "building llama-server with -j$jobs (about 7 min on 2 cores)"
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
-  -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF >"$work/cmake.log" 2>&1 ||
+  -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+  -DCMAKE_PROJECT_INCLUDE="$here/llama_fast_build.cmake" >"$work/cmake.log" 2>&1 ||
   { tail -n 30 "$work/cmake.log" >&2; exit 1; }
 cmake --build "$work/build" --target llama-server -j "$jobs" >"$work/build.log" 2>&1 ||
   { tail -n 30 "$work/build.log" >&2; exit 1; }

@@ -9,6 +9,7 @@
 # Environment: LLMCAP_REAL_CACHE (cache root), LLMCAPD (an llmcapd binary to use instead),
 # LLMCAP_REAL_OUT (output folder, default build-real-rel/real-lane), LLMCAP_REAL_JOBS (-j).
 set -euo pipefail
+export PYTHONDONTWRITEBYTECODE=1
 cd "$(dirname "$0")/../.."
 t_start=$(date +%s)
 cache_root="${LLMCAP_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcap}"
