@@ -56,7 +56,7 @@ for f in $fuzzers; do
   if "$build/tests/fuzz/$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
       "$work" "$seeds" $regressions > "$build/fuzz-$f.log" 2>&1; then
-    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' \
+    grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb)' \
       "$build/fuzz-$f.log" || true
   else
     echo "!! $f FAILED (log: $build/fuzz-$f.log, artifacts: $artifacts)"
