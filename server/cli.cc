@@ -20,6 +20,8 @@ const std::vector<Command>& commands() {
       {"agent", "run one shard of a job's load for a daemon (scale-out, plan `agents`)",
        &cmd_agent},
       {"estimate", "memory fit of a model on a GPU (exit 1 when it does not fit)", &cmd_estimate},
+      {"k8s-manifest", "print the Kubernetes Indexed Job of a job's agents (kubectl apply -f -)",
+       &cmd_k8s_manifest},
       {"version", "print the version and build information", &cmd_version},
   };
   return table;
@@ -33,7 +35,7 @@ std::string usage_text() {
                     "Commands:\n";
   for (const auto& c : commands()) {
     std::string name = "  " + std::string(c.name);
-    name.resize(14, ' ');
+    name.resize(16, ' ');
     out += name + c.summary + "\n";
   }
   out +=

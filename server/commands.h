@@ -14,5 +14,6 @@ int cmd_serve(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);
 int cmd_demo(const std::vector<std::string>& args);
 int cmd_estimate(const std::vector<std::string>& args);
+int cmd_k8s_manifest(const std::vector<std::string>& args);
 
 }  // namespace llmcap::server

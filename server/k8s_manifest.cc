@@ -118,10 +118,6 @@ json container_args(const AgentFleetSpec& spec) {
     args.push_back("--region-list");
     args.push_back(join(spec.regions, ','));
   }
-  if (!spec.token_secret_name.empty()) {
-    args.push_back("--token");
-    args.push_back("$(AGENT_TOKEN)");
-  }
   return args;
 }
 
@@ -144,7 +140,7 @@ json container(const AgentFleetSpec& spec) {
   };
   if (!spec.token_secret_name.empty()) {
     c["env"] =
-        json::array({{{"name", "AGENT_TOKEN"},
+        json::array({{{"name", "LLMCAP_AGENT_TOKEN"},
                       {"valueFrom",
                        {{"secretKeyRef",
                          {{"name", spec.token_secret_name}, {"key", spec.token_secret_key}}}}}}});

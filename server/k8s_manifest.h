@@ -8,10 +8,9 @@
 // - the shard index from JOB_COMPLETION_INDEX, which the Job controller sets in Indexed mode
 //   (`llmcapd agent` reads it); the region of shard k from `--region-list r0,r1,...` indexed by
 //   that index, so no downward API or per-pod template is needed;
-// - the agent token from a Secret through secretKeyRef into the env variable AGENT_TOKEN,
-//   passed as `--token $(AGENT_TOKEN)` (Kubernetes expands it at container start): a token is
-//   never written into the manifest. AGENT_TOKEN has no LLMCAP_ prefix on purpose, as llmcapd
-//   refuses unknown LLMCAP_* variables;
+// - the agent token from a Secret through secretKeyRef into LLMCAP_AGENT_TOKEN, which
+//   `llmcapd agent` reads (server/cmd_agent.cc): a token is never written into the manifest
+//   nor into the pod's command line;
 // - a pod security context that passes the `restricted` Pod Security level of the llmcap
 //   namespace (deploy/k8s/namespace.yaml), no API token (agents never call the API server)
 //   and no service links (their variables could look like LLMCAP_* settings);
@@ -69,8 +68,8 @@ struct AgentFleetSpec {
   std::vector<std::string> regions;
   AgentPlacement placement;
   AgentResources resources;
-  // Secret holding the agent token (deploy/k8s/agents/agent-token-secret.yaml). An empty name
-  // means the daemon needs no token (an open daemon), and no --token is passed.
+  // Secret holding the agent token (deploy/k8s/agents/agent-token-secret.yaml); the daemon
+  // must accept it as one of its admin_tokens. An empty name: no token (an open daemon).
   std::string token_secret_name = "llmcap-agent-token";
   std::string token_secret_key = "token";
   int backoff_limit = 3;                           // pod retries of the whole Job, >= 0

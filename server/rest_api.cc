@@ -21,6 +21,7 @@
 #include "api/report_tables.h"
 #include "api/result_json.h"
 #include "api/router.h"
+#include "server/agent_manifest_route.h"
 #include "server/daemon_config.h"
 #include "server/daemon_metrics.h"
 #include "server/embedded_docs.h"
@@ -172,6 +173,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
             {"GET", "/v1/jobs/{id}/requests", "get_requests"},
             {"GET", "/v1/jobs/{id}/events", "watch_job"},
             {"GET", "/v1/jobs/{id}/report", "get_report"},
+            {"GET", "/v1/jobs/{id}/agents/manifest", "get_agents_manifest"},
             {"GET", "/v1/compare", "compare_jobs"},
             {"POST", "/v1/jobs/{id}/shards/{shard}/clock", "shard_clock"},
             {"POST", "/v1/jobs/{id}/shards/{shard}/register", "shard_register"},
@@ -560,6 +562,18 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return json::parse(r.body, nullptr, false);
   }
 
+  // The agent Indexed Job of a job with plan `agents` (server/agent_manifest_route.h).
+  HttpResponse get_agents_manifest(const std::string& id, const HttpRequest& req) {
+    auto job = deps.store.get_job(id);
+    if (!job.ok()) return storage_problem(job.status());
+    auto plan = deps.store.get_plan(job.value().plan_id);
+    if (!plan.ok()) return storage_problem(plan.status());
+    const std::string accept(req.header("accept").value_or("application/yaml"));
+    return agent_manifest_response(deps.config.k8s_options(), id,
+                                   json::parse(plan.value().plan_json, nullptr, false),
+                                   accept.find("application/json") != std::string::npos);
+  }
+
   HttpResponse get_report(const std::string& id, const HttpRequest& req) {
     HttpResponse error;
     auto doc = results_doc(id, error);
@@ -766,6 +780,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (name == "resume_job") return resume_job(id);
     if (name == "get_results") return get_results(id);
     if (name == "get_report") return get_report(id, req);
+    if (name == "get_agents_manifest") return get_agents_manifest(id, req);
     if (name.rfind("shard_", 0) == 0) {
       if (!deps.shards) return problem_response(ApiErrorCode::kNotFound, "no agent fleets here");
       return handle_shard_route(*deps.shards, name, id, m.params.at("shard"), req);

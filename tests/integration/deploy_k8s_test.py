@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 """deploy_k8s_test: schema-style checks of deploy/k8s/ (Deployment, Service, PVC, ConfigMap,
-ServiceMonitor, kustomization) and of how the pieces refer to each other: selectors, ports,
-probe paths, volumes, the config file's keys against llmcapd's settings, the security context.
-When kubectl is installed, `kubectl kustomize` must also render the folder.
+ServiceMonitor, ServiceAccount, Role, RoleBinding, kustomization) and of how the pieces refer to
+each other: selectors, ports, probe paths, volumes, the config file's keys against llmcapd's
+settings, the security context, RBAC for the agent Indexed Jobs. deploy/k8s/agents/ holds the
+agent token Secret template and an agent Indexed Job as llmcapd generates it (the unit test
+server_k8s_manifest_test keeps it in sync with the code); both are checked against a strict
+schema of the fields they use. When kubectl is installed, `kubectl kustomize` must render the
+folder, and `kubectl create --dry-run=client` must accept every manifest (against a fake
+discovery endpoint, as no cluster is needed for a client-side dry run).
 
 Usage: deploy_k8s_test.py <repository root>. Needs PyYAML (Debian python3-yaml)."""
 import glob
+import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deploy_config  # noqa: E402
@@ -50,7 +59,9 @@ def get(obj, path, default=None):
 
 API_VERSIONS = {"Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1",
                 "Service": "v1", "Deployment": "apps/v1",
-                "ServiceMonitor": "monitoring.coreos.com/v1"}
+                "ServiceMonitor": "monitoring.coreos.com/v1", "ServiceAccount": "v1",
+                "Role": "rbac.authorization.k8s.io/v1",
+                "RoleBinding": "rbac.authorization.k8s.io/v1"}
 
 
 def load():
@@ -113,8 +124,12 @@ def check(kust, o):
     pod = get(spec, "template.spec", {})
     need(pod.get("enableServiceLinks") is False,
          "pod: enableServiceLinks must be false (service variables could look like LLMCAP_*)")
-    need(pod.get("automountServiceAccountToken") is False,
-         "pod: automountServiceAccountToken must be false (llmcapd never calls the API server)")
+    # llmcapd creates the agent Indexed Jobs with its service account's token (role.yaml).
+    need(pod.get("serviceAccountName") == get(o.get("ServiceAccount", {}), "metadata.name"),
+         "pod: serviceAccountName %r is not the ServiceAccount %r"
+         % (pod.get("serviceAccountName"), get(o.get("ServiceAccount", {}), "metadata.name")))
+    need(pod.get("automountServiceAccountToken") is True,
+         "pod: automountServiceAccountToken must be true (llmcapd creates agent Jobs)")
     psc = pod.get("securityContext", {})
     need(psc.get("runAsNonRoot") is True, "pod securityContext: runAsNonRoot must be true")
     need(isinstance(psc.get("runAsUser"), int) and psc["runAsUser"] > 0,
@@ -232,6 +247,309 @@ def check(kust, o):
     need(c.get("image", "").split(":")[0] in image_names,
          "kustomization images do not set the container image %r" % c.get("image"))
 
+# --- RBAC and the agent fleet (issue 11) -------------------------------------------------------
+
+DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+
+
+def label_key_ok(key):
+    prefix, _, name = key.rpartition("/")
+    if prefix and not all(DNS1123.match(p) for p in prefix.split(".")):
+        return False
+    return bool(name) and len(name) <= 63 and bool(LABEL_NAME.match(name))
+
+
+def check_labels(labels, where):
+    for k, v in (labels or {}).items():
+        need(label_key_ok(k), "%s: label key %r invalid" % (where, k))
+        need(isinstance(v, str) and len(v) <= 63 and LABEL_VALUE.match(v),
+             "%s: label %s value %r invalid" % (where, k, v))
+
+
+def check_rbac(o):
+    sa, role, rb = o.get("ServiceAccount", {}), o.get("Role", {}), o.get("RoleBinding", {})
+    rules = {}
+    for r in role.get("rules", []):
+        for g in r.get("apiGroups", []):
+            for res in r.get("resources", []):
+                rules.setdefault((g, res), set()).update(r.get("verbs", []))
+    need({"create", "get", "list", "watch", "delete"} <= rules.get(("batch", "jobs"), set()),
+         "Role: needs create/get/list/watch/delete on batch jobs, has %r"
+         % sorted(rules.get(("batch", "jobs"), set())))
+    need({"get", "list"} <= rules.get(("", "pods"), set()), "Role: needs get/list on pods")
+    for (g, res), verbs in rules.items():
+        need(res != "secrets", "Role: llmcapd must not read Secrets")
+        need("*" not in verbs and res != "*" and g != "*", "Role: no wildcards")
+    need(role.get("kind") == "Role", "RBAC must be a namespaced Role, not a ClusterRole")
+    ref = rb.get("roleRef", {})
+    need(ref.get("kind") == "Role" and ref.get("name") == get(role, "metadata.name") and
+         ref.get("apiGroup") == "rbac.authorization.k8s.io",
+         "RoleBinding: roleRef %r is not the Role %r" % (ref, get(role, "metadata.name")))
+    subjects = rb.get("subjects", [])
+    need(any(x.get("kind") == "ServiceAccount" and x.get("name") == get(sa, "metadata.name")
+             for x in subjects),
+         "RoleBinding: subjects %r do not name the ServiceAccount %r"
+         % (subjects, get(sa, "metadata.name")))
+
+
+JOB_SCHEMA = {
+    "": {"apiVersion", "kind", "metadata", "spec"},
+    "metadata": {"name", "namespace", "labels", "annotations"},
+    "spec": {"completionMode", "completions", "parallelism", "backoffLimit",
+             "activeDeadlineSeconds", "ttlSecondsAfterFinished", "template"},
+    "spec.template": {"metadata", "spec"},
+    "spec.template.metadata": {"labels"},
+    "spec.template.spec": {"restartPolicy", "automountServiceAccountToken", "enableServiceLinks",
+                           "terminationGracePeriodSeconds", "securityContext", "containers",
+                           "serviceAccountName", "nodeSelector", "topologySpreadConstraints"},
+    "spec.template.spec.securityContext": {"runAsNonRoot", "runAsUser", "runAsGroup",
+                                           "seccompProfile"},
+    "container": {"name", "image", "imagePullPolicy", "command", "args", "env", "resources",
+                  "securityContext"},
+    "container.securityContext": {"runAsNonRoot", "allowPrivilegeEscalation",
+                                  "readOnlyRootFilesystem", "capabilities"},
+    "container.resources": {"requests", "limits"},
+    "env": {"name", "valueFrom"},
+    "env.valueFrom": {"secretKeyRef"},
+    "env.valueFrom.secretKeyRef": {"name", "key"},
+    "spread": {"maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector"},
+}
+INT_FIELDS = ("spec.completions", "spec.parallelism", "spec.backoffLimit",
+              "spec.activeDeadlineSeconds", "spec.ttlSecondsAfterFinished",
+              "spec.template.spec.terminationGracePeriodSeconds")
+
+
+def strict_keys(obj, schema_key, where):
+    if not need(isinstance(obj, dict), "%s: must be an object" % where):
+        return
+    extra = set(obj) - JOB_SCHEMA[schema_key]
+    need(not extra, "%s: unknown field(s) %r (a typo Kubernetes would drop or refuse)"
+         % (where, sorted(extra)))
+
+
+def check_agent_job(job, namespace, kust, secret):
+    where = "agents/indexed-job.example.yaml"
+    need(job.get("apiVersion") == "batch/v1" and job.get("kind") == "Job",
+         "%s: not a batch/v1 Job" % where)
+    for path in ("", "metadata", "spec", "spec.template", "spec.template.metadata",
+                 "spec.template.spec", "spec.template.spec.securityContext"):
+        strict_keys(get(job, path) if path else job, path, "%s %s" % (where, path or "/"))
+    for path in INT_FIELDS:
+        v = get(job, path)
+        need(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+             "%s: %s must be a non-negative integer, got %r" % (where, path, v))
+    name = get(job, "metadata.name", "")
+    need(DNS1123.match(name) and len(name) <= 52,
+         "%s: name %r must be a DNS-1123 label of at most 52 characters" % (where, name))
+    need(get(job, "metadata.namespace") == namespace,
+         "%s: namespace %r, want %r" % (where, get(job, "metadata.namespace"), namespace))
+    spec = job.get("spec", {})
+    need(spec.get("completionMode") == "Indexed", "%s: completionMode must be Indexed" % where)
+    need(spec.get("completions") == spec.get("parallelism") and spec.get("completions", 0) >= 1,
+         "%s: completions must equal parallelism (one pod per shard)" % where)
+    labels = get(job, "metadata.labels", {})
+    check_labels(labels, where + " labels")
+    pod_labels = get(spec, "template.metadata.labels", {})
+    check_labels(pod_labels, where + " pod labels")
+    need(pod_labels.get("llmcap.io/job-id") and labels.get("app.kubernetes.io/name"),
+         "%s: llmcap.io/job-id and app.kubernetes.io/name labels missing" % where)
+    pod = get(spec, "template.spec", {})
+    need(pod.get("restartPolicy") in ("Never", "OnFailure"),
+         "%s: restartPolicy must be Never or OnFailure for a Job" % where)
+    need(pod.get("automountServiceAccountToken") is False,
+         "%s: agents never call the API server; no token" % where)
+    need(pod.get("enableServiceLinks") is False, "%s: enableServiceLinks must be false" % where)
+    psc = pod.get("securityContext", {})
+    need(psc.get("runAsNonRoot") is True and get(psc, "seccompProfile.type") == "RuntimeDefault",
+         "%s: pod security context must pass the namespace's restricted level" % where)
+    for k, v in (pod.get("nodeSelector") or {}).items():
+        need(label_key_ok(k) and LABEL_VALUE.match(v), "%s: nodeSelector %r=%r" % (where, k, v))
+    for i, c in enumerate(pod.get("topologySpreadConstraints", [])):
+        w = "%s spread[%d]" % (where, i)
+        strict_keys(c, "spread", w)
+        need(isinstance(c.get("maxSkew"), int) and c["maxSkew"] >= 1, "%s: maxSkew >= 1" % w)
+        need(c.get("topologyKey") in ("topology.kubernetes.io/zone", "kubernetes.io/hostname"),
+             "%s: topologyKey %r" % (w, c.get("topologyKey")))
+        need(c.get("whenUnsatisfiable") in ("DoNotSchedule", "ScheduleAnyway"),
+             "%s: whenUnsatisfiable %r" % (w, c.get("whenUnsatisfiable")))
+        need(matches(get(c, "labelSelector.matchLabels"), pod_labels),
+             "%s: labelSelector does not select the Job's own pods" % w)
+    containers = pod.get("containers", [])
+    if not need(len(containers) == 1, "%s: want one container" % where):
+        return
+    c = containers[0]
+    strict_keys(c, "container", where + " container")
+    strict_keys(c.get("securityContext", {}), "container.securityContext",
+                where + " container.securityContext")
+    csc = c.get("securityContext", {})
+    need(csc.get("allowPrivilegeEscalation") is False and get(csc, "capabilities.drop") == ["ALL"],
+         "%s: container must drop ALL capabilities, no privilege escalation" % where)
+    need(c.get("imagePullPolicy") in ("Always", "IfNotPresent", "Never"),
+         "%s: imagePullPolicy %r" % (where, c.get("imagePullPolicy")))
+    image_names = [i.get("name") for i in kust.get("images", [])]
+    need(c.get("image", "").split(":")[0] in image_names,
+         "%s: image %r is not llmcapd's image" % (where, c.get("image")))
+    argv = (c.get("command") or []) + (c.get("args") or [])
+    need(len(argv) >= 2 and argv[1] == "agent", "%s: must run `llmcapd agent`, got %r"
+         % (where, argv))
+    for flag in ("--daemon", "--job"):
+        need(flag in argv[:-1], "%s: %s missing" % (where, flag))
+    need("--shard" not in argv, "%s: the shard index comes from JOB_COMPLETION_INDEX" % where)
+    if "--region-list" in argv[:-1]:
+        regions = argv[argv.index("--region-list") + 1].split(",")
+        need(len(regions) == spec.get("completions"),
+             "%s: %d regions for %r shards" % (where, len(regions), spec.get("completions")))
+    strict_keys(c.get("resources", {}), "container.resources", where + " resources")
+    for kind in ("requests", "limits"):
+        for r in ("cpu", "memory"):
+            v = get(c, "resources.%s.%s" % (kind, r))
+            need(isinstance(v, str) and QUANTITY.match(v),
+                 "%s: resources.%s.%s %r is not a quantity" % (where, kind, r, v))
+    tokens = 0
+    for e in c.get("env", []):
+        strict_keys(e, "env", where + " env")
+        need("value" not in e, "%s: env %s has an inline value; tokens come from a Secret"
+             % (where, e.get("name")))
+        ref = get(e, "valueFrom.secretKeyRef")
+        if ref:
+            strict_keys(ref, "env.valueFrom.secretKeyRef", where + " secretKeyRef")
+            tokens += 1
+            need(e.get("name") == "LLMCAP_AGENT_TOKEN",
+                 "%s: the token env must be LLMCAP_AGENT_TOKEN (llmcapd agent reads it)" % where)
+            need(ref.get("name") == get(secret, "metadata.name") and
+                 ref.get("key") in get(secret, "stringData", {}),
+                 "%s: secretKeyRef %r does not match the Secret template" % (where, ref))
+    need(tokens == 1, "%s: want the agent token from exactly one secretKeyRef" % where)
+    need("--token" not in argv, "%s: no token on the command line" % where)
+
+
+def check_agents(kust, o):
+    agents_dir = os.path.join(K8S, "agents")
+    with open(os.path.join(agents_dir, "agent-token-secret.yaml"), encoding="utf-8") as f:
+        secret = yaml.safe_load(f)
+    need(secret.get("apiVersion") == "v1" and secret.get("kind") == "Secret",
+         "agent-token-secret.yaml: not a v1 Secret")
+    need(get(secret, "metadata.namespace") == kust.get("namespace"),
+         "agent-token-secret.yaml: namespace must be %r" % kust.get("namespace"))
+    token = get(secret, "stringData.token", "")
+    need(isinstance(token, str) and len(token) >= 16,
+         "agent-token-secret.yaml: stringData.token placeholder of >= 16 characters")
+    with open(os.path.join(agents_dir, "indexed-job.example.yaml"), encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    if need(len(docs) == 1, "indexed-job.example.yaml: want one document"):
+        check_agent_job(docs[0], kust.get("namespace"), kust, secret)
+    # The daemon's config must point agents at its Service and name the same Secret.
+    cm = o.get("ConfigMap", {})
+    cfg = json.loads(get(cm, "data", {}).get("llmcapd.json", "{}"))
+    svc = o.get("Service", {})
+    port = get(svc, "spec.ports.0.port")
+    want_url = "http://%s.%s.svc:%s" % (get(svc, "metadata.name"), kust.get("namespace"), port)
+    need(cfg.get("k8s_daemon_url") == want_url,
+         "ConfigMap: k8s_daemon_url %r, want the Service %r" % (cfg.get("k8s_daemon_url"),
+                                                                 want_url))
+    need(cfg.get("k8s_agent_token_secret", "llmcap-agent-token") == get(secret, "metadata.name"),
+         "ConfigMap: k8s_agent_token_secret does not name agents/agent-token-secret.yaml")
+    need(cfg.get("k8s_mode", "auto") in ("auto", "api"),
+         "ConfigMap: k8s_mode must let llmcapd use its service account (auto or api)")
+    need(str(cfg.get("k8s_agent_image", "")).split(":")[0] in
+         [i.get("name") for i in kust.get("images", [])],
+         "ConfigMap: k8s_agent_image %r is not llmcapd's image" % cfg.get("k8s_agent_image"))
+    return docs[0] if docs else None, secret
+
+
+class FakeDiscovery(http.server.BaseHTTPRequestHandler):
+    """Just enough of the API server's discovery for `kubectl create --dry-run=client`."""
+    GROUPS = {
+        "apps/v1": [("deployments", "Deployment", True)],
+        "batch/v1": [("jobs", "Job", True)],
+        "rbac.authorization.k8s.io/v1": [("roles", "Role", True),
+                                         ("rolebindings", "RoleBinding", True)],
+        "monitoring.coreos.com/v1": [("servicemonitors", "ServiceMonitor", True)],
+    }
+    CORE = [("namespaces", "Namespace", False), ("configmaps", "ConfigMap", True),
+            ("persistentvolumeclaims", "PersistentVolumeClaim", True),
+            ("services", "Service", True), ("serviceaccounts", "ServiceAccount", True),
+            ("secrets", "Secret", True), ("pods", "Pod", True)]
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, obj, status=200):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    @staticmethod
+    def resources(gv, items):
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                "resources": [{"name": n, "singularName": "", "namespaced": ns, "kind": k,
+                               "verbs": ["create", "get", "list", "delete"]}
+                              for n, k, ns in items]}
+
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path == "/api":
+            self.reply({"kind": "APIVersions", "versions": ["v1"],
+                        "serverAddressByClientCIDRs": []})
+        elif path == "/apis":
+            groups = []
+            for gv in self.GROUPS:
+                g, v = gv.split("/")
+                groups.append({"name": g, "versions": [{"groupVersion": gv, "version": v}],
+                               "preferredVersion": {"groupVersion": gv, "version": v}})
+            self.reply({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        elif path == "/api/v1":
+            self.reply(self.resources("v1", self.CORE))
+        elif path.startswith("/apis/") and path[len("/apis/"):] in self.GROUPS:
+            gv = path[len("/apis/"):]
+            self.reply(self.resources(gv, self.GROUPS[gv]))
+        else:
+            self.reply({"kind": "Status", "code": 404}, 404)
+
+
+def kubectl_dry_run(extra_files):
+    """kubectl create --dry-run=client on the rendered folder and the agent manifests. kubectl
+    needs API discovery to map kinds to resources even for a client-side dry run; a local fake
+    answers it, so nothing reaches a cluster."""
+    if shutil.which("kubectl") is None:
+        print("note: kubectl not installed; dry run not checked")
+        return
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeDiscovery)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d" % server.server_address[1]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, KUBECONFIG=os.path.join(tmp, "none"),
+                       HOME=tmp)  # no cached discovery from a real cluster
+            base = ["kubectl", "--server", url, "create", "--dry-run=client", "--validate=false",
+                    "-o", "json"]
+            runs = [base + ["-k", K8S]] + [base + ["-f", f] for f in extra_files]
+            for argv in runs:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+                if not need(r.returncode == 0, "kubectl %s failed: %s"
+                            % (" ".join(argv[5:]), r.stderr.strip()[-500:])):
+                    continue
+                items, text, pos = [], r.stdout, 0
+                decoder = json.JSONDecoder()
+                while text[pos:].strip():  # one JSON object per resource, concatenated
+                    pos += len(text[pos:]) - len(text[pos:].lstrip())
+                    obj, pos = decoder.raw_decode(text, pos)
+                    items.extend(obj.get("items", [obj]))
+                print("kubectl create --dry-run=client %s: %d object(s)"
+                      % (os.path.relpath(argv[-1], ROOT), len(items)))
+                for item in items:
+                    if item.get("kind") == "Job":
+                        need(get(item, "spec.completionMode") == "Indexed",
+                             "kubectl dry run dropped completionMode")
+    finally:
+        server.shutdown()
+
 
 def kubectl_render():
     if shutil.which("kubectl") is None:
@@ -257,7 +575,11 @@ def kubectl_render():
 if __name__ == "__main__":
     kust, objects = load()
     check(kust, objects)
+    check_rbac(objects)
+    check_agents(kust, objects)
     kubectl_render()
+    kubectl_dry_run([os.path.join(K8S, "agents", n)
+                     for n in ("indexed-job.example.yaml", "agent-token-secret.yaml")])
     for e in errors:
         print("FAIL: " + e)
     print("deploy_k8s_test: %d problems" % len(errors))

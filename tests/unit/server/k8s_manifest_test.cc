@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace llmcap::server {
@@ -59,7 +60,7 @@ TEST(K8sManifest, ContainerRunsTheAgentWithRegionListAndNoShardFlag) {
   // The shard index comes from JOB_COMPLETION_INDEX, set by the Job controller.
   EXPECT_EQ(c["args"], json::array({"--daemon", "http://llmcapd.llmcap.svc:8080", "--job",
                                     "job_01JDQ3ZK8W5M7X2T4R6Y9B0C1D", "--region-list",
-                                    "eu-west,us-east,ap-south", "--token", "$(AGENT_TOKEN)"}));
+                                    "eu-west,us-east,ap-south"}));
   EXPECT_EQ(job["metadata"]["annotations"]["llmcap.io/regions"], "eu-west,us-east,ap-south");
 }
 
@@ -84,7 +85,7 @@ TEST(K8sManifest, TokenComesFromSecretKeyRefNeverInline) {
   const json job = build(spec);
   const json& env = agent_container(job)["env"];
   ASSERT_EQ(env.size(), 1u);
-  EXPECT_EQ(env[0]["name"], "AGENT_TOKEN");
+  EXPECT_EQ(env[0]["name"], "LLMCAP_AGENT_TOKEN");
   EXPECT_FALSE(env[0].contains("value"));
   EXPECT_EQ(env[0]["valueFrom"]["secretKeyRef"]["name"], "fleet-token");
   EXPECT_EQ(env[0]["valueFrom"]["secretKeyRef"]["key"], "agent_token");
@@ -92,7 +93,7 @@ TEST(K8sManifest, TokenComesFromSecretKeyRefNeverInline) {
   spec.token_secret_name.clear();
   const json open = build(spec);
   EXPECT_FALSE(agent_container(open).contains("env"));
-  EXPECT_EQ(open.dump().find("--token"), std::string::npos);
+  EXPECT_EQ(open.dump().find("TOKEN"), std::string::npos);
 }
 
 TEST(K8sManifest, LabelsAndSelectors) {
@@ -263,6 +264,37 @@ TEST(K8sManifest, YamlTextIsDeterministicAndStartsWithComment) {
   AgentFleetSpec bad = sample_spec();
   bad.count = 0;
   EXPECT_FALSE(agent_job_yaml(bad).ok());
+}
+
+}  // namespace
+}  // namespace llmcap::server
+
+namespace llmcap::server {
+namespace {
+
+// deploy/k8s/agents/indexed-job.example.yaml is what this code generates (deploy/k8s/README.md
+// shows the command); tests/integration/deploy_k8s_test.py validates the file itself.
+TEST(K8sManifest, DeployExampleIsWhatTheCodeGenerates) {
+  AgentFleetSpec spec;
+  spec.job_id = "job_01JDQ3ZK8W5M7X2T4R6Y9B0C1D";
+  spec.count = 4;
+  spec.image = "llmcapd:0.1.0";
+  spec.daemon_url = "http://llmcapd.llmcap.svc:8080";
+  spec.regions = {"eu-west", "eu-west", "us-east", "us-east"};
+  spec.placement.spread_by_zone = true;
+  spec.placement.spread_by_hostname = true;
+  spec.resources = {"2", "2", "1Gi", "1Gi"};
+  const std::string path =
+      std::string(LLMCAP_SOURCE_DIR) + "/deploy/k8s/agents/indexed-job.example.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), agent_job_yaml(spec).value())
+      << path << " is stale; regenerate it with: llmcapd k8s-manifest --job " << spec.job_id
+      << " --count 4 --image llmcapd:0.1.0 --daemon-url " << spec.daemon_url
+      << " --regions eu-west,eu-west,us-east,us-east --spread zone,hostname --cpu 2 "
+         "--memory 1Gi > deploy/k8s/agents/indexed-job.example.yaml";
 }
 
 }  // namespace
