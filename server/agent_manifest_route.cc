@@ -1,7 +1,5 @@
 #include "server/agent_manifest_route.h"
 
-#include <fstream>
-
 #include "api/problem_json.h"
 #include "api/test_plan.h"
 
@@ -10,14 +8,6 @@ namespace llmcap::server {
 using nlohmann::json;
 
 namespace {
-
-// The namespace llmcapd's own pod runs in ("" outside a pod).
-std::string pod_namespace(const K8sOptions& options) {
-  std::ifstream in(options.service_account_dir + "/namespace");
-  std::string ns;
-  std::getline(in, ns);
-  return ns;
-}
 
 // The plan's `agents` as normalised by the plan reader (api/plan_reader.cc agents_json).
 api::PlanAgents agents_of(const json& a) {
@@ -50,8 +40,8 @@ net::HttpResponse agent_manifest_response(const K8sOptions& options, std::string
         api::ApiErrorCode::kNotFound,
         "job " + std::string(job_id) + " runs with the daemon's own agent: its plan has no agents");
   }
-  const AgentFleetSpec spec =
-      fleet_spec_for_plan(options, pod_namespace(options), job_id, agents_of(plan_doc["agents"]));
+  const AgentFleetSpec spec = fleet_spec_for_plan(options, service_account_namespace(options),
+                                                  job_id, agents_of(plan_doc["agents"]));
   if (auto problem = validate_agent_fleet_spec(spec); !problem.empty()) {
     if (problem.rfind("image", 0) == 0) problem = "k8s_agent_image: " + problem;
     if (problem.rfind("daemon_url", 0) == 0) problem = "k8s_daemon_url: " + problem;

@@ -1,5 +1,6 @@
 #include "server/k8s_launcher.h"
 
+#include <fstream>
 #include <stdexcept>
 
 #include "api/test_plan.h"
@@ -42,6 +43,14 @@ std::string validate_k8s_options(const K8sOptions& o) {
     return "k8s: " + problem;
   }
   return "";
+}
+
+std::string service_account_namespace(const K8sOptions& options) {
+  std::ifstream in(options.service_account_dir + "/namespace");
+  std::string ns;
+  std::getline(in, ns);
+  while (!ns.empty() && (ns.back() == ' ' || ns.back() == '\r')) ns.pop_back();
+  return ns;
 }
 
 AgentFleetSpec fleet_spec_defaults(const K8sOptions& o, std::string_view pod_namespace) {

@@ -79,6 +79,10 @@ struct K8sOptions {
 // "" or the invalid field ("k8s_mode: must be auto, api, print or off").
 std::string validate_k8s_options(const K8sOptions& options);
 
+// The namespace of the daemon's own pod (the service account's namespace file), "" outside
+// a pod. Pass it to fleet_spec_defaults()/fleet_spec_for_plan().
+std::string service_account_namespace(const K8sOptions& options);
+
 // The defaults every spec of this daemon starts from (image, daemon URL, namespace, token
 // Secret, service account); the caller adds job_id, count, regions and placement.
 AgentFleetSpec fleet_spec_defaults(const K8sOptions& options, std::string_view pod_namespace);

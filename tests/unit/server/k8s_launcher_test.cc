@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "api/test_plan.h"
@@ -98,6 +101,18 @@ TEST(K8sLauncher, FleetSpecForPlanCyclesRegionsAndMapsPlacement) {
   const AgentFleetSpec none = fleet_spec_for_plan(o, "llmcap", "job_01ABC", agents);
   EXPECT_FALSE(none.placement.spread_by_zone || none.placement.spread_by_hostname);
   EXPECT_TRUE(none.regions.empty());
+}
+
+TEST(K8sLauncher, ServiceAccountNamespaceFromTheMountedFile) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("llmcap-k8s-ns-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "namespace") << "perf-team\n";
+  K8sOptions o;
+  o.service_account_dir = dir.string();
+  EXPECT_EQ(service_account_namespace(o), "perf-team");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(service_account_namespace(o), "");
 }
 
 TEST(K8sLauncher, ErrorNamesAreStable) {
