@@ -191,7 +191,23 @@ std::vector<StepRow> step_rows(const json& results) {
         r.tpot_p50_ms = json_number(tpot, "p50");
         r.tpot_p95_ms = json_number(tpot, "p95");
         r.tpot_p99_ms = json_number(tpot, "p99");
+        r.e2e_p50_ms = json_number(json_member(st, "e2e_ms"), "p50");
         r.e2e_p95_ms = json_number(json_member(st, "e2e_ms"), "p95");
+        const auto& regions = json_member(s, "regions");
+        if (regions.is_object()) {
+          for (const auto& [name, g] : regions.items()) {
+            RegionLatency l;
+            l.region = name;
+            l.requests = json_number(g, "requests");
+            l.ttft_p50_ms = json_number(json_member(g, "ttft_ms"), "p50");
+            l.ttft_p95_ms = json_number(json_member(g, "ttft_ms"), "p95");
+            l.tpot_p50_ms = json_number(json_member(g, "tpot_ms"), "p50");
+            l.tpot_p95_ms = json_number(json_member(g, "tpot_ms"), "p95");
+            l.e2e_p50_ms = json_number(json_member(g, "e2e_ms"), "p50");
+            l.e2e_p95_ms = json_number(json_member(g, "e2e_ms"), "p95");
+            r.regions.push_back(std::move(l));
+          }
+        }
         r.error_rate = json_number(st, "error_rate");
         r.client_bound =
             json_member(s, "client_bound").is_boolean() && s["client_bound"].get<bool>();
@@ -324,6 +340,40 @@ std::string render_markdown(const json& results) {
                    s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
                    join(s.reasons, "; ")});
   }
+  std::string regions;
+  for (const auto& s : step_rows(results)) {
+    for (const auto& r : region_table(s)) {
+      regions += md_row({s.target, s.phase, s.label, r.region, opt_fixed(r.requests, 0),
+                         opt_fixed(r.ttft_p50_ms, 0) + " / " + opt_fixed(r.ttft_p95_ms, 0),
+                         opt_fixed(r.tpot_p50_ms, 1) + " / " + opt_fixed(r.tpot_p95_ms, 1),
+                         opt_fixed(r.e2e_p50_ms, 0) + " / " + opt_fixed(r.e2e_p95_ms, 0)});
+    }
+  }
+  if (!regions.empty()) {
+    out += "\n## Client-side latency per region\n\n";
+    out += md_header({"Target", "Phase", "Step", "Region", "Requests", "TTFT P50/P95 ms",
+                      "TPOT P50/P95 ms", "E2E P50/P95 ms"},
+                     "llllrrrr");
+    out += regions;
+  }
+  return out;
+}
+
+std::vector<RegionLatency> region_table(const StepRow& step) {
+  if (step.regions.empty()) return {};
+  RegionLatency all;
+  all.region = "all regions";
+  double n = 0;
+  for (const auto& r : step.regions) n += r.requests.value_or(0);
+  all.requests = n;
+  all.ttft_p50_ms = step.ttft_p50_ms;
+  all.ttft_p95_ms = step.ttft_p95_ms;
+  all.tpot_p50_ms = step.tpot_p50_ms;
+  all.tpot_p95_ms = step.tpot_p95_ms;
+  all.e2e_p50_ms = step.e2e_p50_ms;
+  all.e2e_p95_ms = step.e2e_p95_ms;
+  std::vector<RegionLatency> out{all};
+  out.insert(out.end(), step.regions.begin(), step.regions.end());
   return out;
 }
 

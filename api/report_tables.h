@@ -33,7 +33,7 @@ struct CapacityRow {
   std::optional<double> output_tokens_per_s;
   std::optional<double> ttft_p95_ms;
   std::optional<double> tpot_p95_ms;
-  std::optional<double> e2e_p95_ms;
+  std::optional<double> e2e_p50_ms, e2e_p95_ms;
   std::optional<double> error_rate;  // fraction 0..1
   // Free memory at the qualified point, when the document carries it: the target's
   // `memory_headroom_gb`, or `qualified.memory_headroom_gb`, or `memory.headroom_gb`.
@@ -44,6 +44,13 @@ struct CapacityRow {
   std::string verdict;              // "qualified" | "no qualified capacity"
   std::vector<std::string> labels;  // "simulated", "same-config" | "per-target optimised",
                                     // "client-bound steps present", "non-monotonic"
+};
+
+// Client-side latency of one region's agents in a scale-out step (the step's "regions").
+struct RegionLatency {
+  std::string region;
+  std::optional<double> requests;
+  std::optional<double> ttft_p50_ms, ttft_p95_ms, tpot_p50_ms, tpot_p95_ms, e2e_p50_ms, e2e_p95_ms;
 };
 
 // One measured step of one target (all phases), with its verdict and the reasons that decided
@@ -59,12 +66,13 @@ struct StepRow {
   std::optional<double> output_tokens_per_s;
   std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_p99_ms;
   std::optional<double> tpot_p50_ms, tpot_p95_ms, tpot_p99_ms;
-  std::optional<double> e2e_p95_ms;
+  std::optional<double> e2e_p50_ms, e2e_p95_ms;
   std::optional<double> error_rate;
   bool client_bound = false;
   bool partial = false;
-  std::string outcome;               // "pass" | "fail" | "inconclusive" | ""
-  std::vector<std::string> reasons;  // human texts
+  std::string outcome;                 // "pass" | "fail" | "inconclusive" | ""
+  std::vector<std::string> reasons;    // human texts
+  std::vector<RegionLatency> regions;  // scale-out with region labels; else empty
 };
 
 struct DemandRow {
@@ -87,7 +95,12 @@ std::string load_text(const CapacityRow& row);
 // "512 / 128" / "-".
 std::string lengths_text(const CapacityRow& row);
 
-// A Markdown report: title, capacity table, comparison, demand plan, per-step tables.
+// "All regions" first (the step's overall figures), then one row per region; empty when the
+// step has no regions.
+std::vector<RegionLatency> region_table(const StepRow& step);
+
+// A Markdown report: title, capacity table, comparison, demand plan, per-step tables, and
+// client-side latency per region when agents carried region labels.
 std::string render_markdown(const nlohmann::json& results);
 
 // The capacity table as CSV (header + one line per target).

@@ -47,6 +47,15 @@ def shard_plan(agents=None, name="shards"):
     return p
 
 
+def percentile(values, p):
+    """Type-7 (linear between closest ranks) percentile, as analysis/summary.h."""
+    v = sorted(values)
+    h = (len(v) - 1) * p / 100.0
+    lo = int(h)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (h - lo) * (v[hi] - v[lo])
+
+
 def first_step(results):
     return results["targets"][0]["phases"][0]["steps"][0]
 
@@ -142,13 +151,30 @@ class ShardsTest(unittest.TestCase):
             self.assertEqual(c4[k], c1[k], (k, c1, c4))
         self.assertAlmostEqual(four["stats"]["offered_rate_rps"], one["stats"]["offered_rate_rps"],
                                places=3)
-        # Percentiles: both runs are real requests to the same simulator on a shared machine,
-        # so they agree up to scheduling noise, not just the 1% histogram error; E2E of a
-        # 16-token answer is ~0.1 s, so allow 25% or 20 ms.
+        # Exactness of the merge, end to end: the merged step's percentiles are those of the
+        # union of the shards' stored samples (type-7 percentiles over ok requests intended
+        # in the window, DOMAIN §2), as a single agent would have computed them.
+        samples = self.samples(job_id)
+        self.assertEqual(len(samples), 17)
+        self.assertEqual(sorted(x["index"] for x in samples), list(range(17)))
+        in_window = [x for x in samples if x["error"] == "none" and
+                     WARMUP_S * 1e9 <= x["t_intended_ns"] < (WARMUP_S + DURATION_S) * 1e9]
+        self.assertEqual(len(in_window), c4["completed_ok"])
+        for metric in ("e2e_ms", "ttft_ms", "tpot_ms"):
+            values = [x[metric] for x in in_window]
+            for p, q in (("p50", 50), ("p95", 95)):
+                self.assertAlmostEqual(four["stats"][metric][p], percentile(values, q), delta=1e-3,
+                                       msg=(metric, p))
+        # One agent vs four: both are real requests to the same simulator, so the latencies
+        # agree only up to the noise of a shared 2-core test machine running 5 processes
+        # (seen: E2E P95 of 16 requests 210 vs 294 ms when others build). The check is that
+        # sharding does not distort latency grossly (a wrong clock or epoch would shift it
+        # by the 1.5 s start delay, a lost phase offset would batch 4 requests at once):
+        # P50 within 35% (or 25 ms), P95 within 60% (or 50 ms).
         for metric in ("e2e_ms", "tpot_ms", "ttft_ms"):
-            for p in ("p50", "p95"):
+            for p, rel, floor in (("p50", 0.35, 25.0), ("p95", 0.6, 50.0)):
                 a, b = one["stats"][metric][p], four["stats"][metric][p]
-                self.assertLessEqual(abs(a - b), max(0.25 * a, 20.0), (metric, p, a, b))
+                self.assertLessEqual(abs(a - b), max(rel * a, floor), (metric, p, a, b))
         # Per-shard and per-region figures.
         shards = four["agents"]["shards"]
         self.assertEqual([s["shard"] for s in shards], [0, 1, 2, 3])
@@ -165,6 +191,11 @@ class ShardsTest(unittest.TestCase):
             self.assertGreater(r["e2e_ms"]["p50"], 0)
         self.assertNotIn("agents", one)
         self.assertLess(time.monotonic() - started, 60)
+
+    def samples(self, job_id):
+        r = self.d.request("GET", "/v1/jobs/%s/requests?limit=10000" % job_id)
+        self.assertEqual(r.status, 200, r)
+        return [json.loads(line) for line in r.text.splitlines() if line.strip()]
 
     def test_clock_offset_is_refused(self):
         d = self.d

@@ -119,6 +119,37 @@ TEST(ReportTablesTest, StepRowsCarryLoadsFiguresAndReasons) {
   EXPECT_TRUE(some_failure_reason);
 }
 
+// A scale-out step with region labels (what plan_executor.cc stores under "regions").
+json with_regions(json results) {
+  json& step = results["targets"][0]["phases"][0]["steps"][0];
+  step["regions"] = json::parse(R"({
+    "eu-west": {"requests": 7, "ttft_ms": {"p50": 41, "p95": 60}, "tpot_ms": {"p50": 7.5,
+                "p95": 8.25}, "e2e_ms": {"p50": 160, "p95": 190}},
+    "us-east": {"requests": 5, "ttft_ms": {"p50": 120, "p95": 140}, "tpot_ms": {"p50": 7.6,
+                "p95": 8.5}, "e2e_ms": {"p50": 240, "p95": 270}}})");
+  return results;
+}
+
+TEST(ReportTablesTest, RegionLatencyBesideTheOverallFigure) {
+  const json results = with_regions(load("results-tiny.json"));
+  const auto steps = step_rows(results);
+  ASSERT_EQ(steps[0].regions.size(), 2u);
+  EXPECT_TRUE(steps[1].regions.empty());
+  EXPECT_TRUE(region_table(steps[1]).empty());
+  const auto table = region_table(steps[0]);
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0].region, "all regions");
+  EXPECT_EQ(*table[0].requests, 12);
+  EXPECT_EQ(table[0].ttft_p95_ms, steps[0].ttft_p95_ms);
+  EXPECT_EQ(table[1].region, "eu-west");
+  EXPECT_EQ(*table[2].e2e_p95_ms, 270);
+  const std::string md = render_markdown(results);
+  EXPECT_NE(md.find("## Client-side latency per region"), std::string::npos);
+  EXPECT_NE(md.find("| us-east | 5 | 120 / 140 | 7.6 / 8.5 | 240 / 270 |"), std::string::npos)
+      << md;
+  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per region"), std::string::npos);
+}
+
 TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
   json doc = load("results-two-targets.json");
   doc["targets"][0]["name"] = "pipe|name";
