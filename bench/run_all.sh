@@ -68,6 +68,9 @@ section "macro: simulator 2000 streams on one core"
 run "${PRIO[@]}" "$B/bench_sim_streams" --streams=2000 --seconds=10
 section "daemon start and idle RSS"
 run bench/daemon_start.sh "${LLMCAPD:-$BUILD/server/llmcapd}" 5 3
+section "API under load: 500 req/s status/results reads while a 1000-stream job runs"
+run /usr/bin/python3 bench/api_under_load.py --llmcapd "${LLMCAPD:-$BUILD/server/llmcapd}" \
+  --runs 3 --rate 500 --streams 1000 --step-s 10 ${PRIO:+--rt}
 if ((${#FAILED[@]})); then
   printf '\n%d benchmark(s) failed:\n' "${#FAILED[@]}"; printf '  %s\n' "${FAILED[@]}"; exit 1
 fi
