@@ -83,6 +83,7 @@ void Daemon::start() {
   events_ = std::make_unique<JobEvents>();
   sims_ = std::make_unique<EmbeddedSimulators>();
   shards_ = std::make_unique<ShardHub>();
+  log()->info("agent fleets: {}", shards_->use_kubernetes(config_.k8s_options()));
   runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_,
                                         config_.telemetry_interval_s);
   runner_->set_shard_hub(shards_.get());

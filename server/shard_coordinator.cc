@@ -222,6 +222,7 @@ BackendStep ShardCoordinator::run(const agent::StepSpec& spec, std::int64_t glob
         out.result.fatal_error = err;
         return out;
       }
+      fleet_launched_ = true;
     }
   }
 

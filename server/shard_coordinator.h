@@ -77,6 +77,8 @@ class ShardCoordinator final : public StepBackend {
                   const agent::ProgressCallback& progress) override;
 
   const api::PlanAgents& agents() const { return options_.agents; }
+  // True once launch "kubernetes" started the fleet (the job's worker thread only).
+  bool fleet_launched() const { return fleet_launched_; }
 
  private:
   struct Registration {
@@ -104,6 +106,7 @@ class ShardCoordinator final : public StepBackend {
   std::string done_reason_;                            // guarded by mu_
   bool done_ = false;                                  // guarded by mu_
   bool launched_ = false;                              // worker thread only
+  bool fleet_launched_ = false;  // worker thread only: launch "kubernetes" succeeded
 };
 
 // Client-side latency per region (TTFT, TPOT, E2E P50/P95 in ms, requests) over the ok samples

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "server/k8s_launcher.h"
 #include "server/shard_coordinator.h"
 
 namespace llmcap::server {
@@ -22,6 +23,11 @@ class ShardHub {
 
   // The Kubernetes launcher for plans with launch "kubernetes" (the daemon's AgentLauncher).
   void set_launcher(FleetLauncher launcher);
+  // Makes the launcher from the daemon's k8s_* settings (make_agent_launcher: the Kubernetes
+  // API in a pod with a service account, else printing the manifest; none for mode "off").
+  // Jobs it launched have their Job removed when they end. Throws std::runtime_error like
+  // make_agent_launcher (mode "api" outside a cluster). Returns which launcher and why.
+  std::string use_kubernetes(const K8sOptions& options);
   // Replaces any earlier coordinator of the job (a resumed job registers its agents again).
   std::shared_ptr<ShardCoordinator> open(const std::string& job_id, const api::PlanAgents& agents);
   // Tells the job's agents it is over (reason: the job's final state) and keeps it for a while.
@@ -31,7 +37,9 @@ class ShardHub {
 
  private:
   mutable std::mutex mu_;
-  FleetLauncher launcher_;                                         // guarded by mu_
+  FleetLauncher launcher_;              // guarded by mu_
+  std::shared_ptr<AgentLauncher> k8s_;  // guarded by mu_; from use_kubernetes()
+  std::string k8s_namespace_;           // guarded by mu_; where k8s_ launches
   std::map<std::string, std::shared_ptr<ShardCoordinator>> jobs_;  // guarded by mu_
   std::deque<std::string> closed_;                                 // guarded by mu_, oldest first
 };
