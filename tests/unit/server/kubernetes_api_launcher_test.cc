@@ -1,9 +1,12 @@
-// KubernetesApiLauncher against a fake Kubernetes API server on 127.0.0.1 (plain HTTP; the
-// TLS path is agent::HttpClient's, tested there). The fake checks the method, the path, the
-// bearer token and the body, and answers what each test scripts.
+// KubernetesApiLauncher against a fake Kubernetes API server on 127.0.0.1 (plain HTTP). The
+// fake checks the method, the path, the bearer token and the body, and answers what each test
+// scripts. One test checks the cluster-CA verification over TLS against `openssl s_server`.
 #include "server/kubernetes_api_launcher.h"
 
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -12,6 +15,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+extern char** environ;
 
 #include "net/http_server.h"
 
@@ -245,6 +250,53 @@ TEST_F(LauncherTest, RemoveDeletesInTheBackground) {
   EXPECT_NE(gone.message.find("already deleted"), std::string::npos);
   EXPECT_EQ(launcher.remove("job_x", "Bad/NS").error, LaunchError::kInvalidSpec);
   EXPECT_EQ(api.seen().size(), 2u);
+}
+
+// The API server's certificate is checked against ca.crt (KubernetesApiConfig::ca_file): a
+// self-signed server is refused by the system store and accepted with its own certificate as
+// the cluster CA. `openssl s_server -www` speaks no Kubernetes, so only the handshake matters.
+TEST_F(LauncherTest, VerifiesTheApiServerAgainstTheClusterCa) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl CLI";
+  const std::string cert = (dir_ / "ca.crt").string(), key = (dir_ / "key.pem").string();
+  const std::string gen = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " +
+                          cert +
+                          " -days 1 -subj /CN=kubernetes -addext subjectAltName=IP:127.0.0.1"
+                          " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(gen.c_str()), 0);
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::string port = std::to_string(probe.local_endpoint().port());
+  probe.close();
+  std::vector<std::string> args = {"openssl", "s_server", "-quiet", "-www", "-accept",
+                                   port,      "-cert",    cert,     "-key", key};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "openssl", nullptr, nullptr, argv.data(), environ), 0);
+  KubernetesApiConfig c = config("https://127.0.0.1:" + port);
+  c.timeout_ms = 3'000;
+  // s_server needs a moment to listen; retry the first (system store) call until it answers.
+  LaunchResult untrusted;
+  for (int i = 0; i < 50; ++i) {
+    untrusted = KubernetesApiLauncher(c).launch(spec());
+    if (untrusted.message.find("certificate verify failed") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(untrusted.error, LaunchError::kUnreachable);
+  EXPECT_NE(untrusted.message.find("certificate verify failed"), std::string::npos)
+      << untrusted.message;
+  // Trusted: the handshake passes and the request is sent; s_server never answers a POST, so
+  // the call ends at its deadline, not with a certificate error.
+  c.ca_file = cert;
+  c.timeout_ms = 1'000;
+  const LaunchResult trusted = KubernetesApiLauncher(c).launch(spec());
+  EXPECT_EQ(trusted.message.find("certificate verify failed"), std::string::npos)
+      << trusted.message;
+  EXPECT_EQ(trusted.message.find("tls"), std::string::npos) << trusted.message;
+  EXPECT_NE(trusted.message.find("timeout"), std::string::npos) << trusted.message;
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
 }
 
 TEST_F(LauncherTest, InClusterConfigFromServiceAccountFolder) {
