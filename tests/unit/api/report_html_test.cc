@@ -66,6 +66,20 @@ TEST_F(ReportHtmlTest, SelfContainedPageWithoutScriptsOrExternalAssets) {
   EXPECT_EQ(html_.substr(html_.size() - 8), "</html>\n");
 }
 
+TEST_F(ReportHtmlTest, RegionTableOnlyForScaleOutStepsWithRegions) {
+  EXPECT_EQ(html_.find("id=\"regions\""), std::string::npos);
+  json results = two_;
+  results["targets"][0]["phases"][0]["steps"][0]["regions"] = json::parse(R"({
+    "eu-west": {"requests": 7, "ttft_ms": {"p50": 41, "p95": 60}, "tpot_ms": {"p50": 7.5,
+                "p95": 8.25}, "e2e_ms": {"p50": 160, "p95": 190}}})");
+  const std::string html = render_report_html(results, {});
+  const std::string table = element_by_id(html, "table", "regions-table");
+  ASSERT_FALSE(table.empty());
+  EXPECT_NE(table.find("all regions"), std::string::npos);
+  EXPECT_NE(table.find("eu-west"), std::string::npos);
+  EXPECT_NE(table.find(">190<"), std::string::npos) << table;
+}
+
 TEST_F(ReportHtmlTest, CapacityTableHasEveryTargetWithItsFigures) {
   const auto table = element_by_id(html_, "table", "capacity-table");
   ASSERT_FALSE(table.empty());
