@@ -199,6 +199,10 @@ LaunchResult KubernetesApiLauncher::launch(const AgentFleetSpec& spec) {
                   " to a Job create (want 201)";
     return out;
   }
+  {
+    std::lock_guard lock(mu_);
+    launched_namespace_[spec.job_id] = spec.namespace_name;
+  }
   // The API server's name is authoritative (it is ours unless a webhook renamed it).
   const json created = json::parse(*body, nullptr, false);
   if (created.is_object() && created.contains("metadata") && created["metadata"].contains("name") &&
@@ -210,7 +214,12 @@ LaunchResult KubernetesApiLauncher::launch(const AgentFleetSpec& spec) {
 LaunchResult KubernetesApiLauncher::remove(std::string_view job_id,
                                            std::string_view namespace_name) {
   LaunchResult out;
-  out.namespace_name = std::string(namespace_name);
+  {
+    std::lock_guard lock(mu_);
+    auto it = launched_namespace_.find(job_id);
+    out.namespace_name = it != launched_namespace_.end() ? it->second : std::string(namespace_name);
+  }
+  namespace_name = out.namespace_name;
   auto name = agent_job_name(job_id);
   if (!name) {
     out.error = LaunchError::kInvalidSpec;
@@ -232,6 +241,10 @@ LaunchResult KubernetesApiLauncher::remove(std::string_view job_id,
   if (!call_api(config_, call, "delete", out) && out.error == LaunchError::kNotFound) {
     out.message = "Job " + out.job_name + " not found in namespace " + std::string(namespace_name) +
                   " (already deleted)";
+  }
+  if (out.ok() || out.error == LaunchError::kNotFound) {
+    std::lock_guard lock(mu_);
+    launched_namespace_.erase(std::string(job_id));
   }
   return out;
 }

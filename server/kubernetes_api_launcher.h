@@ -5,10 +5,14 @@
 // Each call is one blocking HTTPS request on a private io_context (agent::HttpClient, so the
 // TLS verification is the agent's: the cluster CA from ca.crt, the host name checked). The
 // token file is re-read on every call: kubelet rotates bound service account tokens in place.
-// Thread-safety: launch()/remove() may run concurrently (no shared mutable state).
+// remove() deletes in the namespace launch() used for that job when this launcher created it
+// (so a caller's namespace argument cannot point elsewhere), else in the one it is given.
+// Thread-safety: launch()/remove() may run concurrently (the namespace map is locked).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -44,7 +48,8 @@ class KubernetesApiLauncher final : public AgentLauncher {
   // 201 → ok with the created Job's name. 401/403/409 and transport failures → their
   // LaunchError with the API server's Status message and a hint (RBAC role, delete command).
   LaunchResult launch(const AgentFleetSpec& spec) override;
-  // 200/202 → ok; 404 → kNotFound (already gone).
+  // 200/202 → ok; 404 → kNotFound (already gone). namespace_name is used only for a job this
+  // launcher did not create (e.g. before a daemon restart).
   LaunchResult remove(std::string_view job_id, std::string_view namespace_name) override;
   std::string_view kind() const override { return "kubernetes"; }
 
@@ -52,6 +57,8 @@ class KubernetesApiLauncher final : public AgentLauncher {
 
  private:
   KubernetesApiConfig config_;
+  std::mutex mu_;
+  std::map<std::string, std::string, std::less<>> launched_namespace_;  // job id → ns; mu_
 };
 
 }  // namespace llmcap::server

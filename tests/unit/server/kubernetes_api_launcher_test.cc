@@ -299,6 +299,21 @@ TEST_F(LauncherTest, VerifiesTheApiServerAgainstTheClusterCa) {
   ::waitpid(pid, nullptr, 0);
 }
 
+TEST_F(LauncherTest, RemoveUsesTheNamespaceItLaunchedIn) {
+  FakeKubernetesApi api;
+  KubernetesApiLauncher launcher(config(api.url()));
+  ASSERT_TRUE(launcher.launch(spec()).ok());  // namespace loadtest
+  api.answer(200, {{"kind", "Status"}, {"status", "Success"}});
+  const LaunchResult r = launcher.remove("job_01JDQ3ZK8W5M7X2T4R6Y9B0C1D", "elsewhere");
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.namespace_name, "loadtest");
+  EXPECT_EQ(api.seen().back().path,
+            "/apis/batch/v1/namespaces/loadtest/jobs/llmcap-agents-job-01jdq3zk8w5m7x2t4r6y9b0c1d");
+  // Forgotten after the delete: a later call takes the namespace it is given.
+  ASSERT_TRUE(launcher.remove("job_01JDQ3ZK8W5M7X2T4R6Y9B0C1D", "elsewhere").ok());
+  EXPECT_EQ(api.seen().back().path.rfind("/apis/batch/v1/namespaces/elsewhere/", 0), 0u);
+}
+
 TEST_F(LauncherTest, InClusterConfigFromServiceAccountFolder) {
   write("ca.crt", "-----BEGIN CERTIFICATE-----\n");
   write("namespace", "llmcap\n");
