@@ -2,8 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+
 #include <chrono>
+#include <latch>
 #include <stdexcept>
 
 #include "migrations/migrations.h"
@@ -27,6 +34,31 @@ namespace {
 std::shared_ptr<spdlog::logger> log() {
   if (auto l = spdlog::get("server")) return l;
   return spdlog::default_logger();
+}
+
+// The API's threads (HTTP I/O and the blocking pool) yield the CPU to the load generator, so
+// a flood of API requests cannot delay a running job's sends (issue 9: measurement must not be
+// disturbed; DOMAIN §2 schedule lag). Called on the thread itself. Under a real-time policy
+// (llmcapd started under `chrt -f P`) the thread goes one priority below the rest of the
+// process (P−1, or SCHED_OTHER when P is 1), so a waking agent thread always preempts it while
+// the API still runs ahead of ordinary processes; otherwise its nice value goes to kApiNice
+// (CFS weight 110 vs 1024 for the agent's nice 0). No privilege is needed for either; a failure
+// leaves the thread as it was.
+constexpr int kApiNice = 10;
+void yield_cpu_to_measurement() {
+  int policy = SCHED_OTHER;
+  sched_param param{};
+  if (pthread_getschedparam(pthread_self(), &policy, &param) != 0) return;
+  if (policy == SCHED_FIFO || policy == SCHED_RR) {
+    sched_param lower{};
+    if (param.sched_priority > sched_get_priority_min(policy)) {
+      lower.sched_priority = param.sched_priority - 1;
+      (void)pthread_setschedparam(pthread_self(), policy, &lower);
+      return;
+    }
+    (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &lower);
+  }
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kApiNice);
 }
 }  // namespace
 
@@ -106,6 +138,18 @@ void Daemon::start() {
 
   // 4. The API.
   blocking_ = std::make_unique<boost::asio::thread_pool>(2);
+  {
+    // One task per pool thread: each waits until both have started, so both threads run one.
+    std::latch started(2), lowered(2);
+    for (int i = 0; i < 2; ++i) {
+      boost::asio::post(*blocking_, [&started, &lowered] {
+        yield_cpu_to_measurement();
+        started.arrive_and_wait();
+        lowered.count_down();
+      });
+    }
+    lowered.wait();
+  }
   api_ = std::make_unique<RestApi>(RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_,
                                                shutting_down_, shards_.get()},
                                    *blocking_);
@@ -118,7 +162,12 @@ void Daemon::start() {
   ho.server_header = "llmcapd";
   http_ = std::make_unique<net::HttpServer>(io_, ho, api_->handler());
   http_->start();
-  for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  for (int i = 0; i < config_.io_threads; ++i) {
+    io_threads_.emplace_back([this] {
+      yield_cpu_to_measurement();
+      io_.run();
+    });
+  }
 
   // Storage queue depth and job counts for /metrics, once a second.
   stats_thread_ = std::thread([this] {
