@@ -52,7 +52,14 @@ std::int32_t words_in(const std::string& text) {
 struct ScriptedTarget::Impl : std::enable_shared_from_this<ScriptedTarget::Impl> {
   Impl(Script s, ScriptedTargetOptions o) : options(std::move(o)), cycle{s} {}
 
-  asio::io_context io{1};
+  // An io_context whose pending handlers can be destroyed while this Impl is still whole: a
+  // stalled handler is suspended on a timer, and its frame holds a shared_ptr to this Impl (the
+  // handler's weak.lock()), so without that the Impl, the io_context and every frame leak.
+  struct Io : asio::io_context {
+    using asio::io_context::io_context;
+    void destroy_pending_handlers() { shutdown(); }  // the io_context's destructor does the same
+  };
+  Io io{1};
   std::unique_ptr<net::HttpServer> server;
   std::thread thread;
   ScriptedTargetOptions options;
@@ -311,6 +318,9 @@ ScriptedTarget::~ScriptedTarget() {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   impl_->io.stop();
   impl_->thread.join();
+  // Break the cycle Impl -> io_context -> suspended frames -> Impl (LeakSanitizer found it).
+  impl_->server.reset();
+  impl_->io.destroy_pending_handlers();
 }
 
 std::uint16_t ScriptedTarget::port() const { return impl_->server->port(); }
