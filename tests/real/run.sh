@@ -6,14 +6,15 @@
 #   3. builds the release llmcapd if missing (build dir build-real-rel),
 #   4. runs real_lane.py: server up, protocol probes, plan.json through llmcapd serve + REST,
 #      per-request comparison with the server's own timings.
-# Environment: LLMCAP_REAL_CACHE (cache root), LLMCAPD (an llmcapd binary to use instead),
-# LLMCAP_REAL_OUT (output folder, default build-real-rel/real-lane), LLMCAP_REAL_JOBS (-j).
+# (Not LLMCAP_*: llmcapd reads every LLMCAP_<KEY> variable as a setting and refuses unknown ones.)
+# Environment: TEST_REAL_CACHE (cache root), LLMCAPD (an llmcapd binary to use instead),
+# TEST_REAL_OUT (output folder, default build-real-rel/real-lane), TEST_REAL_JOBS (-j).
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 cd "$(dirname "$0")/../.."
 t_start=$(date +%s)
-cache_root="${LLMCAP_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcap}"
-jobs="${LLMCAP_REAL_JOBS:-2}"
+cache_root="${TEST_REAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcap}"
+jobs="${TEST_REAL_JOBS:-2}"
 log() { echo "[test-real] $*" >&2; }
 
 llama_server=$(tests/real/build_llama_server.sh)
@@ -44,7 +45,7 @@ if [[ ! -x "$llmcapd" ]]; then
 fi
 t_ready=$(date +%s)
 
-out="${LLMCAP_REAL_OUT:-build-real-rel/real-lane}"
+out="${TEST_REAL_OUT:-build-real-rel/real-lane}"
 rm -rf "$out"
 rc=0
 "$py" tests/real/real_lane.py --llama-server "$llama_server" --model "$model" \
