@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 #include <utility>
 
 #include "storage/sqlite_job_store.h"
@@ -13,6 +14,7 @@ struct SampleWriter::Batch {
   Status error;                 // first failure inside this transaction
   std::size_t sample_rows = 0;  // rows handed to this transaction
   std::size_t telemetry_rows = 0;
+  std::set<std::int64_t> steps;  // step_id of every sample row handed to this transaction
   std::chrono::steady_clock::time_point began;
   // Completion callbacks with their own result (ok unless the completion itself failed).
   std::vector<std::pair<Callback, Status>> done;
@@ -148,6 +150,7 @@ void SampleWriter::insert_row(Batch& batch, const Row& row) {
   }
   if constexpr (std::is_same_v<Row, SampleRow>) {
     ++batch.sample_rows;
+    batch.steps.insert(row.step_id);
   } else {
     ++batch.telemetry_rows;
   }
@@ -186,7 +189,11 @@ void SampleWriter::finish(Batch& batch) {
     }
   }
   if (!result.ok() && since_barrier_.ok()) since_barrier_ = result;
-  if (!result.ok() && since_completion_.ok()) since_completion_ = result;
+  // Only the steps whose samples were in this transaction lost rows: another job's (or a later
+  // step's) completion must not fail for them.
+  if (!result.ok()) {
+    for (const std::int64_t step : batch.steps) failed_steps_.emplace(step, result);
+  }
   if (options_.on_batch) options_.on_batch(latency_ns, rows, result);
   std::vector<std::pair<Callback, Status>> done = std::move(batch.done);
   batch = Batch{};
@@ -208,13 +215,14 @@ void SampleWriter::process(std::deque<Item>& work) {
     } else if (auto* completion = std::get_if<Completion>(&item)) {
       ensure_open(batch);
       Status own = batch.error;
-      if (own.ok() && !since_completion_.ok()) {
-        own = Status(since_completion_.code(),
-                     "step " + std::to_string(completion->completion.step_id) +
-                         " not completed: some of its samples failed to commit: " +
-                         since_completion_.message());
+      const std::int64_t step_id = completion->completion.step_id;
+      if (const auto lost = failed_steps_.find(step_id); own.ok() && lost != failed_steps_.end()) {
+        own = Status(
+            lost->second.code(),
+            "step " + std::to_string(step_id) +
+                " not completed: some of its samples failed to commit: " + lost->second.message());
       }
-      since_completion_ = Status();
+      failed_steps_.erase(step_id);
       if (own.ok()) {
         // A savepoint keeps a failing completion (unknown step, already completed) from taking
         // the step's samples down with it.

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -99,9 +100,9 @@ class SampleWriter {
 
   // Commits the step completion in the transaction of the rows enqueued before it, then calls
   // `done` with: ok; the completion's own error (kNotFound/kConflict — the samples are still
-  // committed); or a write error. A write error — in this transaction, or in any transaction
-  // since the previous complete_step (rows of this step were lost) — means the step is NOT
-  // completed: a completed step always has all of its accepted samples.
+  // committed); or a write error. A write error — in this transaction, or in an earlier one
+  // that held rows of this step (they were lost) — means the step is NOT completed: a completed
+  // step always has all of its accepted samples. Lost rows of other steps do not count.
   void complete_step(StepCompletion completion, Callback done);
   // Calls `done` once everything enqueued before it is committed (or failed): ok when no
   // transaction failed since the previous barrier, else the first such error.
@@ -143,7 +144,9 @@ class SampleWriter {
   Database db_;              // writer thread only
   SampleInserter inserter_;  // writer thread only
   Status since_barrier_;     // writer thread only: first failure since the last barrier
-  Status since_completion_;  // writer thread only: first failure since the last completion
+  // Writer thread only: steps with sample rows lost in a failed transaction (first error),
+  // until their completion reports it.
+  std::map<std::int64_t, Status> failed_steps_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

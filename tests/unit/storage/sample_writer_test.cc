@@ -137,6 +137,31 @@ TEST_F(SampleWriterTest, FailedCompletionKeepsSamplesAndReportsItsOwnError) {
   EXPECT_EQ(writer->stats().errors, 1u);
 }
 
+// Lost rows fail the completion of THEIR step only: a later step (here: of the job that
+// follows a storage failure) completes normally once writes succeed again.
+TEST_F(SampleWriterTest, LostRowsFailOnlyTheirOwnStep) {
+  const std::int64_t good = begin_step(0);
+  auto writer = open_writer();
+  // Rows naming a step row that does not exist fail their transaction (foreign key).
+  ASSERT_TRUE(writer->enqueue(rows(424242, 0, 5)));
+  EXPECT_FALSE(writer->flush().ok());
+  ASSERT_TRUE(writer->enqueue(rows(good, 0, 10)));
+  std::promise<Status> done;
+  writer->complete_step({good, "{}", "pass", "{}", false, 1, std::nullopt},
+                        [&](Status s) { done.set_value(std::move(s)); });
+  const Status st = done.get_future().get();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(count("request_samples"), 10);
+  // The lost step's own completion still reports the loss.
+  std::promise<Status> lost;
+  writer->complete_step({424242, "{}", "pass", "{}", false, 1, std::nullopt},
+                        [&](Status s) { lost.set_value(std::move(s)); });
+  const Status lost_status = lost.get_future().get();
+  EXPECT_FALSE(lost_status.ok());
+  EXPECT_NE(lost_status.message().find("failed to commit"), std::string::npos)
+      << lost_status.to_string();
+}
+
 TEST_F(SampleWriterTest, BarrierCallbacksRunInOrder) {
   const std::int64_t step = begin_step(0);
   auto writer = open_writer();
