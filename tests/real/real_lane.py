@@ -20,8 +20,9 @@ What is comparable (llama.cpp server-common.h, server_slot_stats; DOMAIN §2):
     to a fraction of a millisecond per token, at every load.
   * e2e_service (sent -> last token) contains prompt_ms + predicted_ms.
 Pairing: prompt caching is off in the plan, so the server's P equals usage.prompt_tokens; each
-ok sample (in send order) pairs with the earliest unpaired task with the same (P, G) among the
-next few tasks in id order. Usage-probe tasks (G = 1) never pair.
+ok sample (in send order) pairs with an unpaired task with the same (P, G) among the next 24
+tasks in id order (the one with the closest decode span when several). Usage-probe tasks
+(G = 1) never pair.
 
 Exit status 0 when every check passes; the figures go to OUT/summary.json and stdout.
 """
@@ -223,11 +224,15 @@ def pair(samples, tasks, window=24):
     pending = [(tid, t) for tid, t in sorted(tasks.items()) if t["predicted_n"] >= 2]
     pairs, unpaired = [], []
     for s in ok:
-        hit = None
+        # Several tasks in the window can share (P, G); take the one whose decode span is
+        # closest to llmcap's (a wrong pick would show as a TPOT/nesting failure).
+        span_ms = (s["t_last_token_ns"] - s["t_first_token_ns"]) / 1e6
+        hit, best = None, None
         for i, (tid, t) in enumerate(pending[:window]):
             if t["prompt_n"] == s["input_tokens"] and t["predicted_n"] == s["output_tokens"]:
-                hit = i
-                break
+                d = abs(span_ms - t["predicted_ms"])
+                if best is None or d < best:
+                    hit, best = i, d
         if hit is None:
             unpaired.append(s)
             continue
