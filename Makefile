@@ -23,13 +23,14 @@ build: deps
 demo: build
 	$(LLMCAPD) demo
 
-# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
+# Every test (what CI runs, docs/ci.md): formatting check, then two lanes, each timed:
 #   release  the release preset's build and the whole CTest suite (unit, integration, e2e; the
 #            timing-accuracy tests need an optimised build);
-#   asan     the whole suite again under ASan + UBSan (asan preset; tests labelled `timing` are
-#            excluded there, see CMakePresets.json);
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
+# A third lane, asan (the whole suite again under ASan + UBSan; tests labelled `timing` are
+# excluded there, see CMakePresets.json), is not in `make test` yet: it has not been measured
+# green and inside CI's 30-minute budget from a clean clone (docs/ci.md says what is missing).
 # `make test-release`, `make test-asan`, `make test-fuzz` run one lane.
 FUZZ_SECONDS ?= 30
 # $(call STAGE,name) prefixes a recipe line: prints how long it took, also when it fails: wall
@@ -40,7 +41,6 @@ STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
 
 test: deps lint
 	@$(MAKE) --no-print-directory test-release
-	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-fuzz
 
 test-release test-asan: test-%: deps
