@@ -98,6 +98,14 @@ int cmd_run(const std::vector<std::string>& args) {
   api::PlanParse parse;
   RunPlan plan;
   if (int rc = load_plan(positional[0], text, parse, plan, "llmcapd run"); rc != kExitOk) return rc;
+  if (parse.plan->agents) {
+    // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
+    // would silently measure a different set-up than the plan asks for.
+    std::cerr << "llmcapd run: " << positional[0]
+              << ": /agents: a plan with agents runs only in the daemon (llmcapd serve, then "
+                 "POST /v1/jobs); remove /agents to run it here with one in-process agent\n";
+    return kExitUsage;
+  }
   for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
             << plan.targets.size() << " target(s), estimated at most "

@@ -80,6 +80,19 @@ class Cli(unittest.TestCase):
         for path in ("/targets/0/name", "/targets/0/base_url", "/targets/0/bogus"):
             self.assertIn(path, r.stderr)
 
+    def test_run_refuses_a_plan_with_agents_naming_the_field(self):
+        doc = dict(TINY_PLAN)
+        doc["agents"] = {"count": 2, "launch": "manual"}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(doc, f)
+        try:
+            r = run("run", f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("/agents", r.stderr)
+        self.assertNotIn("qualified", r.stdout)
+
     def test_estimate_exit_codes(self):
         r = run("estimate", "--hardware", "a100-80g-pcie", "--model", "llama-3.1-8b")
         self.assertEqual(r.returncode, 0, r.stderr)
