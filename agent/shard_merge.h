@@ -52,9 +52,6 @@ struct MergedStep {
   std::vector<ShardSummary> shards;         // by shard index
 };
 
-// Exact nearest-rank lag statistics (p50, p99, max, mean) of the values.
-LagStats exact_lag_stats(std::vector<std::int64_t> values_ns);
-
 // in_flight_grid_ns: spacing of the merged in-flight series (the shards' sampling period).
 MergedStep merge_shards(std::vector<ShardResult> shards,
                         std::int64_t in_flight_grid_ns = 100'000'000);

@@ -23,6 +23,10 @@ struct LagStats {
   std::int64_t max_ns = 0;
 };
 
+// Exact nearest-rank statistics (p50, p99, max, mean) of lag values: the one computation
+// behind StepResult's lag fields, for a single agent's step and for a merge of shards alike.
+LagStats exact_lag_stats(std::vector<std::int64_t> values_ns);
+
 struct CalibrationInfo {
   std::string method;  // "tokenize", "usage-probe", "default", "dataset"
   double tokens_per_word_initial = 0;

@@ -41,23 +41,6 @@ std::chrono::steady_clock::time_point tp(std::int64_t abs_ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(abs_ns));
 }
 
-LagStats lag_stats(std::vector<std::int64_t> v) {
-  LagStats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.count = v.size();
-  s.mean_ns = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  auto at = [&v](double q) {
-    // Nearest-rank percentile.
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-  };
-  s.p50_ns = at(0.50);
-  s.p99_ns = at(0.99);
-  s.max_ns = v.back();
-  return s;
-}
-
 std::shared_ptr<spdlog::logger> logger() {
   static auto l = [] {
     auto existing = spdlog::get("agent");
@@ -518,8 +501,8 @@ void StepRun::finalize() {
     if (s.planned_output_tokens > 0 && s.output_tokens != s.planned_output_tokens)
       ++result.counts.output_length_mismatch;
   }
-  result.schedule_lag = lag_stats(std::move(lags));
-  result.dispatch_lag = lag_stats(std::move(dispatch));
+  result.schedule_lag = exact_lag_stats(std::move(lags));
+  result.dispatch_lag = exact_lag_stats(std::move(dispatch));
   if (result.counts.output_length_mismatch > 0) {
     logger()->warn(
         "{} of {} ok requests returned a different output length than planned "
@@ -531,7 +514,7 @@ void StepRun::finalize() {
     logger()->warn("{} ok requests had no usage: output tokens counted from events (estimated)",
                    result.counts.usage_missing);
   }
-  result.timer_lag = lag_stats(std::move(timer_lags));
+  result.timer_lag = exact_lag_stats(std::move(timer_lags));
 
   auto& info = result.calibration;
   info.tokens_per_word_final = calibrator.tokens_per_word();
