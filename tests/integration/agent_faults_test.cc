@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +37,15 @@ using fakes::ScriptedTarget;
 using fakes::ScriptedTargetOptions;
 
 constexpr std::int64_t kMs = 1'000'000;
+
+// GCC says __SANITIZE_ADDRESS__, Clang __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define LLMCAP_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LLMCAP_TEST_UNDER_ASAN 1
+#endif
+#endif
 
 Script quick() {
   Script s;
@@ -132,6 +143,31 @@ StepResult run_cycle(ScriptedTarget& fake, const Script& fault, std::size_t peri
   }
   EXPECT_EQ(r.counts.failed, faulty);
   EXPECT_EQ(r.counts.ok, r.samples.size() - faulty);
+  return r;
+}
+
+// Runs a step of duration_s against a fresh target from make_target() and, while it sent fewer
+// than min_samples requests, again against a fresh target with a step twice as long (at most
+// five steps). The checks are on the requests actually sent, so a slow machine (sanitizers, a
+// loaded CI host) gets a longer step instead of a failure; a fresh target per try keeps request
+// n = sample n = cycle[n % size]. A handling that is missing or hangs still fails: its samples
+// are misclassified, or the last, longest step still has too few of them. before_step runs
+// right before each step (e.g. to reset a resource measurement).
+template <class Target>
+StepResult run_with_at_least(std::unique_ptr<Target>& target, std::size_t min_samples,
+                             double duration_s,
+                             const std::function<std::unique_ptr<Target>()>& make_target,
+                             const std::function<void()>& before_step = {}) {
+  StepResult r;
+  for (int attempt = 1; attempt <= 5; ++attempt, duration_s *= 2) {
+    target.reset();
+    target = make_target();
+    if (before_step) before_step();
+    r = StepRunner().run(spec_for(target->base_url(), duration_s));
+    if (r.samples.size() >= min_samples || !r.fatal_error.empty()) break;
+    std::printf("step of %.1f s sent %zu < %zu requests; retrying with a longer step\n", duration_s,
+                r.samples.size(), min_samples);
+  }
   return r;
 }
 
@@ -274,14 +310,18 @@ TEST(AgentFaults, Http429WithRetryAfterIsCountedNotRetriedNorWaitedFor) {
 }
 
 TEST(AgentFaults, Http5xxBursts) {
-  ScriptedTarget fake(quick());
   std::vector<Script> cycle(8, quick());
   for (int i = 0; i < 3; ++i) cycle[static_cast<std::size_t>(i)].status = 503;
   cycle[3].status = 500;
-  fake.set_script_cycle(cycle);
-  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.4));
+  std::unique_ptr<ScriptedTarget> fake;
+  const StepResult r = run_with_at_least<ScriptedTarget>(fake, 16, 0.4, [&] {
+    auto t = std::make_unique<ScriptedTarget>(quick());
+    t->set_script_cycle(cycle);
+    return t;
+  });
   expect_counts_add_up(r);
-  ASSERT_GE(r.samples.size(), 16u);
+  ASSERT_GE(r.samples.size(), 16u);  // two whole bursts and their recoveries
+  EXPECT_EQ(fake->completion_requests(), r.samples.size());  // no hidden retries
   for (const auto& s : r.samples) {
     const std::size_t k = s.index % 8;
     if (k < 4) {
@@ -326,10 +366,14 @@ TEST(AgentFaults, MalformedSseAndChunkFraming) {
   bad_chunk.head =
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
       "Connection: close\r\n\r\nzz\r\ndata: {}\r\n";
-  RawTarget fake({not_json, no_events, bad_chunk, RawTarget::ok_chunked(5)});
-  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.2));
+  std::unique_ptr<RawTarget> fake;
+  const StepResult r = run_with_at_least<RawTarget>(fake, 8, 0.2, [&] {
+    return std::make_unique<RawTarget>(
+        std::vector<RawReply>{not_json, no_events, bad_chunk, RawTarget::ok_chunked(5)});
+  });
   expect_counts_add_up(r);
-  ASSERT_GE(r.samples.size(), 8u);
+  ASSERT_GE(r.samples.size(), 8u);  // each reply twice
+  EXPECT_EQ(fake->served().size(), r.samples.size());
   const char* expected_message[] = {"malformed JSON in SSE event", "without any SSE data event",
                                     "read response body"};
   for (const auto& s : r.samples) {
@@ -347,20 +391,32 @@ TEST(AgentFaults, MalformedSseAndChunkFraming) {
 TEST(AgentFaults, SlowTrickleOneByteAtATimeIsStillCorrect) {
   RawReply trickle = RawTarget::ok_chunked(3);
   trickle.byte_interval_us = 100;  // headers, chunk framing and events: one byte per write
-  RawTarget fake({trickle, RawTarget::ok_chunked(5)});
-  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.3));
+  // The trickled reply takes head.size() timer-paced writes: on a loaded machine each one can
+  // be late, so the step is as long as it takes to see two trickled and two normal replies.
+  std::unique_ptr<RawTarget> fake;
+  const StepResult r = run_with_at_least<RawTarget>(fake, 4, 0.3, [&] {
+    return std::make_unique<RawTarget>(std::vector<RawReply>{trickle, RawTarget::ok_chunked(5)});
+  });
   expect_counts_add_up(r);
-  ASSERT_GE(r.samples.size(), 2u);
+  ASSERT_GE(r.samples.size(), 4u);
+  bool stamps_differ = false;
   for (const auto& s : r.samples) {
     expect_good(s, s.index % 2 == 0 ? 3 : 5);
     EXPECT_EQ(s.finish_reason, analysis::FinishReason::kLength);
     EXPECT_EQ(s.input_tokens, 10);
+    EXPECT_LE(s.t_first_token_ns, s.t_last_token_ns) << s.index;
+    if (s.index % 2 == 0 && s.t_last_token_ns > s.t_first_token_ns) stamps_differ = true;
   }
-  const auto served = fake.served();
-  ASSERT_FALSE(served.empty());
-  EXPECT_EQ(served[0].bytes_written, trickle.head.size());
-  // The three events came in separate bytes, so their stamps differ.
-  EXPECT_GT(r.samples[0].t_last_token_ns, r.samples[0].t_first_token_ns);
+  const auto served = fake->served();
+  ASSERT_EQ(served.size(), r.samples.size());
+  // All of it, byte by byte (the fake counts a write after it completes, so only replies that
+  // a later request followed are sure to be counted in full).
+  for (std::size_t i = 0; i + 1 < served.size(); i += 2) {
+    EXPECT_EQ(served[i].bytes_written, trickle.head.size()) << i;
+  }
+  // The three events came in separate bytes, ≥ 100 µs apart each, so their stamps differ (a
+  // scheduler delay of the agent thread can merge them in one read now and then, not always).
+  EXPECT_TRUE(stamps_differ) << "every trickled reply had one stamp for all its tokens";
 }
 
 TEST(AgentFaults, BodyThatNeverEndsHitsTheTotalDeadline) {
@@ -397,14 +453,21 @@ TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: ";
   huge.filler_bytes = kHugeBytes;
   huge.tail = "\n\n";
-  RawTarget fake({huge, RawTarget::ok_chunked(5)});
-  // Reset the peak RSS so it measures this step (Linux: "5" > clear_refs).
-  { std::ofstream("/proc/self/clear_refs") << "5"; }
-  const std::int64_t rss_before = peak_rss_bytes();
-  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.8));
+  std::unique_ptr<RawTarget> fake;
+  std::int64_t rss_before = 0;
+  const StepResult r = run_with_at_least<RawTarget>(
+      fake, 4, 0.8,
+      [&] {
+        return std::make_unique<RawTarget>(std::vector<RawReply>{huge, RawTarget::ok_chunked(5)});
+      },
+      [&] {
+        // Reset the peak RSS so it measures this step (Linux: "5" > clear_refs).
+        { std::ofstream("/proc/self/clear_refs") << "5"; }
+        rss_before = peak_rss_bytes();
+      });
   const std::int64_t rss_growth = peak_rss_bytes() - rss_before;
   expect_counts_add_up(r);
-  ASSERT_GE(r.samples.size(), 3u);  // huge, good, huge, ...
+  ASSERT_GE(r.samples.size(), 4u);  // huge, good, huge, good, ...
   for (const auto& s : r.samples) {
     if (s.index % 2 != 0) {
       expect_good(s);
@@ -413,16 +476,27 @@ TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
     EXPECT_EQ(s.error, ErrorClass::kProtocol) << s.index << " " << s.error_message;
     EXPECT_TRUE(contains(s.error_message, "SSE event exceeds 4194304 bytes")) << s.error_message;
   }
-  const auto served = fake.served();
-  ASSERT_FALSE(served.empty());
-  EXPECT_TRUE(served[0].write_failed);                 // the agent stopped reading
-  EXPECT_LT(served[0].bytes_written, kHugeBytes / 2);  // long before the end
+  const auto served = fake->served();
+  ASSERT_GE(served.size(), 4u);
+  for (const std::size_t i : {0, 2}) {
+    EXPECT_TRUE(served[i].write_failed) << i;                 // the agent stopped reading
+    EXPECT_LT(served[i].bytes_written, kHugeBytes / 2) << i;  // long before the end
+  }
   std::printf("enormous event: server wrote %.1f MB before the agent gave up; peak RSS +%.1f MB\n",
               static_cast<double>(served[0].bytes_written) / 1e6,
               static_cast<double>(rss_growth) / 1e6);
+  // Memory stays bounded: an unbounded 50 MB event alone would exceed this. Not under ASan,
+  // whose quarantine keeps freed buffers resident and recycles them when it likes (measured
+  // here: +24 to +56 MB for the same bounded step, depending on earlier tests), so peak RSS
+  // says nothing there either way; the wire-level checks above (the agent stopped reading
+  // long before the end) still fail under ASan if the bound is gone.
+#if defined(LLMCAP_TEST_UNDER_ASAN)
+  std::printf("peak RSS bound not checked under ASan (quarantine)\n");
+#else
   if (rss_before > 0) {
     EXPECT_LT(rss_growth, 32ll * 1024 * 1024);
   }
+#endif
 }
 
 TEST(AgentFaults, WrongContentTypeHtml200) {

@@ -2,22 +2,39 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <thread>
 
 namespace llmcap::agent {
 namespace {
 
+// This thread's CPU time read directly, independent of CpuMeter.
+std::int64_t own_thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 TEST(CpuMeter, BusyThreadShowsCpuSleepingDoesNot) {
   CpuMeter m;
   m.start();
+  // Spin until this thread has really run 50 ms (not for 50 ms of wall time: on a loaded
+  // machine the thread may get a fraction of that). The wall-clock cap only guards a hang.
+  constexpr std::int64_t kBusyNs = 50'000'000;
+  const std::int64_t cpu0 = own_thread_cpu_ns();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   volatile std::uint64_t x = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  while (own_thread_cpu_ns() - cpu0 < kBusyNs && std::chrono::steady_clock::now() < give_up)
+    x = x + 1;
+  const std::int64_t spun_ns = own_thread_cpu_ns() - cpu0;
   const CpuUsage busy = m.stop();
-  EXPECT_GT(busy.thread_cpu_ns, 10'000'000);  // at least 10 ms of the 50 ms spent spinning
+  ASSERT_GE(spun_ns, kBusyNs) << "the spinning thread got under 50 ms of CPU in 20 s";
+  // The meter sees (at least) the CPU this thread burnt, within 1 ms of clock granularity.
+  EXPECT_GE(busy.thread_cpu_ns, spun_ns - 1'000'000);
   EXPECT_GE(busy.process_cpu_ns, busy.thread_cpu_ns - 5'000'000);
-  EXPECT_GE(busy.wall_ns, 50'000'000);
+  EXPECT_GE(busy.wall_ns, busy.thread_cpu_ns);  // one thread cannot run faster than the clock
 
   m.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
