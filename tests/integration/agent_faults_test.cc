@@ -148,18 +148,19 @@ StepResult run_cycle(ScriptedTarget& fake, const Script& fault, std::size_t peri
 
 // Runs a step of duration_s against a fresh target from make_target() and, while it sent fewer
 // than min_samples requests, again against a fresh target with a step twice as long (at most
-// five steps). The checks are on the requests actually sent, so a slow machine (sanitizers, a
-// loaded CI host) gets a longer step instead of a failure; a fresh target per try keeps request
-// n = sample n = cycle[n % size]. A handling that is missing or hangs still fails: its samples
-// are misclassified, or the last, longest step still has too few of them. before_step runs
-// right before each step (e.g. to reset a resource measurement).
+// four steps: up to 8× the nominal length, so a broken case stays well under 30 s). The checks are
+// on the requests actually sent, so a slow machine (sanitizers, a loaded CI host) gets a longer
+// step instead of a failure; a fresh target per try keeps request n = sample n = cycle[n % size]. A
+// handling that is missing or hangs still fails: its samples are misclassified, or the last,
+// longest step still has too few of them. before_step runs right before each step (e.g. to reset a
+// resource measurement).
 template <class Target>
 StepResult run_with_at_least(std::unique_ptr<Target>& target, std::size_t min_samples,
                              double duration_s,
                              const std::function<std::unique_ptr<Target>()>& make_target,
                              const std::function<void()>& before_step = {}) {
   StepResult r;
-  for (int attempt = 1; attempt <= 5; ++attempt, duration_s *= 2) {
+  for (int attempt = 1; attempt <= 4; ++attempt, duration_s *= 2) {
     target.reset();
     target = make_target();
     if (before_step) before_step();
