@@ -15,6 +15,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -159,7 +160,18 @@ TEST(TelemetryScraperTest, CollectsKvUsageAndQueueFromSimulator) {
   EXPECT_EQ(*s.running_max, 2.0);  // the batch was full while 6 clients waited
   ASSERT_TRUE(s.waiting_max);
   EXPECT_GE(*s.waiting_max, 1.0);
-  EXPECT_LE(*s.waiting_max, kClients - 2.0);
+  // Admission happens at the engine's step boundary, so right after a request finishes its
+  // slot may still be free while the client's next request waits: waiting can briefly reach
+  // kClients - 1 (or kClients). What must hold in every scrape is running + waiting <= kClients.
+  EXPECT_LE(*s.waiting_max, static_cast<double>(kClients));
+  std::map<std::int64_t, double> queued_at;  // scrape time -> running + waiting
+  for (const TelemetryPoint& p : result.points) {
+    if (p.series == "vllm:num_requests_waiting" || p.series == "vllm:num_requests_running")
+      queued_at[p.t_ns] += p.value;
+  }
+  for (const auto& [t_ns, n] : queued_at) {
+    EXPECT_LE(n, static_cast<double>(kClients)) << "scrape at " << t_ns / 1e6 << " ms";
+  }
   ASSERT_TRUE(s.running_mean);
   EXPECT_GT(*s.running_mean, 0.0);
   ASSERT_TRUE(s.preemptions);
