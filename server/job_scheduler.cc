@@ -32,6 +32,7 @@ JobScheduler::CancelResult JobScheduler::cancel(const std::string& job_id) {
       std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == job_id; });
   if (it != queue_.end()) {
     queue_.erase(it);
+    idle_cv_.notify_all();
     return CancelResult::kRemovedFromQueue;
   }
   auto r = running_.find(job_id);
@@ -54,8 +55,18 @@ std::size_t JobScheduler::running() const {
 
 bool JobScheduler::is_active(const std::string& job_id) const {
   std::lock_guard lock(mu_);
+  return active_locked(job_id);
+}
+
+bool JobScheduler::active_locked(const std::string& job_id) const {
   return running_.count(job_id) != 0 ||
          std::any_of(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == job_id; });
+}
+
+bool JobScheduler::wait_inactive(const std::string& job_id,
+                                 std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return !active_locked(job_id); });
 }
 
 long JobScheduler::pick_locked() const {

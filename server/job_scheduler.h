@@ -45,6 +45,11 @@ class JobScheduler {
   std::size_t queued() const;
   std::size_t running() const;
   bool is_active(const std::string& job_id) const;  // queued or running
+  // Waits up to `timeout` until the job is neither queued nor running; true when it is not.
+  // A RunFn stores a job's final state just before it returns, so a client can see that state
+  // a moment before the worker lets go of the job: callers that act on a stored final state
+  // (DELETE) wait here instead of answering "still running".
+  bool wait_inactive(const std::string& job_id, std::chrono::milliseconds timeout) const;
 
   // Stops accepting jobs, lets running jobs finish for up to `grace`, then requests them to
   // stop and joins the workers. Queued jobs stay queued (they are persisted; the caller
@@ -65,17 +70,18 @@ class JobScheduler {
   void worker_loop();
   // Index of the best runnable queued job, or -1. Requires mu_.
   long pick_locked() const;
+  bool active_locked(const std::string& job_id) const;  // requires mu_
 
   Options options_;
   RunFn run_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;              // wakes workers (new job, job finished, shutdown)
-  std::condition_variable idle_cv_;         // wakes shutdown() when a job finishes
-  std::vector<Queued> queue_;               // GUARDED_BY(mu_)
-  std::map<std::string, Running> running_;  // GUARDED_BY(mu_)
-  std::uint64_t next_seq_ = 0;              // GUARDED_BY(mu_)
-  bool accepting_ = true;                   // GUARDED_BY(mu_)
-  bool stopping_ = false;                   // GUARDED_BY(mu_): workers exit when idle
+  std::condition_variable cv_;               // wakes workers (new job, job finished, shutdown)
+  mutable std::condition_variable idle_cv_;  // wakes shutdown(), wait_inactive(): a job ended
+  std::vector<Queued> queue_;                // GUARDED_BY(mu_)
+  std::map<std::string, Running> running_;   // GUARDED_BY(mu_)
+  std::uint64_t next_seq_ = 0;               // GUARDED_BY(mu_)
+  bool accepting_ = true;                    // GUARDED_BY(mu_)
+  bool stopping_ = false;                    // GUARDED_BY(mu_): workers exit when idle
   std::vector<std::thread> workers_;
 };
 

@@ -475,10 +475,15 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   }
 
   HttpResponse delete_job(const std::string& id, const HttpRequest& req) {
-    if (deps.scheduler.is_active(id))
-      return problem_response(ApiErrorCode::kConflict, "job is queued or running; cancel it first");
     auto job = deps.store.get_job(id);
     if (!job.ok()) return storage_problem(job.status());
+    // A job whose final state is stored can still hold its worker for a moment (the runner
+    // returns right after storing it): a client that saw "cancelled" and deletes must not get a
+    // 409 for that moment, so wait for the worker. Queued and running jobs stay a conflict.
+    if (deps.scheduler.is_active(id) &&
+        (!storage::is_at_rest(job.value().state) ||
+         !deps.scheduler.wait_inactive(id, std::chrono::seconds(10))))
+      return problem_response(ApiErrorCode::kConflict, "job is queued or running; cancel it first");
     if (auto st = deps.store.delete_job(id); !st.ok()) return storage_problem(st);
     deps.events.forget(id);
     (void)deps.store.append_audit(

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <set>
+#include <thread>
 
 namespace llmcap::server {
 namespace {
@@ -114,6 +115,36 @@ TEST(JobScheduler, CancelQueuedAndRunning) {
   ASSERT_TRUE(g.wait_done("a"));
   EXPECT_EQ(g.stopped, std::vector<std::string>{"a"});
   EXPECT_EQ(s.cancel("zzz"), JobScheduler::CancelResult::kNotActive);
+}
+
+// The job's RunFn stores its final state and then returns; DELETE waits for that return
+// instead of answering 409 to a client that already saw the final state.
+TEST(JobScheduler, WaitInactiveReturnsWhenTheWorkerLetsGo) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  EXPECT_TRUE(s.wait_inactive("never-submitted", 0ms));
+  s.submit("a", {"t"});
+  ASSERT_TRUE(g.wait_running("a"));
+  EXPECT_FALSE(s.wait_inactive("a", 20ms));  // still running: times out
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(50ms);
+    g.release("a");
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(s.wait_inactive("a", 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_FALSE(s.is_active("a"));
+  releaser.join();
+  // A queued job removed by cancel() wakes a waiter too.
+  s.submit("b", {"t"});
+  s.submit("c", {"t"});  // waits behind b (same target)
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(50ms);
+    s.cancel("c");
+  });
+  EXPECT_TRUE(s.wait_inactive("c", 10s));
+  canceller.join();
+  g.release("b");
 }
 
 TEST(JobScheduler, ShutdownStopsRunningJobsAfterGrace) {
