@@ -8,6 +8,7 @@
 #include <iostream>
 #include <stop_token>
 
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/exit_codes.h"
 #include "server/logging.h"
@@ -89,22 +90,12 @@ int cmd_agent(const std::vector<std::string>& args) {
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd agent: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd agent --daemon http://HOST:PORT --job ID --shard K [flags]\n\n"
-                 "Runs shard K of every step of a job whose plan has `agents` and reports its\n"
-                 "samples to the daemon (docs/plans.md, Agents). Exits 0 when the job is done.\n\n"
-                 "Flags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
-  if (!positional.empty()) {
-    std::cerr << "llmcapd agent: unexpected argument '" << positional.front() << "'\n";
-    return kExitUsage;
-  }
+  const CommandLine cl{
+      "agent",
+      "Usage: llmcapd agent --daemon http://HOST:PORT --job ID --shard K [flags]\n\n"
+      "Runs shard K of every step of a job whose plan has `agents` and reports its\n"
+      "samples to the daemon (docs/plans.md, Agents). Exits 0 when the job is done."};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (o.daemon_url.empty() || o.job_id.empty() || shard < 0) {
     std::cerr << "llmcapd agent: --daemon, --job and --shard (or LLMCAP_SHARD_INDEX / "
                  "JOB_COMPLETION_INDEX) are required\n";

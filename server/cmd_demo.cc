@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/daemon.h"
+#include "server/daemon_client.h"
 #include "server/embedded_docs.h"
 #include "server/exit_codes.h"
-#include "server/local_client.h"
 #include "server/logging.h"
 #include "server/plan_executor.h"
 #include "server/settings.h"
@@ -45,18 +46,11 @@ int cmd_demo(const std::vector<std::string>& args) {
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty() || !positional.empty()) {
-    std::cerr << "llmcapd demo: "
-              << (err.empty() ? "unexpected argument '" + positional[0] + "'" : err) << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd demo [flags]\n\nRuns llmcapd with embedded simulated GPUs "
-                 "(RTX 4090 48GB vs A100 80GB PCIe, Llama-3.1-8B BF16), submits the example plan "
-                 "over the REST API and prints the qualified-capacity table.\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
+  const CommandLine cl{"demo",
+                       "Usage: llmcapd demo [flags]\n\nRuns llmcapd with embedded simulated GPUs "
+                       "(RTX 4090 48GB vs A100 80GB PCIe, Llama-3.1-8B BF16), submits the example "
+                       "plan over the REST API and prints the qualified-capacity table."};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (auto err = setup_logging(log); !err.empty()) {
     std::cerr << "llmcapd demo: " << err << "\n";
     return kExitUsage;
@@ -90,7 +84,8 @@ int cmd_demo(const std::vector<std::string>& args) {
     const auto port = daemon.port();
     std::cout << "llmcapd serving on http://127.0.0.1:" << port << " (database " << config.database
               << ")\n";
-    auto created = local_request(port, "POST", "/v1/jobs", plan_text);
+    const DaemonClient client("http://127.0.0.1:" + std::to_string(port), "");
+    auto created = client.request("POST", "/v1/jobs", plan_text);
     if (created.status != 201) {
       std::cerr << "llmcapd demo: POST /v1/jobs -> " << created.status << " " << created.error
                 << created.body << "\n";
@@ -105,7 +100,7 @@ int cmd_demo(const std::vector<std::string>& args) {
     const auto t0 = std::chrono::steady_clock::now();
     while (state == "queued" || state == "running") {
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      auto r = local_request(port, "GET", "/v1/jobs/" + id);
+      auto r = client.request("GET", "/v1/jobs/" + id);
       if (r.status != 200) continue;
       const auto j = nlohmann::json::parse(r.body, nullptr, false);
       state = j.value("state", "unknown");
@@ -122,7 +117,7 @@ int cmd_demo(const std::vector<std::string>& args) {
         }
       }
     }
-    auto results = local_request(port, "GET", "/v1/jobs/" + id + "/results");
+    auto results = client.request("GET", "/v1/jobs/" + id + "/results");
     const auto doc = nlohmann::json::parse(results.body, nullptr, false);
     std::cout << "\njob " << id << " " << state << "\n\nQualified capacity\n"
               << capacity_table_text(doc);

@@ -4,6 +4,7 @@
 
 #include "analysis/memory_fit.h"
 #include "api/result_json.h"
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/exit_codes.h"
 #include "server/settings.h"
@@ -34,20 +35,11 @@ int cmd_estimate(const std::vector<std::string>& args) {
   s.add("json", "print JSON instead of text", &as_json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd estimate: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd estimate [flags]\n\nMemory fit of a model on a GPU: weights, "
-                 "KV cache per token and request, KV pool, most concurrent sequences.\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
-  if (!positional.empty()) {
-    std::cerr << "llmcapd estimate: unexpected argument '" << positional.front() << "'\n";
-    return kExitUsage;
-  }
+  const CommandLine cl{
+      "estimate",
+      "Usage: llmcapd estimate [flags]\n\nMemory fit of a model on a GPU: weights, "
+      "KV cache per token and request, KV pool, most concurrent sequences."};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   auto catalog = sim::ProfileCatalog::builtin();
   if (!profiles_file.empty()) {
     if (auto err = catalog.add_file(profiles_file)) {

@@ -3,6 +3,7 @@
 // serves the same text at GET /v1/jobs/{id}/agents/manifest.
 #include <iostream>
 
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/exit_codes.h"
 #include "server/k8s_manifest.h"
@@ -42,21 +43,12 @@ int cmd_k8s_manifest(const std::vector<std::string>& args) {
   s.add("format", "yaml or json", &format);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd k8s-manifest: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd k8s-manifest --job ID --count N --image IMAGE --daemon-url URL "
-                 "[flags] | kubectl apply -f -\n\nThe Kubernetes Indexed Job running the agents "
-                 "of one job (one pod per shard; deploy/k8s/README.md).\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
-  if (!positional.empty()) {
-    std::cerr << "llmcapd k8s-manifest: unexpected argument '" << positional.front() << "'\n";
-    return kExitUsage;
-  }
+  const CommandLine cl{
+      "k8s-manifest",
+      "Usage: llmcapd k8s-manifest --job ID --count N --image IMAGE --daemon-url URL "
+      "[flags] | kubectl apply -f -\n\nThe Kubernetes Indexed Job running the agents "
+      "of one job (one pod per shard; deploy/k8s/README.md)."};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   spec.resources.cpu_limit = spec.resources.cpu_request;
   spec.resources.memory_limit = spec.resources.memory_request;
   if (backoff_limit < 0 || backoff_limit > 1'000'000) {

@@ -7,9 +7,10 @@
 
 #include "api/report_html.h"
 #include "api/report_tables.h"
+#include "server/command_line.h"
 #include "server/commands.h"
+#include "server/daemon_client.h"
 #include "server/exit_codes.h"
-#include "server/local_client.h"
 #include "server/settings.h"
 
 namespace llmcap::server {
@@ -27,16 +28,11 @@ int cmd_report(const std::vector<std::string>& args) {
   s.add("port", "port of the local llmcapd when a job id is given", &port);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd report: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd report RESULTS.json|JOB_ID [flags]\n\nRenders the capacity "
-                 "report (HTML with inline SVG charts, or Markdown/CSV tables).\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
+  const CommandLine cl{"report",
+                       "Usage: llmcapd report RESULTS.json|JOB_ID [flags]\n\nRenders the capacity "
+                       "report (HTML with inline SVG charts, or Markdown/CSV tables).",
+                       1};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (positional.size() != 1) {
     std::cerr << "llmcapd report: expected one results file or job id\n";
     return kExitUsage;
@@ -48,7 +44,8 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string text;
   const std::string& source = positional[0];
   if (source.rfind("job_", 0) == 0) {
-    auto r = local_request(port, "GET", "/v1/jobs/" + source + "/results");
+    const DaemonClient daemon("http://127.0.0.1:" + std::to_string(port), "");
+    auto r = daemon.request("GET", "/v1/jobs/" + source + "/results");
     if (r.status != 200) {
       std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/results on port " << port << ": "
                 << (r.status ? std::to_string(r.status) : r.error) << "\n";

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/plan_reader.h"
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/console_sink.h"
 #include "server/embedded_sims.h"
@@ -70,17 +71,13 @@ int cmd_run(const std::vector<std::string>& args) {
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd run: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
-                 "and prints the qualified-capacity table.\nExit 0 when every target qualified, "
-                 "1 when one did not, 2 for a bad plan, 3 on runtime errors.\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
+  const CommandLine cl{
+      "run",
+      "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
+      "and prints the qualified-capacity table.\nExit 0 when every target qualified, "
+      "1 when one did not, 2 for a bad plan, 3 on runtime errors.",
+      1};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (positional.size() != 1) {
     std::cerr << "llmcapd run: expected exactly one plan file (see llmcapd run --help)\n";
     return kExitUsage;

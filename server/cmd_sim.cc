@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "server/command_line.h"
 #include "server/commands.h"
 #include "server/exit_codes.h"
 #include "server/logging.h"
@@ -84,20 +85,11 @@ int cmd_sim(const std::vector<std::string>& args) {
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  if (auto err = parse_flags(s, args, positional); !err.empty()) {
-    std::cerr << "llmcapd sim: " << err << "\n";
-    return kExitUsage;
-  }
-  if (help) {
-    std::cout << "Usage: llmcapd sim [flags]\n\nA simulated OpenAI-compatible inference server "
-                 "(roofline + continuous batching model of a GPU).\n\nFlags:\n"
-              << s.help_text();
-    return kExitOk;
-  }
-  if (!positional.empty()) {
-    std::cerr << "llmcapd sim: unexpected argument '" << positional.front() << "'\n";
-    return kExitUsage;
-  }
+  const CommandLine cl{
+      "sim",
+      "Usage: llmcapd sim [flags]\n\nA simulated OpenAI-compatible inference server "
+      "(roofline + continuous batching model of a GPU)."};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (seed < 0) {
     std::cerr << "llmcapd sim: seed: must not be negative\n";
     return kExitUsage;

@@ -48,11 +48,11 @@ DaemonReply DaemonClient::request(const std::string& method, const std::string& 
     req.set(http::field::host, host_);
     req.set(http::field::connection, "close");
     if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
-    for (const auto& [k, v] : headers) req.set(k, v);
     if (!body.empty()) {
-      req.set(http::field::content_type, "application/json");
+      req.set(http::field::content_type, "application/json");  // unless `headers` says otherwise
       req.body() = body;
     }
+    for (const auto& [k, v] : headers) req.set(k, v);
     req.prepare_payload();
     http::write(stream, req);
     boost::beast::flat_buffer buffer;

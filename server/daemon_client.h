@@ -1,7 +1,8 @@
-// DaemonClient: the blocking HTTP/1.1 client `llmcapd agent` talks to its daemon with
-// (http://host:port[/prefix], bearer token). One request per connection (Connection: close),
+// DaemonClient: the blocking HTTP/1.1 client the subcommands talk to a daemon with
+// (http://host:port[/prefix], bearer token): `llmcapd agent` to its fleet's daemon, `llmcapd demo`
+// and `llmcapd report` to one on loopback. One request per connection (Connection: close),
 // every request bounded by the deadline given at construction (connect, write and read), and
-// responses by a body limit. Used on the agent's own main thread, never on an I/O thread.
+// responses by a body limit. Used on a command's own main thread, never on an I/O thread.
 // Thread-safety: const methods may be called from several threads at once.
 #pragma once
 

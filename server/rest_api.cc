@@ -296,9 +296,10 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
 
   // ---- handlers (run on the blocking pool) ----
 
-  HttpResponse validate_plan(const HttpRequest& req) {
-    if (auto bad = require_json_body(req)) return *bad;
-    const auto parse = api::parse_plan(req.body, limits());
+  // The problem with a submitted plan (validate and create answer alike): not JSON (400), an
+  // invalid plan naming every field (422), or a target or metrics URL outside the allowlist
+  // (422); nullopt when the plan may run.
+  std::optional<HttpResponse> plan_problem(const api::PlanParse& parse) const {
     if (parse.malformed)
       return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
     if (!parse.errors.empty())
@@ -307,11 +308,23 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
                               parse.errors);
     std::vector<api::FieldError> denied;
     for (std::size_t i = 0; i < parse.plan->targets.size(); ++i) {
-      const auto why = check_allowed(parse.plan->targets[i].base_url);
-      if (!why.empty()) denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
+      const auto& t = parse.plan->targets[i];
+      if (auto why = check_allowed(t.base_url); !why.empty())
+        denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
+      if (!t.metrics_url.empty()) {
+        if (auto why = check_allowed(t.metrics_url); !why.empty())
+          denied.push_back({"/targets/" + std::to_string(i) + "/metrics_url", why});
+      }
     }
     if (!denied.empty())
       return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
+    return std::nullopt;
+  }
+
+  HttpResponse validate_plan(const HttpRequest& req) {
+    if (auto bad = require_json_body(req)) return *bad;
+    const auto parse = api::parse_plan(req.body, limits());
+    if (auto bad = plan_problem(parse)) return *bad;
     json warnings = parse.warnings;
     for (const auto& w : memory_warnings(*parse.plan)) warnings.push_back(w);
     return json_response(
@@ -359,24 +372,7 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
     if (auto bad = require_json_body(req)) return *bad;
     const auto parse = api::parse_plan(req.body, limits());
-    if (parse.malformed)
-      return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
-    if (!parse.errors.empty())
-      return problem_response(ApiErrorCode::kInvalidPlan,
-                              std::to_string(parse.errors.size()) + " problem(s) in the plan",
-                              parse.errors);
-    std::vector<api::FieldError> denied;
-    for (std::size_t i = 0; i < parse.plan->targets.size(); ++i) {
-      const auto& t = parse.plan->targets[i];
-      if (auto why = check_allowed(t.base_url); !why.empty())
-        denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
-      if (!t.metrics_url.empty()) {
-        if (auto why = check_allowed(t.metrics_url); !why.empty())
-          denied.push_back({"/targets/" + std::to_string(i) + "/metrics_url", why});
-      }
-    }
-    if (!denied.empty())
-      return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
+    if (auto bad = plan_problem(parse)) return *bad;
     const auto key = req.header("idempotency-key");
     if (key && (key->empty() || key->size() > 200))
       return problem_response(ApiErrorCode::kBadRequest,

@@ -389,8 +389,9 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertLess(time.monotonic() - started, 30)
         doc = plan("metrics-outside")
         doc["targets"][0]["metrics_url"] = "http://10.9.9.9:9100/metrics"
-        self.assertProblem(d.request("POST", "/v1/jobs", doc), 422,
-                           paths=["/targets/0/metrics_url"])
+        for path in ("/v1/jobs", "/v1/plans:validate"):  # validation answers as creation does
+            self.assertProblem(d.request("POST", path, doc), 422, "invalid-plan",
+                               paths=["/targets/0/metrics_url"])
         # Loopback is allowed (validation only: nothing is listening there).
         r = d.request("POST", "/v1/plans:validate", plan("loop", base_url="http://127.0.0.1:9"))
         self.assertEqual(r.status, 200, r)
