@@ -16,7 +16,7 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLLMCAP_BUILD_TESTS=OFF >/dev/null
   make -C "$BUILD" -j"$JOBS" --no-print-directory bench_agent_sse_decode bench_micro \
     bench_storage_ingest bench_client_firehose bench_concurrency bench_open_loop \
-    bench_sim_streams bench_hotpath_callgrind llmcapd >/dev/null
+    bench_sim_streams bench_hotpath_callgrind bench_api_load_client llmcapd >/dev/null
 fi
 B="$BUILD/bench"
 PRIO=()
