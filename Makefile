@@ -23,16 +23,17 @@ build: deps
 demo: build
 	$(LLMCAPD) demo
 
-# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
-#   asan     the asan preset's build (ASan + UBSan) and the whole CTest suite under it, except
-#            the wall-clock accuracy cases labelled `timing` (their bounds assume no 2-5x
-#            slowdown); the daemon tests drive the sanitized llmcapd;
-#   release  the release preset's build (everything `make demo` builds) and the `timing` cases,
-#            which need an optimised build (CTEST_ARGS; `make test-release` alone runs
-#            the whole suite in the release build);
+# Every test (what CI runs, docs/ci.md): formatting check, then two lanes, each timed:
+#   release  the release preset's build and the whole CTest suite (unit, integration, e2e; the
+#            timing-accuracy tests need an optimised build);
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
-# `make test-release`, `make test-asan`, `make test-fuzz` run one lane.
+# A third lane, asan (the whole suite under ASan + UBSan, the daemon tests driving the
+# sanitized llmcapd; tests labelled `timing` are excluded there), passes from a clean clone but
+# does not fit CI's 30-minute budget on 2 cores together with the other two (docs/ci.md has the
+# measured stage times): run it with `make test-asan`.
+# `make test-release`, `make test-asan`, `make test-fuzz` run one lane; CTEST_ARGS is passed to
+# ctest (e.g. CTEST_ARGS='-L ^timing$').
 FUZZ_SECONDS ?= 30
 # $(call STAGE,name) prefixes a recipe line: prints how long it took, also when it fails: wall
 # time and the CPU time (user + system) of everything it ran. On a shared machine CPU/2 is the
@@ -41,8 +42,7 @@ SHELL := /bin/bash
 STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
 
 test: deps lint
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory test-release CTEST_ARGS='-L ^timing$$'
+	@$(MAKE) --no-print-directory test-release
 	@$(MAKE) --no-print-directory test-fuzz
 
 CTEST_ARGS ?=
