@@ -88,13 +88,22 @@ Server& server() {
 }
 
 int connect_to(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) fail("socket() failed");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("cannot connect");
+  // A connect can fail for a moment (the accept backlog full while the server closes the
+  // previous input's connections, seen once in CI): retry for up to 2 s before calling it a
+  // harness failure.
+  for (int attempt = 0; ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0; ++attempt) {
+    if (attempt >= 200) fail("cannot connect");
+    ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) fail("socket() failed");
+  }
   return fd;
 }
 
