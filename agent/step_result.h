@@ -65,7 +65,9 @@ struct StepResult {
   std::uint64_t dropped_arrivals = 0;  // open loop: arrivals refused at the cap
   std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series;  // (t_ns, in flight)
 
-  std::int64_t window_start_ns = 0;  // measurement window [start, end), step-epoch ns
+  // Measurement window [start, end), step-epoch ns. A cancelled step's window ends where it
+  // was stopped; it is empty (end <= start) when the step was stopped before it opened.
+  std::int64_t window_start_ns = 0;
   std::int64_t window_end_ns = 0;
   std::int64_t epoch_steady_ns = 0;  // steady_clock time (ns) of the step's t = 0
   std::int64_t end_ns = 0;           // when the step (drain included) ended

@@ -115,6 +115,12 @@ void StepRun::on_stop() {
   if (stopping) return;
   stopping = true;
   result.cancelled = true;
+  if (epoch != 0 && !finished) {
+    // Stopped inside the window: the window ends now, so rates are over the time that ran.
+    // Before it opened (warm-up, calibration), it is empty: the step measured nothing.
+    const std::int64_t now = HttpClient::now_ns();
+    if (now < window_end) result.window_end_ns = std::max(now, window_start) - epoch;
+  }
   window_timer.cancel();
   sched_timer.cancel();
   drain_timer.cancel();

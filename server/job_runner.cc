@@ -286,6 +286,25 @@ JobRunner::JobRunner(storage::JobStore& store, storage::SampleWriter& writer,
       telemetry_interval_s_(telemetry_interval_s) {}
 
 void JobRunner::run(const std::string& job_id, std::stop_token stop) {
+  std::string what;
+  try {
+    run_job(job_id, std::move(stop));
+    return;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
+  }
+  // The job's record gets a generic error: the exception text is not redacted (the secrets
+  // are not at hand here), so it goes only to the daemon log, which operators read.
+  log()->error("job {}: internal error: {}", job_id, what);
+  const std::string why = "internal error in llmcapd (see the daemon log)";
+  check(store_.update_state(job_id, storage::JobState::kFailed, why), job_id, "mark failed");
+  events_.append(job_id, "state", json{{"state", "failed"}, {"error", why}}.dump());
+  events_.finish(job_id);
+}
+
+void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   std::optional<SecretRedactor> redactor;  // set once the secrets are loaded
   auto fail = [&](const std::string& raw_why) {
     const std::string why = redactor ? redactor->redacted(raw_why) : raw_why;

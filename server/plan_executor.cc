@@ -242,6 +242,11 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     return std::nullopt;
   }
   if (model_.empty()) model_ = result.model;
+  if (result.cancelled && result.window_end_ns <= result.window_start_ns) {
+    // Stopped before its window opened (model discovery, calibration, warm-up): nothing was
+    // measured, so there is no step to judge or store.
+    return std::nullopt;
+  }
   if (k != 1.0) expand(result, k);
 
   analysis::StepInput input;

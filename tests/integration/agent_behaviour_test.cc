@@ -283,6 +283,31 @@ TEST(AgentBehaviour, StopTokenCancelsInFlightRequestsPromptly) {
   EXPECT_EQ(r.counts.cancelled, 8u);
   EXPECT_GE(progress_calls.load(), 4);
   EXPECT_EQ(last_in_flight.load(), 0u);  // the final call after drain
+  // The window ends at the stop (~0.4 s in), not at its planned 30 s: rates are over the time
+  // that ran.
+  EXPECT_GT(r.window_end_ns, r.window_start_ns);
+  EXPECT_LT(r.window_end_ns - r.window_start_ns, 5'000'000'000LL);
+}
+
+TEST(AgentBehaviour, StopBeforeTheWindowOpensLeavesAnEmptyWindow) {
+  ScriptedTarget fake(quick());
+  // Stopped before the run starts, and stopped during a 30 s warm-up.
+  for (const double stop_after_s : {-1.0, 0.3}) {
+    StepSpec spec = spec_for(fake, 1);
+    spec.warmup_s = 30;
+    std::stop_source stop;
+    if (stop_after_s < 0) stop.request_stop();
+    StepResult r;
+    std::thread worker([&] { r = StepRunner().run(spec, stop.get_token()); });
+    if (stop_after_s >= 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(stop_after_s));
+      stop.request_stop();
+    }
+    worker.join();
+    EXPECT_TRUE(r.cancelled) << stop_after_s;
+    EXPECT_FALSE(r.completed) << stop_after_s;
+    EXPECT_LE(r.window_end_ns, r.window_start_ns) << stop_after_s;
+  }
 }
 
 TEST(AgentBehaviour, DrainCancelVersusWait) {
