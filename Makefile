@@ -7,7 +7,7 @@ BUILD_DIR = build/$(PRESET)
 LLMCAPD = $(BUILD_DIR)/server/llmcapd
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 
-.PHONY: all deps build demo test test-release test-asan test-fuzz lint format clean
+.PHONY: all deps build demo test test-release test-asan test-timing test-fuzz lint format clean
 
 all: build
 
@@ -23,17 +23,17 @@ build: deps
 demo: build
 	$(LLMCAPD) demo
 
-# Every test (what CI runs, docs/ci.md): formatting check, then two lanes, each timed:
-#   release  the release preset's build and the whole CTest suite (unit, integration, e2e; the
-#            timing-accuracy tests need an optimised build);
+# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
+#   asan     the asan preset (ASan + UBSan, Debug): the whole CTest suite (unit, integration,
+#            e2e; the daemon tests drive the sanitized llmcapd), except the tests labelled
+#            `timing`, whose wall-clock accuracy assertions ASan's slowdown makes meaningless;
+#   timing   the release preset, built only for llmcapd (what `make demo` runs) and the two
+#            test executables that hold the `timing` cases; runs those cases;
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
-# A third lane, asan (the whole suite under ASan + UBSan, the daemon tests driving the
-# sanitized llmcapd; tests labelled `timing` are excluded there), passes from a clean clone but
-# does not fit CI's 30-minute budget on 2 cores together with the other two (docs/ci.md has the
-# measured stage times): run it with `make test-asan`.
-# `make test-release`, `make test-asan`, `make test-fuzz` run one lane; CTEST_ARGS is passed to
-# ctest (e.g. CTEST_ARGS='-L ^timing$').
+# `make test-release` builds the whole release preset and runs the whole suite there (the
+# quickest full run on a developer machine). `make test-asan`, `make test-timing`,
+# `make test-fuzz` run one lane; CTEST_ARGS is passed to ctest (e.g. CTEST_ARGS='-R Sim').
 FUZZ_SECONDS ?= 30
 # $(call STAGE,name) prefixes a recipe line: prints how long it took, also when it fails: wall
 # time and the CPU time (user + system) of everything it ran. On a shared machine CPU/2 is the
@@ -42,13 +42,21 @@ SHELL := /bin/bash
 STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
 
 test: deps lint
-	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-timing
 	@$(MAKE) --no-print-directory test-fuzz
 
 CTEST_ARGS ?=
 test-release test-asan: test-%: deps
 	@$(call STAGE,$* build) (cmake --preset $* >/dev/null && cmake --build --preset $*)
 	@$(call STAGE,$* ctest) ctest --preset $* $(CTEST_ARGS)
+
+TIMING_TARGETS = llmcapd agent_timing_test sim_server_test
+test-timing: deps
+	@$(call STAGE,timing build) (cmake --preset release >/dev/null && \
+	  cmake --build --preset release --target $(TIMING_TARGETS))
+	@$(call STAGE,timing ctest) ctest --preset release -L '^timing$$' $(CTEST_ARGS)
+	@build/release/server/llmcapd --version
 
 test-fuzz: deps
 	@$(call STAGE,fuzz) BUILD_DIR=$(CURDIR)/build/fuzz tests/fuzz/run_fuzzers.sh $(FUZZ_SECONDS)
