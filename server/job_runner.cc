@@ -385,7 +385,13 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     fleet = shard_hub_->open(job_id, *parse.plan->agents);
   }
   PlanExecutor executor(sims_, sink, fleet.get());
-  ExecutionResult result = executor.run(plan, stop_after_step.get_token(), resume);
+  ExecutionResult result;
+  try {
+    result = executor.run(plan, stop_after_step.get_token(), resume);
+  } catch (...) {
+    if (fleet) shard_hub_->close(job_id, "failed");  // the agents must not wait for more steps
+    throw;
+  }
   if (fleet)
     shard_hub_->close(job_id, !result.error.empty() ? "failed"
                               : result.cancelled    ? "stopped"

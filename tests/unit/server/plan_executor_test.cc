@@ -21,19 +21,18 @@ using nlohmann::json;
 constexpr std::int64_t kNsPerMs = 1'000'000;
 
 RunPlan one_step_plan() {
-  const json plan{
-      {"version", 1},
-      {"name", "cancel"},
-      {"targets", json::array({json{{"name", "a100"},
-                                    {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
-                                    {"price_per_hour", 1.5}}})},
-      {"workload", json{{"input_tokens", json{{"fixed", 256}}},
-                        {"output_tokens", json{{"fixed", 32}}}}},
-      {"sla", json{{"ttft_ms", json{{"p95", 5000}}}, {"min_requests", 1}}},
-      {"phases", json::array({json{{"kind", "concurrency_sweep"},
-                                   {"levels", json::array({1, 2})},
-                                   {"duration_s", 60},
-                                   {"warmup_s", 1}}})}};
+  const json plan{{"version", 1},
+                  {"name", "cancel"},
+                  {"targets", json::array({json{{"name", "a100"},
+                                                {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
+                                                {"price_per_hour", 1.5}}})},
+                  {"workload", json{{"input_tokens", json{{"fixed", 256}}},
+                                    {"output_tokens", json{{"fixed", 32}}}}},
+                  {"sla", json{{"ttft_ms", json{{"p95", 5000}}}, {"min_requests", 1}}},
+                  {"phases", json::array({json{{"kind", "concurrency_sweep"},
+                                               {"levels", json::array({1, 2})},
+                                               {"duration_s", 60},
+                                               {"warmup_s", 1}}})}};
   const auto parse = api::parse_plan(plan.dump());
   EXPECT_TRUE(parse.errors.empty()) << parse.errors.front().path;
   RunPlan out;
@@ -83,7 +82,7 @@ agent::StepResult cancelled_result(std::int64_t window_start_ns, std::int64_t wi
 
 TEST(PlanExecutor, CancelBeforeTheWindowOpenedEndsCancelledWithNoStep) {
   for (const auto& [start, end] : {std::pair<std::int64_t, std::int64_t>{0, 0},  // calibrating
-                                   {1000 * kNsPerMs, 1000 * kNsPerMs}}) {     // warming up
+                                   {1000 * kNsPerMs, 1000 * kNsPerMs}}) {        // warming up
     EmbeddedSimulators sims;
     RecordingSink sink;
     std::stop_source stop;
