@@ -37,8 +37,8 @@ class JobRunner {
   // telemetry_interval_s: scrape period of the targets' metrics (DaemonConfig).
   JobRunner(storage::JobStore& store, storage::SampleWriter& writer, EmbeddedSimulators& sims,
             DaemonMetrics& metrics, JobEvents& events, double telemetry_interval_s = 1.0);
-  // Never throws: an exception that escapes the job's work (a bug) fails the job with the
-  // exception's message, so no job stays "running" with nothing running it.
+  // Never throws: an exception that escapes the job's work (a bug) fails the job (the
+  // exception's text goes to the log), so no job stays "running" with nothing running it.
   void run(const std::string& job_id, std::stop_token stop);
   // Agent fleets (issue 11): a plan with `agents` runs its steps through a ShardCoordinator
   // opened in this hub. Without one, such plans fail with a clear error. Set before run().
