@@ -27,8 +27,8 @@ demo: build
 #   asan     the asan preset (ASan + UBSan, Debug): the whole CTest suite (unit, integration,
 #            e2e; the daemon tests drive the sanitized llmcapd), except the tests labelled
 #            `timing`, whose wall-clock accuracy assertions ASan's slowdown makes meaningless;
-#   timing   the release preset, built only for llmcapd (what `make demo` runs) and the two
-#            test executables that hold the `timing` cases; runs those cases;
+#   timing   the release preset, built only for llmcapd (what `make demo` runs) and the test
+#            executables that hold `timing` cases (target llmcap_timing_tests); runs those;
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
 # `make test-release` builds the whole release preset and runs the whole suite there (the
@@ -51,10 +51,9 @@ test-release test-asan: test-%: deps
 	@$(call STAGE,$* build) (cmake --preset $* >/dev/null && cmake --build --preset $*)
 	@$(call STAGE,$* ctest) ctest --preset $* $(CTEST_ARGS)
 
-TIMING_TARGETS = llmcapd agent_timing_test sim_server_test
 test-timing: deps
 	@$(call STAGE,timing build) (cmake --preset release >/dev/null && \
-	  cmake --build --preset release --target $(TIMING_TARGETS))
+	  cmake --build --preset release --target llmcapd llmcap_timing_tests)
 	@$(call STAGE,timing ctest) ctest --preset release -L '^timing$$' $(CTEST_ARGS)
 	@build/release/server/llmcapd --version
 

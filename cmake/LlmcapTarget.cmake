@@ -66,7 +66,8 @@ endfunction()
 # TIMING names (gtest filter syntax, e.g. "*AgentTiming.*:AgentOpenLoop.*") the cases that
 # assert wall-clock accuracy (e.g. "within 1 ms of the truth"), which ASan's 2-5x slowdown makes
 # meaningless: they get the extra label `timing`, which the asan test preset excludes; they
-# still run in the release lane (docs/ci.md). Everything else must pass under ASan.
+# run in the timing lane (docs/ci.md), which builds the target `llmcap_timing_tests`: every
+# executable with TIMING cases. Everything else must pass under ASan.
 function(llmcap_test name)
   cmake_parse_arguments(ARG "" "TIMING" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -85,6 +86,10 @@ function(llmcap_test name)
          "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};timing\")\n"
          "endforeach()\n")
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
+    if(NOT TARGET llmcap_timing_tests)
+      add_custom_target(llmcap_timing_tests)
+    endif()
+    add_dependencies(llmcap_timing_tests ${name})
   else()
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
   endif()

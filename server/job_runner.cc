@@ -298,7 +298,10 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   // The job's record gets a generic error: the exception text is not redacted (the secrets
   // are not at hand here), so it goes only to the daemon log, which operators read.
   log()->error("job {}: internal error: {}", job_id, what);
-  const std::string why = "internal error in llmcapd (see the daemon log)";
+  mark_failed(job_id, "internal error in llmcapd (see the daemon log)");
+}
+
+void JobRunner::mark_failed(const std::string& job_id, const std::string& why) {
   check(store_.update_state(job_id, storage::JobState::kFailed, why), job_id, "mark failed");
   events_.append(job_id, "state", json{{"state", "failed"}, {"error", why}}.dump());
   events_.finish(job_id);
@@ -309,9 +312,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   auto fail = [&](const std::string& raw_why) {
     const std::string why = redactor ? redactor->redacted(raw_why) : raw_why;
     log()->error("job {} failed: {}", job_id, why);
-    check(store_.update_state(job_id, storage::JobState::kFailed, why), job_id, "mark failed");
-    events_.append(job_id, "state", json{{"state", "failed"}, {"error", why}}.dump());
-    events_.finish(job_id);
+    mark_failed(job_id, why);
   };
   auto job = store_.get_job(job_id);
   if (!job.ok()) {

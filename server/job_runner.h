@@ -48,6 +48,8 @@ class JobRunner {
 
  private:
   void run_job(const std::string& job_id, std::stop_token stop);
+  // Stores the failed state with `why` (already redacted) and ends the job's event stream.
+  void mark_failed(const std::string& job_id, const std::string& why);
 
   storage::JobStore& store_;
   storage::SampleWriter& writer_;
