@@ -16,7 +16,7 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLLMCAP_BUILD_TESTS=OFF >/dev/null
   make -C "$BUILD" -j"$JOBS" --no-print-directory bench_agent_sse_decode bench_micro \
     bench_storage_ingest bench_client_firehose bench_concurrency bench_open_loop \
-    bench_sim_streams bench_hotpath_callgrind bench_api_load_client llmcapd >/dev/null
+    bench_sim_streams bench_hotpath_callgrind bench_api_load_client bench_raw_floor llmcapd >/dev/null
 fi
 B="$BUILD/bench"
 PRIO=()
@@ -54,6 +54,10 @@ fi
 echo "macro benchmarks run under: ${PRIO[*]:-normal priority}"
 section "macro: client firehose (token events/s, per-request CPU)"
 run "${PRIO[@]}" "$B/bench_client_firehose" --seconds=3 --repeat=3
+# The same traffic from the least a client can do (epoll + recv, no parsing beyond framing):
+# the kernel's and loopback's share, which llmcap's per-request and per-event costs sit on.
+section "macro: raw epoll floor (1-token requests; 1000 paced streams)"
+run "${PRIO[@]}" "$B/bench_raw_floor" --seconds=3 --repeat=3 --streams=1000
 section "macro: open loop 5000 req/s"
 run "${PRIO[@]}" "$B/bench_open_loop" --rate=5000 --seconds=5 --repeat=3
 # The ladder finds the largest count whose ITL P99 stays within 1 ms; the firehose prints its own
