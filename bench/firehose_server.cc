@@ -37,25 +37,18 @@ struct FirehoseState {
   analysis::LogHistogram gap_error_ns;
 };
 
-namespace {
-
-using StatePtr = std::shared_ptr<FirehoseState>;
-
-// vLLM's shapes (sim/ and tests/data use the same): the client under test pays for a real
-// chunk's size and JSON structure.
-std::string completions_event(const std::string& model) {
+std::string vllm_token_event(bool chat, const std::string& model) {
+  if (chat)
+    return R"(data: {"id":"chatcmpl-firehose","object":"chat.completion.chunk","created":1733100000,"model":")" +
+           model +
+           R"(","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]})"
+           "\n\n";
   return R"(data: {"id":"cmpl-firehose","object":"text_completion","created":1733100000,"model":")" +
          model +
          R"(","choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null})"
          "\n\n";
 }
-std::string chat_event(const std::string& model) {
-  return R"(data: {"id":"chatcmpl-firehose","object":"chat.completion.chunk","created":1733100000,"model":")" +
-         model +
-         R"(","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]})"
-         "\n\n";
-}
-std::string final_events(bool chat, std::int64_t prompt_tokens, std::int64_t n) {
+std::string vllm_final_events(bool chat, std::int64_t prompt_tokens, std::int64_t n) {
   const std::string usage = R"("usage":{"prompt_tokens":)" + std::to_string(prompt_tokens) +
                             R"(,"completion_tokens":)" + std::to_string(n) + R"(,"total_tokens":)" +
                             std::to_string(prompt_tokens + n) + "}";
@@ -67,9 +60,7 @@ std::string final_events(bool chat, std::int64_t prompt_tokens, std::int64_t n) 
          "data: [DONE]\n\n";
 }
 
-// `"max_tokens": N` by a plain scan: the server must stay cheap per request, and the agent's
-// RequestBuilder writes the key exactly once. nullopt when absent or not a number.
-std::optional<std::int64_t> max_tokens_of(std::string_view body) {
+std::optional<std::int64_t> max_tokens_in(std::string_view body) {
   constexpr std::string_view kKey = "\"max_tokens\"";
   const auto at = body.find(kKey);
   if (at == std::string_view::npos) return std::nullopt;
@@ -81,8 +72,12 @@ std::optional<std::int64_t> max_tokens_of(std::string_view body) {
   return v;
 }
 
+namespace {
+
+using StatePtr = std::shared_ptr<FirehoseState>;
+
 Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat) {
-  const auto mt = max_tokens_of(req.body);
+  const auto mt = max_tokens_in(req.body);
   if (!mt && req.body.find("\"max_tokens\"") != std::string::npos)
     co_return HttpResponse::json(
         400, R"({"error":{"message":"max_tokens: must be a non-negative integer"}})");
@@ -134,7 +129,7 @@ Result stream_tokens(StatePtr s, HttpRequest& req, ResponseStream& st, bool chat
       s->events.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (!co_await st.write(final_events(chat, prompt_tokens, n))) co_return std::nullopt;
+  if (!co_await st.write(vllm_final_events(chat, prompt_tokens, n))) co_return std::nullopt;
   co_await st.finish();
   co_return std::nullopt;
 }
@@ -175,8 +170,8 @@ void FirehoseServer::start() {
   if (o.events_per_write < 1) throw std::invalid_argument("events_per_write: must be >= 1");
   if (o.default_max_tokens < 0) throw std::invalid_argument("default_max_tokens: must be >= 0");
   if (o.max_connections < 1) throw std::invalid_argument("max_connections: must be >= 1");
-  state_->completions_event = completions_event(o.model);
-  state_->chat_event = chat_event(o.model);
+  state_->completions_event = vllm_token_event(false, o.model);
+  state_->chat_event = vllm_token_event(true, o.model);
   state_->completions_block.clear();
   state_->chat_block.clear();
   for (int i = 0; i < o.events_per_write; ++i) {

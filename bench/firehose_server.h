@@ -18,7 +18,9 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace llmcap::bench {
 
@@ -30,7 +32,21 @@ struct FirehoseOptions {
   std::int32_t default_max_tokens = 16;  // when a request sends no max_tokens
   std::size_t max_connections = 20'000;  // held at once (raise RLIMIT_NOFILE to match)
   std::string model = "firehose";        // served model name
+  // serve_paced_raw only: each request's first token comes interval_ms + U[0, interval_ms)
+  // after its headers instead of exactly interval_ms, so streams that started together do not
+  // emit in the same instant (as requests arriving at random times would not). The gaps after
+  // the first token are still exactly interval_ms.
+  bool spread_phases = false;
 };
+
+// The bytes both benchmark servers send (vLLM's shapes; sim/ and tests/data use the same), so
+// the client under test pays for a real chunk's size and JSON structure: one token event
+// (`data: {...}\n\n`), and the finish, usage and `[DONE]` events after n tokens.
+std::string vllm_token_event(bool chat, const std::string& model);
+std::string vllm_final_events(bool chat, std::int64_t prompt_tokens, std::int64_t n);
+// `"max_tokens": N` of a request body by a plain scan (the agent writes the key once);
+// nullopt when absent or not a non-negative integer.
+std::optional<std::int64_t> max_tokens_in(std::string_view body);
 
 struct FirehoseState;  // defined in firehose_server.cc
 

@@ -16,7 +16,7 @@
 // CPU is this thread's CLOCK_THREAD_CPUTIME_ID over the run (the firehose is another process).
 // Usage: bench_raw_floor [--scenario=requests|paced|both] [--seconds=3] [--repeat=3]
 //                        [--request-streams=16] [--streams=1000] [--interval-ms=50]
-//                        [--tokens=40]
+//                        [--tokens=40] [--server=asio|raw] [--phases=aligned|spread]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "bench/paced_server.h"
 
 namespace {
 
@@ -105,8 +106,7 @@ class FloorClient {
       Conn& c = conns_[i];
       c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (c.fd < 0) die("socket");
-      if (connect(c.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-        die("connect");
+      if (connect(c.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) die("connect");
       const int one = 1;
       setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       const int flags = fcntl(c.fd, F_GETFL);
@@ -135,7 +135,8 @@ class FloorClient {
       ++k.epoll_waits;
       const int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 100);
       if (n < 0 && errno != EINTR) die("epoll_wait");
-      for (int e = 0; e < n; ++e) on_readable(conns_[events[static_cast<std::size_t>(e)].data.u64], k);
+      for (int e = 0; e < n; ++e)
+        on_readable(conns_[events[static_cast<std::size_t>(e)].data.u64], k);
     }
     k.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     k.wall_ns = now_ns(CLOCK_MONOTONIC) - wall0;
@@ -198,8 +199,8 @@ class FloorClient {
       std::memcpy(joined.data(), data.data() + data.size() - len, len);
     }
     const std::string_view last(joined.data(), len);
-    const bool done = last.size() >= kTerminal.size() &&
-                      last.substr(last.size() - kTerminal.size()) == kTerminal;
+    const bool done =
+        last.size() >= kTerminal.size() && last.substr(last.size() - kTerminal.size()) == kTerminal;
     const std::size_t keep = std::min(len, c.tail.size());
     std::memcpy(c.tail.data(), joined.data() + len - keep, keep);
     c.tail_len = keep;
@@ -250,10 +251,15 @@ Row summarise(Counters& k, bool per_event, double interval_ms, std::int64_t serv
 
 // One run against a fresh firehose child (a previous run's streams would still hold its
 // connections), so the server's CPU per unit is this run's too.
-Row run_one(const bench::FirehoseOptions& fo, int connections, int max_tokens, double seconds,
-            bool per_event) {
+Row run_one(const bench::FirehoseOptions& fo, bool raw_server, int connections, int max_tokens,
+            double seconds, bool per_event) {
   bench::ForkedServer server;
-  server.start([&](int fd) { bench::serve_firehose(fo, fd); });
+  server.start([&](int fd) {
+    if (raw_server)
+      bench::serve_paced_raw(fo, fd);
+    else
+      bench::serve_firehose(fo, fd);
+  });
   Counters k;
   {
     FloorClient client(server.port(), connections, max_tokens, per_event);
@@ -284,7 +290,22 @@ int main(int argc, char** argv) {
   const int streams = static_cast<int>(flags.number("streams", 1000));
   const int interval_ms = static_cast<int>(flags.number("interval-ms", 50));
   const int tokens = static_cast<int>(flags.number("tokens", 40));
+  // paced scenario: the paced server and its phases, as in bench_concurrency.
+  const std::string server_kind = flags.text("server", "asio");
+  const std::string phases = flags.text("phases", "aligned");
   flags.check_all_used();
+  if (server_kind != "asio" && server_kind != "raw") {
+    std::cerr << "--server: must be asio or raw\n";
+    return 2;
+  }
+  if (phases != "aligned" && phases != "spread") {
+    std::cerr << "--phases: must be aligned or spread\n";
+    return 2;
+  }
+  if (phases == "spread" && server_kind != "raw") {
+    std::cerr << "--phases=spread: needs --server=raw\n";
+    return 2;
+  }
   if (scenario != "requests" && scenario != "paced" && scenario != "both") {
     std::cerr << "--scenario: must be requests, paced or both\n";
     return 2;
@@ -297,41 +318,65 @@ int main(int argc, char** argv) {
   if (scenario != "paced") {
     bench::FirehoseOptions fo;  // firehose mode: the whole 1-token answer as fast as it goes
     std::vector<Row> rows;
-    for (int i = 0; i < repeat; ++i) rows.push_back(run_one(fo, request_streams, 1, seconds, false));
-    std::printf("bench_raw_floor requests: %d keep-alive connections, 1-token requests, %.1f s x %d"
-                " (median, min .. max)\n",
-                request_streams, seconds, repeat);
-    print("CPU per 1-token request", rows, [](const Row& r) { return r.cpu_per_unit_us; }, "us");
-    print("requests / wall second", rows, [](const Row& r) { return r.units_per_s; }, "req/s");
-    print("thread utilisation", rows, [](const Row& r) { return r.utilisation; }, "of a core");
-    print("recv per request", rows, [](const Row& r) { return r.recvs; }, "calls");
-    print("  of which EAGAIN", rows, [](const Row& r) { return r.eagain; }, "calls");
-    print("epoll_wait per request", rows, [](const Row& r) { return r.epoll_waits; }, "calls");
-    print("send per request", rows, [](const Row& r) { return r.sends; }, "calls");
-    print("firehose CPU per request", rows,
-          [](const Row& r) { return r.server_cpu_per_unit_us; }, "us (whole child)");
+    for (int i = 0; i < repeat; ++i)
+      rows.push_back(run_one(fo, false, request_streams, 1, seconds, false));
+    std::printf(
+        "bench_raw_floor requests: %d keep-alive connections, 1-token requests, %.1f s x %d"
+        " (median, min .. max)\n",
+        request_streams, seconds, repeat);
+    print(
+        "CPU per 1-token request", rows, [](const Row& r) { return r.cpu_per_unit_us; }, "us");
+    print(
+        "requests / wall second", rows, [](const Row& r) { return r.units_per_s; }, "req/s");
+    print(
+        "thread utilisation", rows, [](const Row& r) { return r.utilisation; }, "of a core");
+    print(
+        "recv per request", rows, [](const Row& r) { return r.recvs; }, "calls");
+    print(
+        "  of which EAGAIN", rows, [](const Row& r) { return r.eagain; }, "calls");
+    print(
+        "epoll_wait per request", rows, [](const Row& r) { return r.epoll_waits; }, "calls");
+    print(
+        "send per request", rows, [](const Row& r) { return r.sends; }, "calls");
+    print(
+        "firehose CPU per request", rows, [](const Row& r) { return r.server_cpu_per_unit_us; },
+        "us (whole child)");
   }
   if (scenario != "requests") {
     bench::FirehoseOptions fo;
     fo.interval_ms = interval_ms;
     fo.max_connections = static_cast<std::size_t>(streams) + 64;
+    fo.spread_phases = phases == "spread";
     std::vector<Row> rows;
-    for (int i = 0; i < repeat; ++i) rows.push_back(run_one(fo, streams, tokens, seconds, true));
-    std::printf("bench_raw_floor paced: %d streams x %d tokens, one event per %d ms per stream,"
-                " %.1f s x %d (median, min .. max)\n",
-                streams, tokens, interval_ms, seconds, repeat);
-    print("CPU per token event", rows, [](const Row& r) { return r.cpu_per_unit_us; }, "us");
-    print("token events / wall second", rows, [](const Row& r) { return r.units_per_s; }, "events/s");
-    print("thread utilisation", rows, [](const Row& r) { return r.utilisation; }, "of a core");
-    print("recv per event", rows, [](const Row& r) { return r.recvs; }, "calls");
-    print("  of which EAGAIN", rows, [](const Row& r) { return r.eagain; }, "calls");
-    print("epoll_wait per event", rows, [](const Row& r) { return r.epoll_waits; }, "calls");
-    print("firehose CPU per event", rows,
-          [](const Row& r) { return r.server_cpu_per_unit_us; }, "us (whole child)");
-    print("measured ITL P1", rows, [](const Row& r) { return r.itl_p1_ms; }, "ms");
-    print("measured ITL P50", rows, [](const Row& r) { return r.itl_p50_ms; }, "ms");
-    print("measured ITL P99", rows, [](const Row& r) { return r.itl_p99_ms; }, "ms");
-    print("ITL error at P1/P99 vs interval", rows, [](const Row& r) { return r.err_p99_ms; }, "ms");
+    for (int i = 0; i < repeat; ++i)
+      rows.push_back(run_one(fo, server_kind == "raw", streams, tokens, seconds, true));
+    std::printf(
+        "bench_raw_floor paced: %d streams x %d tokens, one event per %d ms per stream"
+        " (%s paced server, %s phases), %.1f s x %d (median, min .. max)\n",
+        streams, tokens, interval_ms, server_kind.c_str(), phases.c_str(), seconds, repeat);
+    print(
+        "CPU per token event", rows, [](const Row& r) { return r.cpu_per_unit_us; }, "us");
+    print(
+        "token events / wall second", rows, [](const Row& r) { return r.units_per_s; }, "events/s");
+    print(
+        "thread utilisation", rows, [](const Row& r) { return r.utilisation; }, "of a core");
+    print(
+        "recv per event", rows, [](const Row& r) { return r.recvs; }, "calls");
+    print(
+        "  of which EAGAIN", rows, [](const Row& r) { return r.eagain; }, "calls");
+    print(
+        "epoll_wait per event", rows, [](const Row& r) { return r.epoll_waits; }, "calls");
+    print(
+        "firehose CPU per event", rows, [](const Row& r) { return r.server_cpu_per_unit_us; },
+        "us (whole child)");
+    print(
+        "measured ITL P1", rows, [](const Row& r) { return r.itl_p1_ms; }, "ms");
+    print(
+        "measured ITL P50", rows, [](const Row& r) { return r.itl_p50_ms; }, "ms");
+    print(
+        "measured ITL P99", rows, [](const Row& r) { return r.itl_p99_ms; }, "ms");
+    print(
+        "ITL error at P1/P99 vs interval", rows, [](const Row& r) { return r.err_p99_ms; }, "ms");
   }
   return 0;
 }

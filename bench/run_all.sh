@@ -62,9 +62,27 @@ section "macro: open loop 5000 req/s"
 run "${PRIO[@]}" "$B/bench_open_loop" --rate=5000 --seconds=5 --repeat=3
 # The ladder finds the largest count whose ITL P99 stays within 1 ms; the firehose prints its own
 # gap error (P50/P99) on stderr, so a miss can be told apart: server lag vs client.
-section "macro: paced streams (50 ms), exact ITL from token times: 10 .. 10000 streams"
-for n in 10 100 1000 2000 10000; do
+section "macro: paced streams (50 ms, Asio firehose), exact ITL from token times: 10 .. 2000 streams"
+for n in 10 100 1000 2000; do
   run "${PRIO[@]}" "$B/bench_concurrency" --streams=$n --interval-ms=50 --tokens=40 --seconds=6 --token-times=1
+done
+# The raw paced server keeps its own gap error at ~0.1-0.5 ms up to ~5000 streams (the Asio
+# firehose's reaches 1 ms at ~1000); aligned phases = streams started together emit together
+# (one continuous batch), spread = the same rate evenly over time.
+for phases in aligned spread; do
+  section "macro: paced streams (50 ms, raw paced server, $phases phases): 1000 .. 10000 streams"
+  for n in 1000 2000 3000 5000 10000; do
+    run "${PRIO[@]}" "$B/bench_concurrency" --streams=$n --interval-ms=50 --tokens=40 --seconds=6 \
+      --token-times=1 --server=raw --phases=$phases
+  done
+done
+section "macro: 10000 paced streams, 2 agent shards (raw server, spread phases)"
+run "${PRIO[@]}" "$B/bench_concurrency" --streams=10000 --shards=2 --interval-ms=50 --tokens=40 \
+  --seconds=6 --token-times=1 --server=raw --phases=spread
+section "macro: raw epoll floor client, 3000 and 10000 paced streams (raw server, spread phases)"
+for n in 3000 10000; do
+  run "${PRIO[@]}" "$B/bench_raw_floor" --scenario=paced --streams=$n --seconds=6 --repeat=1 \
+    --server=raw --phases=spread
 done
 section "macro: 10000 paced streams (50 ms), memory without token times"
 run "${PRIO[@]}" "$B/bench_concurrency" --streams=10000 --interval-ms=50 --tokens=40 --seconds=6 --token-times=0
