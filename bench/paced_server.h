@@ -1,5 +1,6 @@
 // serve_paced_raw: a paced token server with the least per-event cost this kernel allows
-// (issue 10, ITL at 10,000 streams). Same contract as the firehose's paced mode
+// (issue 10, ITL at 10,000 streams). Nearly the firehose's paced-mode contract (a bad
+// max_tokens gets the default instead of a 400; no pipelining)
 // (FirehoseServer, interval_ms > 0): POST /v1/completions and /v1/chat/completions answer
 // `max_tokens` vLLM-shaped token events, one per stream every interval_ms on absolute
 // deadlines (t_headers + k × interval), then the finish, usage and `[DONE]` events; keep-alive
@@ -12,8 +13,9 @@
 //
 // Runs in the calling thread until SIGTERM (ForkedServer::stop), then prints to stderr what it
 // saw: requests, events, its worst pacing lag and its own gap error P50/P99 (|gap between a
-// stream's consecutive writes − interval|), in the firehose's format. Throws
-// std::runtime_error when it cannot listen, std::invalid_argument for bad options.
+// stream's consecutive writes − interval|), as the firehose does. A write queued behind
+// unsent bytes counts as written. Buffers and sockets have no limits or deadlines (bench only).
+// Throws std::runtime_error when it cannot listen, std::invalid_argument for bad options.
 #pragma once
 
 #include "bench/firehose_server.h"
