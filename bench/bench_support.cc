@@ -71,6 +71,22 @@ void serve_firehose(const FirehoseOptions& options, int port_fd) {
   io.run();
 }
 
+bool paced_server_flags_ok(const std::string& server, const std::string& phases) {
+  if (server != "asio" && server != "raw") {
+    std::cerr << "--server: must be asio or raw\n";
+    return false;
+  }
+  if (phases != "aligned" && phases != "spread") {
+    std::cerr << "--phases: must be aligned or spread\n";
+    return false;
+  }
+  if (phases == "spread" && server != "raw") {
+    std::cerr << "--phases=spread: needs --server=raw\n";
+    return false;
+  }
+  return true;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -25,6 +25,10 @@ std::int64_t raise_nofile(std::int64_t want);
 // The child side of a forked firehose: raises RLIMIT_NOFILE, serves on one thread forever.
 void serve_firehose(const FirehoseOptions& options, int port_fd);
 
+// --server (asio|raw) and --phases (aligned|spread, spread needs raw) of the paced
+// benchmarks; false after printing which flag is wrong.
+bool paced_server_flags_ok(const std::string& server, const std::string& phases);
+
 double median(std::vector<double> v);
 // A closed-loop completions step against http://127.0.0.1:port, calibration off, fixed
 // input/output lengths, model "firehose" (no /v1/models probe).

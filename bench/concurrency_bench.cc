@@ -70,18 +70,7 @@ int main(int argc, char** argv) {
   // streams' requests, all started at once, do not all end (and restart) in the same instant.
   const int length_spread = static_cast<int>(flags.number("length-spread", 0));
   flags.check_all_used();
-  if (server_kind != "asio" && server_kind != "raw") {
-    std::cerr << "--server: must be asio or raw\n";
-    return 2;
-  }
-  if (phases != "aligned" && phases != "spread") {
-    std::cerr << "--phases: must be aligned or spread\n";
-    return 2;
-  }
-  if (phases == "spread" && server_kind != "raw") {
-    std::cerr << "--phases=spread: needs --server=raw\n";
-    return 2;
-  }
+  if (!bench::paced_server_flags_ok(server_kind, phases)) return 2;
   if (length_spread < 0 || length_spread >= tokens) {
     std::cerr << "--length-spread: must be between 0 and --tokens - 1\n";
     return 2;

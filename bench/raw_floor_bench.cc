@@ -294,18 +294,7 @@ int main(int argc, char** argv) {
   const std::string server_kind = flags.text("server", "asio");
   const std::string phases = flags.text("phases", "aligned");
   flags.check_all_used();
-  if (server_kind != "asio" && server_kind != "raw") {
-    std::cerr << "--server: must be asio or raw\n";
-    return 2;
-  }
-  if (phases != "aligned" && phases != "spread") {
-    std::cerr << "--phases: must be aligned or spread\n";
-    return 2;
-  }
-  if (phases == "spread" && server_kind != "raw") {
-    std::cerr << "--phases=spread: needs --server=raw\n";
-    return 2;
-  }
+  if (!bench::paced_server_flags_ok(server_kind, phases)) return 2;
   if (scenario != "requests" && scenario != "paced" && scenario != "both") {
     std::cerr << "--scenario: must be requests, paced or both\n";
     return 2;
