@@ -1,14 +1,26 @@
-// Dataset: a request set read from JSONL, one request per line:
-//   {"prompt": "...", "max_tokens": 128}            (completions or chat as one user message)
-//   {"messages": [{"role": ..., "content": ...}], "max_tokens": 128}   (chat)
+// Dataset: a request set read from a file. Formats (docs/plans.md, "Datasets"):
+//   JSONL, one request per line:
+//     {"prompt": "...", "max_tokens": 128}            (completions or chat as one user message)
+//     {"messages": [{"role": ..., "content": ...}], "max_tokens": 128}   (chat, OpenAI messages)
+//     {"body": {"messages": [...], "max_tokens": 128}, ...}   (an OpenAI batch-API line)
+//     {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}]}
+//   ShareGPT: a JSON array of such "conversations" objects (the usual ShareGPT file), or one
+//   per line. As vLLM's benchmark does, a conversation gives its first human turn as the prompt
+//   and its first reply's length as max_tokens — estimated at kShareGptTokensPerWord tokens per
+//   word, as there is no tokenizer here (the measured lengths come from usage and label the
+//   results); conversations with fewer than two turns are skipped (counted in skipped()).
 // max_tokens is optional (then the step's output distribution decides); an optional
 // "input_tokens" hint is kept as the planned input length. Blank lines are skipped; any other
-// bad line fails the whole load with an error naming its line number. Requests are replayed
-// in file order (wrapping) or sampled uniformly with a seeded engine.
+// bad line fails the whole load with an error naming its line number — never its content.
+// Requests are replayed in file order (wrapping) or sampled uniformly with a seeded engine.
+//
+// load() reads only regular files (a FIFO, device or directory is refused without blocking:
+// the file is opened non-blocking and checked with fstat) of at most DatasetLimits::max_bytes.
 // Immutable after load; DatasetCursor is not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <random>
 #include <string>
 #include <string_view>
@@ -26,18 +38,29 @@ struct DatasetEntry {
   std::uint32_t line = 0;  // 1-based line number in the file
 };
 
+struct DatasetLimits {
+  std::uint64_t max_bytes = 256ULL << 20;  // larger files are refused before they are read
+};
+
+inline constexpr double kShareGptTokensPerWord = 1.3;
+
 class Dataset {
  public:
-  static Expected<Dataset> parse(std::string_view jsonl);
-  // Reads and parses a file; the error names the path and line.
-  static Expected<Dataset> load(const std::string& path);
+  static Expected<Dataset> parse(std::string_view text);
+  // Reads and parses a file; the error names the path and line (never the file's content).
+  static Expected<Dataset> load(const std::string& path, const DatasetLimits& limits = {});
 
   const std::vector<DatasetEntry>& entries() const { return entries_; }
   bool has_messages() const { return has_messages_; }
+  std::size_t skipped() const { return skipped_; }  // ShareGPT conversations without a reply
 
  private:
+  // One request object (a JSONL line or an element of a ShareGPT array); false = skipped.
+  static Expected<bool> add_entry(Dataset& ds, const nlohmann::json& doc, std::uint32_t line_no);
+
   std::vector<DatasetEntry> entries_;
   bool has_messages_ = false;
+  std::size_t skipped_ = 0;
 };
 
 enum class DatasetOrder { kReplay, kSample };

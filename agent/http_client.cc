@@ -455,12 +455,22 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
       co_return attempt;  // observer recorded its own error
     }
     if (ec) {
+      if (watchdog->fired && watchdog->expired.on_expiry == ErrorClass::kNone &&
+          !(canceller && canceller->cancelled())) {
+        // The observer had the whole answer ([DONE]) and the server held the connection open
+        // past the grace it gave: the exchange succeeded; the connection is not reused.
+        r.t_end_ns = now_ns();
+        co_return attempt;
+      }
       if (watchdog->fired && !(canceller && canceller->cancelled())) {
         r.error = watchdog->expired.on_expiry;
         r.error_message = "read response body: deadline passed";
       } else {
         fail(ec, observer.deadline(), "read response body", ErrorClass::kProtocol);
-        if (r.error == ErrorClass::kProtocol && peer_closed(ec)) {
+        if (r.error == ErrorClass::kProtocol &&
+            (peer_closed(ec) || ec == http::error::partial_message)) {
+          // The body was cut (reset, or a close before its Content-Length or last chunk).
+          r.error = ErrorClass::kTruncated;
           r.error_message = "connection closed mid-response: " + describe(ec);
         }
       }

@@ -33,6 +33,8 @@
 namespace llmcap::agent {
 
 // Absolute steady_clock time (ns since its epoch) and the error to report if it passes.
+// on_expiry == kNone: the observer already has the whole answer and only waits a grace for the
+// end of the HTTP framing; when it passes, the exchange ends successfully (connection closed).
 struct ReadDeadline {
   std::int64_t at_ns = INT64_MAX;
   analysis::ErrorClass on_expiry = analysis::ErrorClass::kTimeoutTotal;

@@ -20,6 +20,7 @@
 #include "agent/http_client.h"
 #include "agent/length_calibrator.h"
 #include "agent/prompt_factory.h"
+#include "agent/refusal_tracker.h"
 #include "agent/request_builder.h"
 #include "agent/stream_recorder.h"
 #include "agent/tokenize_response.h"
@@ -77,6 +78,7 @@ struct StepRun {
   std::optional<analysis::LengthSampler> dataset_output;
   std::unordered_map<std::uint64_t, RequestCanceller*> cancellers;
   std::vector<std::int64_t> timer_lags;
+  RefusalTracker refusals;
   std::int64_t epoch = 0;
   std::int64_t window_start = 0;  // absolute steady ns
   std::int64_t window_end = 0;
@@ -88,7 +90,9 @@ struct StepRun {
   bool finished = false;
 
   asio::awaitable<void> main();
-  asio::awaitable<void> run_one(std::uint64_t index, std::int64_t t_intended_abs);
+  // Runs one request; true when its connection was refused (the target is not listening).
+  asio::awaitable<bool> run_one(std::uint64_t index, std::int64_t t_intended_abs);
+  void note_connect_outcome(const analysis::RequestSample& sample);
   asio::awaitable<void> closed_worker();
   asio::awaitable<void> open_scheduler();
   asio::awaitable<void> ticker();
@@ -160,7 +164,7 @@ PromptItem StepRun::next_item(std::uint64_t index) {
   return item;
 }
 
-asio::awaitable<void> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs) {
+asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs) {
   ++in_flight;
   ++result.counts.sent;
   analysis::RequestSample sample;
@@ -237,20 +241,49 @@ asio::awaitable<void> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   } else {
     ++result.counts.failed;
   }
+  const bool refused = sample.error == ErrorClass::kConnect;
+  note_connect_outcome(sample);
   result.samples.push_back(std::move(sample));
   result.response_ids.push_back(std::move(response_id));
   --in_flight;
   if (in_flight == 0 && sending_closed) drain_timer.cancel();
+  co_return refused;
+}
+
+void StepRun::note_connect_outcome(const analysis::RequestSample& sample) {
+  if (sample.error == ErrorClass::kConnect) {
+    refusals.on_refused(HttpClient::now_ns());
+  } else if (sample.t_headers_ns >= 0 || (client && client->connections_opened() > 0)) {
+    // Headers came, or some connection of the step was accepted: the target is there (a slow
+    // one may not have finished a request yet), so it is never declared unreachable.
+    refusals.on_answer();
+  }
+  if (refusals.unreachable(HttpClient::now_ns()) && result.fatal_error.empty() && !stopping) {
+    // The target never answered in this step and keeps refusing: an error of the target, not
+    // a measurement (the step ends; its plan fails with this message).
+    result.fatal_error = "target unreachable: " + std::to_string(refusals.refused()) +
+                         " connection attempts refused or failed over " +
+                         std::to_string(refusals.span_ms(HttpClient::now_ns())) +
+                         " ms and none answered (last: " + sample.error_message + ")";
+    on_stop();
+  }
 }
 
 asio::awaitable<void> StepRun::closed_worker() {
+  asio::steady_timer backoff(io);
   while (!stopping && !sending_closed) {
     const std::int64_t now = HttpClient::now_ns();
     if (now >= window_end) break;
     const std::uint64_t index = next_index++;
     ++result.counts.intended;
     // Closed loop: t_intended is when the slot freed, i.e. now (§2).
-    co_await run_one(index, now);
+    const bool refused = co_await run_one(index, now);
+    if (refused && !stopping) {
+      // A refused connection frees the slot at once: without a pause, N workers would hammer
+      // a down target with tens of thousands of connects a second.
+      backoff.expires_after(std::chrono::nanoseconds(refusals.backoff_ns()));
+      co_await backoff.async_wait(use_nothrow);
+    }
   }
 }
 
@@ -272,7 +305,11 @@ asio::awaitable<void> StepRun::open_scheduler() {
     timer_lags.push_back(HttpClient::now_ns() - at);
     ++result.counts.intended;
     if (in_flight >= static_cast<std::uint64_t>(spec.load.in_flight_cap)) {
-      ++result.dropped_arrivals;
+      // Counted where the verdict counts intended requests: the window (warm-up drops apart).
+      if (at >= window_start)
+        ++result.dropped_arrivals;
+      else
+        ++result.dropped_arrivals_warmup;
       continue;
     }
     asio::co_spawn(io, run_one(next_index++, at), asio::detached);
@@ -568,7 +605,9 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
     run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
                         spec.workload.shared_prefix_tokens, spec.seed);
   } else {
-    auto ds = Dataset::load(spec.workload.dataset_path);
+    DatasetLimits limits;
+    limits.max_bytes = spec.workload.dataset_max_bytes;
+    auto ds = Dataset::load(spec.workload.dataset_path, limits);
     if (!ds) {
       run.result.fatal_error = "workload.dataset_path: " + ds.error();
       return std::move(run.result);

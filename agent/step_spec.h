@@ -45,8 +45,9 @@ struct WorkloadSpec {
   bool ignore_eos = true;                 // enforce output length (§7.6)
   bool send_min_tokens = false;           // also send min_tokens = max_tokens (vLLM)
   std::optional<double> temperature = 0.0;
-  std::string extra_body_json;  // JSON object merged into every body
-  std::string dataset_path;     // JSONL (source = kDataset)
+  std::string extra_body_json;                     // JSON object merged into every body
+  std::string dataset_path;                        // JSONL (source = kDataset)
+  std::uint64_t dataset_max_bytes = 256ULL << 20;  // larger files are refused when the step loads
   DatasetOrder dataset_order = DatasetOrder::kSample;
   bool calibrate = true;                 // synthetic: calibrate words→tokens on the target
   double default_tokens_per_word = 1.3;  // used when calibration is off or impossible

@@ -61,8 +61,15 @@ bool StreamRecorder::on_body(std::string_view bytes, std::int64_t t_ns) {
     error_body_.append(bytes);
     return true;
   }
-  last_event_abs_ns_ = t_ns;  // any bytes reset the idle clock (SSE comments are keep-alives)
+  if (done_seen_ || ignore_rest_) return true;  // bytes after [DONE] carry nothing we measure
+  // Any bytes reset the idle clock (SSE comments are keep-alives); once the answer is whole only
+  // a [DONE] is still looked for, and the grace deadline (deadline()) bounds the wait.
+  if (!complete()) last_event_abs_ns_ = t_ns;
   if (!parser_.feed(bytes, t_ns, *this)) {
+    if (complete() && !error_set_) {
+      ignore_rest_ = true;  // unreadable bytes after the whole answer lose nothing
+      return true;
+    }
     // Either the parser failed (its error) or on_event() stopped it (error already set).
     if (!parser_.error().empty()) set_error(ErrorClass::kProtocol, parser_.error());
     return false;
@@ -78,8 +85,10 @@ bool StreamRecorder::on_event(const SseEventView& event) {
   const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true, response_id_.empty());
   if (c.done) {
     done_seen_ = true;
+    mark_complete_if_whole(event.t_arrival_ns);
     return true;
   }
+  if (complete()) return true;  // after the whole answer (finish + usage) only [DONE] matters
   if (c.malformed) {
     set_error(ErrorClass::kProtocol,
               "malformed JSON in SSE event (" + c.malformed_reason + "): " + clip(event.data, 200));
@@ -113,10 +122,21 @@ bool StreamRecorder::on_event(const SseEventView& event) {
   if (c.finish_reason != analysis::FinishReason::kUnknown) sample_.finish_reason = c.finish_reason;
   if (c.prompt_tokens >= 0) usage_prompt_ = c.prompt_tokens;
   if (c.completion_tokens >= 0) usage_completion_ = c.completion_tokens;
+  mark_complete_if_whole(event.t_arrival_ns);
   return true;
 }
 
+void StreamRecorder::mark_complete_if_whole(std::int64_t t_abs_ns) {
+  if (complete()) return;
+  const bool finished = sample_.finish_reason != analysis::FinishReason::kUnknown;
+  // [DONE] ends the stream; a finish chunk with usage is the whole answer even if [DONE] never
+  // comes (vLLM's usage chunk follows the finish chunk; llama.cpp puts usage in it).
+  if (done_seen_ || (finished && usage_completion_ >= 0)) complete_at_abs_ns_ = t_abs_ns;
+}
+
 ReadDeadline StreamRecorder::deadline() const {
+  if (complete())
+    return ReadDeadline{complete_at_abs_ns_ + kAfterCompleteGraceNs, ErrorClass::kNone};
   ReadDeadline d;  // none
   auto consider = [&d](std::int64_t at, ErrorClass e) {
     if (at < d.at_ns) d = ReadDeadline{at, e};
@@ -147,9 +167,18 @@ void StreamRecorder::finish(const ExchangeResult& x) {
     parser_.finish(x.t_end_ns, *this);
   }
   if (!error_set_) {
+    const bool answered = status_ >= 200 && status_ < 300;
     if (x.error != ErrorClass::kNone) {
-      // A reset after [DONE] lost nothing: the response was complete.
-      if (!(done_seen_ && x.error == ErrorClass::kProtocol)) set_error(x.error, x.error_message);
+      const bool cut = x.error == ErrorClass::kProtocol || x.error == ErrorClass::kTruncated;
+      if (cut && (complete() || done_seen_)) {
+        // A reset after the whole answer lost nothing: the response was complete.
+      } else if (x.error == ErrorClass::kTruncated && status_ > 0 && !answered) {
+        // An error response whose body was cut is still that error.
+        set_error(class_of_status(status_),
+                  "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
+      } else {
+        set_error(x.error, x.error_message);
+      }
     } else if (status_ < 200 || status_ >= 300) {
       set_error(class_of_status(status_),
                 "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
@@ -166,14 +195,25 @@ void StreamRecorder::finish(const ExchangeResult& x) {
       } else if (c.server_error) {
         set_error(class_of_status(c.server_error_code >= 400 ? c.server_error_code : 500),
                   "error response: " + clip(c.server_error_message, 200));
+      } else if (c.finish_reason == analysis::FinishReason::kUnknown) {
+        set_error(ErrorClass::kTruncated, "response without a finish_reason (" +
+                                              std::to_string(error_body_.size()) + " body bytes)");
       } else {
         response_id_ = c.id;
-        if (c.finish_reason != analysis::FinishReason::kUnknown)
-          sample_.finish_reason = c.finish_reason;
+        sample_.finish_reason = c.finish_reason;
         usage_prompt_ = c.prompt_tokens;
         usage_completion_ = c.completion_tokens;
       }
     }
+  }
+  if (!error_set_ && config_.streaming &&
+      sample_.finish_reason == analysis::FinishReason::kUnknown &&
+      !(done_seen_ && usage_completion_ >= 0)) {
+    // The framing ended (close, last chunk, Content-Length, or a reset after a bare [DONE])
+    // before the answer did: no finish_reason, and no [DONE] after usage.
+    set_error(ErrorClass::kTruncated, "stream ended after " + std::to_string(sample_.token_events) +
+                                          " token event(s) without a finish_reason" +
+                                          (done_seen_ ? " ([DONE] without usage)" : " or [DONE]"));
   }
   sample_.input_tokens = usage_prompt_;
   if (usage_completion_ >= 0) {

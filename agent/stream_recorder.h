@@ -4,6 +4,15 @@
 // reason, HTTP status and the error class. It is the ResponseObserver of one exchange and also
 // decides the deadline of every socket operation (first token, idle gap, total).
 //
+// Completeness (every request ends in exactly one class): a 2xx stream is ok only when the
+// answer is whole — a finish_reason was seen, or [DONE] after usage. A stream whose framing
+// ended first (close-delimited body, a clean last chunk, a Content-Length body, a reset) is a
+// kTruncated error, whatever framing carried it; a non-streamed body likewise needs a
+// finish_reason. Once the answer is whole ([DONE], or a finish chunk with usage), the request
+// is over: the recorder gives the connection kAfterCompleteGraceNs for the end of its framing,
+// then the exchange ends successfully (a server that holds the connection open after [DONE]
+// costs nothing but the reuse of that connection), and E2E stays the last token event.
+//
 // Timestamps arrive as absolute steady-clock ns and are stored relative to the step epoch.
 // Events are decoded straight from the read buffer (SseSink, no per-event copy).
 // One per request; lives in the request's coroutine frame; not thread-safe.
@@ -35,6 +44,9 @@ struct RecorderConfig {
 
 class StreamRecorder final : public ResponseObserver, private SseSink {
  public:
+  // How long a complete answer waits for the end of its HTTP framing (see above).
+  static constexpr std::int64_t kAfterCompleteGraceNs = 50'000'000;
+
   StreamRecorder(RecorderConfig config, analysis::RequestSample& sample);
 
   void on_headers(int status, std::string_view content_type, std::int64_t t_ns) override;
@@ -49,11 +61,14 @@ class StreamRecorder final : public ResponseObserver, private SseSink {
   // The response's "id" (first one seen), e.g. "cmpl-…"; empty when the server sent none.
   const std::string& response_id() const { return response_id_; }
   bool done_seen() const { return done_seen_; }
+  // The answer is whole: [DONE], or a finish_reason together with usage.
+  bool complete() const { return complete_at_abs_ns_ >= 0; }
 
  private:
   // SseSink: one event, decoded in place (the view lives only during the call).
   bool on_event(const SseEventView& event) override;
   void set_error(analysis::ErrorClass error, std::string message);
+  void mark_complete_if_whole(std::int64_t t_abs_ns);
   std::int64_t rel(std::int64_t abs_ns) const {
     return abs_ns < 0 ? -1 : abs_ns - config_.epoch_ns;
   }
@@ -66,11 +81,13 @@ class StreamRecorder final : public ResponseObserver, private SseSink {
   std::string error_body_;  // first bytes of a non-2xx body or a non-streamed body
   std::int64_t last_event_abs_ns_ = -1;
   std::int64_t last_token_abs_ns_ = -1;
+  std::int64_t complete_at_abs_ns_ = -1;  // when the answer became whole; -1 = not yet
   std::int32_t usage_prompt_ = -1;
   std::int32_t usage_completion_ = -1;
   int status_ = 0;
   std::uint32_t data_events_ = 0;  // SSE events with data seen (tokens or not, [DONE] included)
   bool done_seen_ = false;
+  bool ignore_rest_ = false;  // unparseable bytes after the whole answer: ignored
   bool error_set_ = false;
   bool first_token_seen_ = false;
 };

@@ -6,9 +6,9 @@ namespace llmcap::analysis {
 
 namespace {
 constexpr std::array<std::string_view, kErrorClassCount> kErrorNames = {
-    "none",         "connect",       "tls",      "timeout-connect", "timeout-first-token",
-    "timeout-idle", "timeout-total", "http-4xx", "http-429",        "http-5xx",
-    "protocol",     "cancelled",
+    "none",         "connect",       "tls",       "timeout-connect", "timeout-first-token",
+    "timeout-idle", "timeout-total", "http-4xx",  "http-429",        "http-5xx",
+    "protocol",     "cancelled",     "truncated",
 };
 }  // namespace
 

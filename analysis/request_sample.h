@@ -6,6 +6,7 @@
 // happen" (e.g. no first token because the request failed).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,13 +28,15 @@ enum class ErrorClass : std::uint8_t {
   kHttp4xx,            // 4xx other than 429
   kHttp429,            // 429 Too Many Requests
   kHttp5xx,            // 5xx
-  kProtocol,           // malformed HTTP/SSE/JSON, wrong content type, reset mid-stream
+  kProtocol,           // malformed HTTP/SSE/JSON, wrong content type
   kCancelled,          // cancelled by us (drain at step end, job cancelled)
+  kTruncated,          // a 2xx stream that ended (any framing, or a reset) before its
+                       // finish_reason, or before [DONE] after usage: the answer was cut short
 };
 
 std::string_view to_string(ErrorClass e);
 std::optional<ErrorClass> parse_error_class(std::string_view s);
-inline constexpr int kErrorClassCount = 12;
+inline constexpr int kErrorClassCount = 13;
 
 enum class FinishReason : std::uint8_t { kUnknown = 0, kStop, kLength, kOther };
 std::string_view to_string(FinishReason f);
@@ -91,6 +94,12 @@ struct RequestSample {
     return static_cast<double>(t_last_token_ns - t_first_token_ns) / (output_tokens - 1);
   }
   std::int64_t schedule_lag_ns() const { return t_send_ns < 0 ? 0 : t_send_ns - t_intended_ns; }
+  // The client's own part of the schedule lag: minus TCP connect and TLS handshake (§2).
+  std::int64_t dispatch_lag_ns() const {
+    if (t_send_ns < 0) return 0;
+    return std::max<std::int64_t>(0, schedule_lag_ns() - std::max<std::int64_t>(0, connect_ns) -
+                                         std::max<std::int64_t>(0, tls_ns));
+  }
 };
 
 }  // namespace llmcap::analysis

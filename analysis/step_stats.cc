@@ -102,7 +102,8 @@ StepStats compute_step_stats(const StepInput& in) {
   st.dropped_arrivals = in.dropped_arrivals;
   st.client_cpu_utilisation = in.client_cpu_utilisation;
 
-  std::vector<double> ttft, ttft_service, tpot, e2e, lag, input_tokens, output_tokens;
+  std::vector<double> ttft, ttft_service, tpot, e2e, lag, dispatch, input_tokens, output_tokens;
+  const double time_scale = in.time_scale > 0 ? in.time_scale : 1.0;
   std::uint64_t planned_output_known = 0, short_output = 0;
   double output_in_window = 0, input_in_window = 0;
   std::uint64_t ok_ended_in_window = 0, finished_in_window = 0, sent_in_window = 0;
@@ -131,6 +132,9 @@ StepStats compute_step_stats(const StepInput& in) {
     if (s.t_send_ns >= 0) {
       ++st.sent;
       lag.push_back(static_cast<double>(s.schedule_lag_ns()));
+      const double d = static_cast<double>(s.dispatch_lag_ns());
+      dispatch.push_back(d / time_scale);
+      st.client_lag_max_ns = std::max(st.client_lag_max_ns, d);
     }
     if (!s.ok()) ++st.errors_by_class[static_cast<std::size_t>(s.error)];
     if (s.ok() && s.t_end_ns >= 0) {
@@ -186,10 +190,11 @@ StepStats compute_step_stats(const StepInput& in) {
         static_cast<double>(short_output) / static_cast<double>(planned_output_known);
   }
   st.short_output_warning = st.short_output_share > kShortOutputWarnShare;
-  if (in.schedule_lag_p99_ns) {
-    st.schedule_lag_p99_ns = in.schedule_lag_p99_ns;
-  } else if (!st.schedule_lag_ns.empty()) {
-    st.schedule_lag_p99_ns = st.schedule_lag_ns.p99;
+  if (const Summary d = summarize(std::move(dispatch)); !d.empty()) st.schedule_lag_p99_ns = d.p99;
+  if (in.target_clock_lost_ns) {
+    const double span_ns =
+        in.target_clock_span_ns > 0 ? in.target_clock_span_ns : st.window_s * 1e9 / time_scale;
+    st.target_clock_lost_share = span_ns > 0 ? *in.target_clock_lost_ns / span_ns : 0.0;
   }
   return st;
 }

@@ -16,6 +16,13 @@
 // * Latency summaries (TTFT, TTFT-service, TPOT, E2E) cover completed_ok requests only, so
 //   errors do not pollute them (DOMAIN §7.10). Schedule lag covers every sent request.
 //   All latencies are in ns.
+// * Client saturation (verdict.h) is judged on the requests that belong, from their DISPATCH
+//   lag: t_send − t_intended − connect − TLS (connection set-up is the network's and the
+//   server's accept queue's, not the client's), in WALL-CLOCK time: the samples of a simulated
+//   target run time_scale× faster and are scaled back × time_scale before analysis, so the lag
+//   is divided by time_scale again (a 3 ms hiccup stays 3 ms). schedule_lag_p99_ns is that P99;
+//   client_lag_max_ns the largest dispatch lag in the samples' own (scaled-back) time, which is
+//   how much the client's delay can have added to any one measured latency.
 // * ITL: quantiles of the pooled histogram the agent recorded (every gap, DOMAIN §2).
 // * Throughput (DOMAIN §2 "tokens whose events fall in the window"): over ALL samples, not only
 //   the belonging ones, counting only successful requests. A request's output tokens are
@@ -70,9 +77,17 @@ struct StepInput {
   LogHistogram itl_ns;                 // pooled ITL gaps of the step (DOMAIN §2)
   std::uint64_t dropped_arrivals = 0;  // arrivals not sent because the in-flight cap was hit
   std::optional<double> client_cpu_utilisation;  // 0..1 of the cores the agent used
-  std::optional<double> schedule_lag_p99_ns;     // agent's own measurement, when it made one
-  SlaSpec sla;                                   // for goodput / attainment
-  std::vector<InFlightPoint> in_flight;          // sampled by the agent
+  // Samples of simulated targets ran this many times faster than the times they carry (the
+  // executor scaled them back); wall-clock figures divide by it. 1 for real targets.
+  double time_scale = 1;
+  // Simulated targets: wall-clock time the simulator's loop gave up during the step because the
+  // host could not keep it in real time (sim::SimServer::clock_lost_ns); nullopt otherwise.
+  std::optional<double> target_clock_lost_ns;
+  // ... over this much wall-clock time (the whole step, warm-up and drain included, as the
+  // simulator's counter cannot tell them apart); 0 = the window's wall length.
+  double target_clock_span_ns = 0;
+  SlaSpec sla;                           // for goodput / attainment
+  std::vector<InFlightPoint> in_flight;  // sampled by the agent
 };
 
 // Quantiles of the pooled ITL histogram (within LogHistogram::kRelativeError), in ns.
@@ -133,8 +148,15 @@ struct StepStats {
   std::uint64_t estimated_output_count = 0;  // completed requests whose count is estimated
 
   std::optional<double> client_cpu_utilisation;
-  // The agent's own P99 lag when given, else P99 of the samples' lags; nullopt when neither.
+  // P99 dispatch lag of the belonging sent requests, wall-clock ns (see above); nullopt when
+  // none was sent. What the verdict's schedule_lag check judges.
   std::optional<double> schedule_lag_p99_ns;
+  // Largest dispatch lag of a belonging request, in the samples' time (× time_scale): the most
+  // the client's own delay can have added to a latency measured from t_intended. 0 when none.
+  double client_lag_max_ns = 0;
+  // The simulated target's lost wall-clock time as a share of the wall-clock time it was
+  // measured over (StepInput::target_clock_span_ns); nullopt for real targets.
+  std::optional<double> target_clock_lost_share;
 };
 
 StepStats compute_step_stats(const StepInput& input);

@@ -27,6 +27,7 @@ std::string_view to_string(CheckKind k) {
     case CheckKind::kDroppedArrivals: return "dropped_arrivals";
     case CheckKind::kClientCpu: return "client_cpu";
     case CheckKind::kSampleCount: return "sample_count";
+    case CheckKind::kTargetClock: return "target_clock";
   }
   return "bound";
 }
@@ -34,7 +35,7 @@ std::string_view to_string(CheckKind k) {
 bool is_client_side(CheckKind k) {
   return k == CheckKind::kSendRate || k == CheckKind::kScheduleLag ||
          k == CheckKind::kDroppedArrivals || k == CheckKind::kClientCpu ||
-         k == CheckKind::kSampleCount;
+         k == CheckKind::kTargetClock;
 }
 
 std::string_view to_string(CheckStatus s) {
@@ -53,6 +54,16 @@ std::vector<const VerdictReason*> StepVerdict::deciding() const {
     if (r.status == CheckStatus::kMissed || r.status == CheckStatus::kNotEvaluated) {
       out.push_back(&r);
     }
+  }
+  return out;
+}
+
+std::vector<std::string> StepVerdict::missed_server_codes() const {
+  std::vector<std::string> out;
+  for (const auto& r : reasons) {
+    if (r.status == CheckStatus::kMissed && !is_client_side(r.kind) &&
+        r.kind != CheckKind::kSampleCount)
+      out.push_back(r.code);
   }
   return out;
 }
@@ -204,10 +215,11 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
 
   if (st.schedule_lag_p99_ns) {
     v.reasons.push_back(at_most(CheckKind::kScheduleLag, *st.schedule_lag_p99_ns / 1e6,
-                                sla.max_schedule_lag_p99_ms, "schedule lag P99", " ms", 2));
+                                sla.max_schedule_lag_p99_ms, "client dispatch lag P99 (wall clock)",
+                                " ms", 2));
   } else {
     v.reasons.push_back(skipped(CheckKind::kScheduleLag, CheckStatus::kNotApplicable,
-                                "schedule lag: nothing sent, not measured"));
+                                "client dispatch lag: nothing sent in the window, not measured"));
   }
   v.reasons.push_back(at_most(CheckKind::kDroppedArrivals, static_cast<double>(st.dropped_arrivals),
                               static_cast<double>(sla.max_dropped_arrivals),
@@ -219,20 +231,65 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     v.reasons.push_back(
         skipped(CheckKind::kClientCpu, CheckStatus::kNotApplicable, "client CPU: not measured"));
   }
+  if (st.target_clock_lost_share) {
+    VerdictReason r =
+        at_most(CheckKind::kTargetClock, *st.target_clock_lost_share, kMaxTargetClockLostShare,
+                "share of the window the simulator lost to a busy host", "", 4);
+    v.reasons.push_back(std::move(r));
+  } else {
+    v.reasons.push_back(skipped(CheckKind::kTargetClock, CheckStatus::kNotApplicable,
+                                "target clock: not a simulated target"));
+  }
   v.reasons.push_back(at_least(CheckKind::kSampleCount, static_cast<double>(st.intended),
                                static_cast<double>(sla.min_requests),
                                "requests intended in the window", "", 0));
 
-  bool client_miss = false, server_miss = false, no_data = false;
-  for (const auto& r : v.reasons) {
-    if (r.status == CheckStatus::kMissed)
-      (is_client_side(r.kind) ? client_miss : server_miss) = true;
+  // How much the client's own delay can have added to one measured latency (step_stats.h).
+  const double explained_ms = st.client_lag_max_ns / 1e6;
+  bool client_miss = false, server_miss = false, beyond_lag = false, thin = false, no_data = false;
+  // Dispatch lag measures only the send side. A client short of CPU is also late reading, and a
+  // simulator that lost wall-clock time delays its own answers: neither shows in the lag, so
+  // then no miss is "beyond what the client explains" (rule 1 does not apply).
+  bool unmeasured_delay = false;
+  for (auto& r : v.reasons) {
+    if (r.status == CheckStatus::kMissed) {
+      if (is_client_side(r.kind)) {
+        client_miss = true;
+        if (r.kind == CheckKind::kClientCpu || r.kind == CheckKind::kTargetClock)
+          unmeasured_delay = true;
+      } else if (r.kind == CheckKind::kSampleCount) {
+        thin = true;
+      } else {
+        server_miss = true;
+        if (r.kind == CheckKind::kBound && r.margin && -*r.margin > explained_ms) {
+          r.beyond_client_lag = true;
+          beyond_lag = true;
+        }
+      }
+    }
     if (r.status == CheckStatus::kNotEvaluated && r.kind == CheckKind::kBound) no_data = true;
   }
+  if (unmeasured_delay) {
+    beyond_lag = false;
+    for (auto& r : v.reasons) r.beyond_client_lag = false;
+  }
   if (client_miss) {
+    for (auto& r : v.reasons) {
+      if (r.beyond_client_lag)
+        r.text += " (missed by more than the client's largest dispatch lag, " +
+                  fmt(explained_ms, 1) + " ms: not explained by the client)";
+    }
+  }
+  if (beyond_lag) {
+    v.outcome = Outcome::kFail;
+  } else if (client_miss) {
     v.outcome = Outcome::kInconclusive;
+    v.client_bound = true;
   } else if (server_miss) {
     v.outcome = Outcome::kFail;
+  } else if (thin) {
+    v.outcome = Outcome::kInconclusive;
+    v.insufficient_samples = true;
   } else if (no_data) {
     v.outcome = Outcome::kInconclusive;
   } else {

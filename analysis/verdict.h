@@ -11,15 +11,31 @@
 //                    not evaluated without in-flight points.
 //   -- client-side checks (a miss makes the step inconclusive, DOMAIN §3) --
 //   send_rate        open loop: sent/s within tol of offered (the agent delivered the load).
-//   schedule_lag     P99 schedule lag ≤ max_schedule_lag_p99_ms.
-//   dropped_arrivals dropped arrivals at the in-flight cap ≤ max_dropped_arrivals.
+//   schedule_lag     P99 DISPATCH lag of the window's requests ≤ max_schedule_lag_p99_ms, in
+//                    wall-clock time (step_stats.h: connection set-up and warm-up excluded,
+//                    never multiplied by a simulator's time_scale).
+//   dropped_arrivals arrivals of the window dropped at the in-flight cap ≤ max_dropped_arrivals.
 //   client_cpu       client CPU ≤ max_client_cpu_utilisation (not evaluated when unknown).
-//   sample_count     intended ≥ min_requests.
+//   target_clock     simulated targets: the wall-clock time the simulator's loop gave up for
+//                    running behind ≤ kMaxTargetClockLostShare of the window (a host too busy to
+//                    keep the simulated GPU in real time measures the host, not the GPU).
+//   -- evidence --
+//   sample_count     intended ≥ min_requests. A miss is `insufficient_samples`, its own label:
+//                    the step is inconclusive, and it does not say the client was the bottleneck.
 // tol = max(rate_tolerance, 3 / √(offered × window_s)) (Poisson noise, see sla.h).
 //
-// Outcome precedence: any client-side miss → inconclusive (a saturated client inflates
-// latency from t_intended, so server misses cannot be trusted); else any server-side miss →
-// fail; else any bound not evaluated for lack of data → inconclusive; else pass.
+// Outcome precedence:
+//   1. a latency bound missed by more than the client's own delay can explain (measured −
+//      limit > StepStats::client_lag_max_ns, the largest dispatch lag in the window) → fail,
+//      whatever the lag checks say (the reason is flagged beyond_client_lag) — unless
+//      client_cpu or target_clock missed: a client short of CPU reads late and a simulator
+//      that lost time answers late, delays the dispatch lag does not measure;
+//   2. any client-side miss → inconclusive, `client_bound` (a saturated client inflates latency
+//      from t_intended, so the remaining server misses cannot be trusted);
+//   3. any server-side miss → fail;
+//   4. too few requests → inconclusive, `insufficient_samples`;
+//   5. any bound not evaluated for lack of data → inconclusive;
+//   6. pass.
 // Closed-loop steps (offered_rate_rps == 0) skip the rate and backlog checks (the in-flight
 // count is fixed by construction); those reasons are reported with status kNotApplicable.
 //
@@ -53,11 +69,15 @@ enum class CheckKind : std::uint8_t {
   kDroppedArrivals,
   kClientCpu,
   kSampleCount,
+  kTargetClock,
 };
+inline constexpr CheckKind kLastCheckKind = CheckKind::kTargetClock;
+// Most of a step's window a simulated target may lose to a busy host (see target_clock).
+inline constexpr double kMaxTargetClockLostShare = 0.01;
 // "bound", "error_rate", "incomplete_rate", "completion_rate", "backlog", "send_rate",
-// "schedule_lag", "dropped_arrivals", "client_cpu", "sample_count".
+// "schedule_lag", "dropped_arrivals", "client_cpu", "sample_count", "target_clock".
 std::string_view to_string(CheckKind k);
-// True for the checks whose miss means the client was the bottleneck or evidence is thin.
+// True for the checks whose miss means the client was the bottleneck (not kSampleCount).
 bool is_client_side(CheckKind k);
 
 enum class CheckStatus : std::uint8_t { kHeld, kMissed, kNotEvaluated, kNotApplicable };
@@ -73,11 +93,19 @@ struct VerdictReason {
   double limit = 0;
   std::optional<double> margin;
   std::string text;  // one line for humans
+  // A missed latency bound whose excess is larger than the client's delay can explain.
+  bool beyond_client_lag = false;
 };
 
 struct StepVerdict {
   Outcome outcome = Outcome::kInconclusive;
   std::vector<VerdictReason> reasons;  // bounds first (in SlaSpec order), then rules
+  // Inconclusive because a client-side check missed (the load generator was the bottleneck).
+  bool client_bound = false;
+  // Inconclusive because fewer requests than min_requests belonged to the window.
+  bool insufficient_samples = false;
+  // Codes of the missed server-side checks (e.g. "ttft_p95", "error_rate").
+  std::vector<std::string> missed_server_codes() const;
   // The reasons that decided the outcome (missed / not evaluated), for short displays.
   std::vector<const VerdictReason*> deciding() const;
 };

@@ -954,9 +954,10 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
            {"phases", phases}};
   if (plan.demand) {
     out["demand"] = {{"requests_per_minute", plan.demand->requests_per_minute},
-                     {"mean_output_tokens", plan.demand->mean_output_tokens},
                      {"headroom", plan.demand->headroom},
                      {"hours_per_month", plan.demand->hours_per_month}};
+    if (plan.demand->mean_output_tokens > 0)
+      out["demand"]["mean_output_tokens"] = plan.demand->mean_output_tokens;
   }
   if (plan.agents) out["agents"] = agents_json(*plan.agents);
   return out;
@@ -1096,7 +1097,9 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
     r.number("headroom", dm.headroom, 0, 10);
     r.number("hours_per_month", dm.hours_per_month, 1, 744);
     r.finish();
-    if (dm.mean_output_tokens == 0)
+    // A dataset's output lengths are known only once it runs: 0 stays, and the executor takes
+    // the measured mean (docs/plans.md, demand).
+    if (dm.mean_output_tokens == 0 && plan.workload.dataset_path.empty())
       dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
     plan.demand = dm;
   }

@@ -534,11 +534,12 @@ std::string capacity_table(const json& results) {
                   ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
                   : "-");
     out += "<td class=\"text " + std::string(r.qualified ? "verdict-qualified" : "verdict-none") +
-           "\">" + esc(r.verdict) + "</td>";
+           "\"" + (r.statement.empty() ? "" : " title=\"" + esc(r.statement) + "\"") + ">" +
+           esc(r.verdict) + "</td>";
     std::string labels;
     for (const auto& l : r.labels) {
-      const bool warn =
-          l == "client-bound steps present" || l == "non-monotonic" || l == "per-target optimised";
+      const bool warn = l == "client-bound steps present" || l == "non-monotonic" ||
+                        l == "per-target optimised" || l == "insufficient-samples";
       labels +=
           "<span class=\"badge" + std::string(warn ? " warn" : "") + "\">" + esc(l) + "</span>";
     }

@@ -125,10 +125,14 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
     r.output_tokens_mean = json_number(w, "output_tokens_mean");
     r.price_per_hour = json_number(t, "price_per_hour");
     r.currency = json_string(t, "currency", "USD");
-    const auto& q = json_member(t, "qualified");
-    r.qualified = q.is_object();
-    if (r.qualified) {
+    const auto& qualified = json_member(t, "qualified");
+    const auto& evidence = json_member(t, "best_evidence");
+    r.qualified = qualified.is_object();
+    r.evidence_only = !r.qualified && evidence.is_object();
+    const auto& q = r.qualified ? qualified : evidence;
+    if (q.is_object()) {
       r.basis = json_string(q, "basis");
+      r.achieved_rate_rps = json_number(q, "achieved_rate_rps");
       if (r.basis == "closed_loop") {
         if (auto c = json_number(q, "concurrency")) r.concurrency = static_cast<int>(*c);
       } else {
@@ -140,18 +144,28 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
       r.tpot_p95_ms = p95_of(q, "tpot_ms");
       r.e2e_p95_ms = p95_of(q, "e2e_ms");
       r.error_rate = json_number(q, "error_rate");
-      r.cost_per_million_output_tokens = json_number(q, "cost_per_million_output_tokens");
+      // Evidence short of a qualified capacity is never priced.
+      if (r.qualified)
+        r.cost_per_million_output_tokens = json_number(q, "cost_per_million_output_tokens");
       r.memory_headroom_gb = json_number(q, "memory_headroom_gb");
     }
     if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(t, "memory_headroom_gb");
     if (!r.memory_headroom_gb)
       r.memory_headroom_gb = json_number(json_member(t, "memory"), "headroom_gb");
-    r.verdict = r.qualified ? "qualified" : "no qualified capacity";
+    const auto& tv = json_member(t, "verdict");
+    r.outcome = json_string(tv, "outcome");
+    r.statement = json_string(tv, "statement");
+    if (r.outcome.empty() || r.outcome == "pass")
+      r.verdict = r.qualified ? "qualified" : "no qualified capacity";
+    else
+      r.verdict = r.outcome + ": no qualified capacity";
     if (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>())
       r.labels.push_back("simulated");
     if (!comparison_label.empty()) r.labels.push_back(comparison_label);
     if (json_number(t, "client_bound_steps").value_or(0) > 0)
       r.labels.push_back("client-bound steps present");
+    if (json_number(t, "insufficient_sample_steps").value_or(0) > 0)
+      r.labels.push_back("insufficient-samples");
     if (json_member(q, "non_monotonic").is_boolean() && q["non_monotonic"].get<bool>())
       r.labels.push_back("non-monotonic");
     rows.push_back(std::move(r));
@@ -253,9 +267,16 @@ std::vector<DemandRow> demand_rows(const json& results) {
 }
 
 std::string load_text(const CapacityRow& row) {
-  if (row.concurrency) return "c=" + std::to_string(*row.concurrency);
-  if (row.offered_rate_rps) return format_fixed(*row.offered_rate_rps, 2) + " rps";
-  return "-";
+  std::string out;
+  if (row.concurrency) {
+    out = "c=" + std::to_string(*row.concurrency);
+  } else if (row.offered_rate_rps) {
+    out = format_fixed(*row.offered_rate_rps, 2) + " rps";
+    if (row.achieved_rate_rps) out += " (achieved " + format_fixed(*row.achieved_rate_rps, 2) + ")";
+  } else {
+    return "-";
+  }
+  return row.evidence_only ? "≥ " + out + ", not confirmed" : out;
 }
 
 std::string lengths_text(const CapacityRow& row) {
@@ -269,6 +290,9 @@ std::string render_markdown(const json& results) {
   const auto desc = json_string(json_member(results, "plan_document"), "description");
   if (!desc.empty()) out += md(desc) + "\n\n";
   out += "- State: " + md(json_string(results, "state", "unknown")) + "\n";
+  if (const auto& verdict = json_member(results, "verdict"); verdict.is_object())
+    out += "- Verdict: **" + md(json_string(verdict, "outcome")) + "** (" +
+           md(json_string(verdict, "statement")) + ")\n";
   out += "- Comparison: " + md(json_string(results, "comparison_label", "same-config")) + "\n";
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
@@ -290,6 +314,12 @@ std::string render_markdown(const json& results) {
                        : "-",
                    r.verdict, join(r.labels, ", ")});
   }
+  std::string why;
+  for (const auto& r : capacity_rows(results)) {
+    if (!r.outcome.empty() && r.outcome != "pass" && !r.statement.empty())
+      why += "- " + md(r.target) + ": " + md(r.statement) + "\n";
+  }
+  if (!why.empty()) out += "\n" + why;
   const auto& comparison = json_member(results, "comparison");
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";

@@ -41,9 +41,20 @@ struct CapacityRow {
   std::optional<double> price_per_hour;
   std::string currency;
   std::optional<double> cost_per_million_output_tokens;
-  std::string verdict;              // "qualified" | "no qualified capacity"
+  // Open loop: what was actually sent per second in the window at the point (the planned rate
+  // is offered_rate_rps).
+  std::optional<double> achieved_rate_rps;
+  // No qualified point: the row's figures are the best evidence short of one (the highest
+  // short-step pass, never confirmed); shown as "≥ R rps (not confirmed)" and never priced.
+  bool evidence_only = false;
+  // "qualified" (verdict pass); "fail: no qualified capacity" | "inconclusive: no qualified
+  // capacity" (documents with a target verdict); "no qualified capacity" (older documents).
+  std::string verdict;
+  std::string outcome;              // "pass" | "fail" | "inconclusive" | "" (older documents)
+  std::string statement;            // the target verdict's statement (which check failed where)
   std::vector<std::string> labels;  // "simulated", "same-config" | "per-target optimised",
-                                    // "client-bound steps present", "non-monotonic"
+                                    // "client-bound steps present", "insufficient-samples",
+                                    // "non-monotonic"
 };
 
 // Client-side latency of one region's agents in a scale-out step (the step's "regions").

@@ -95,7 +95,8 @@ json step_stats_json(const analysis::StepStats& s) {
       {"short_output_share", r4(s.short_output_share)},
       {"short_output_warning", s.short_output_warning},
       {"client_cpu_utilisation", opt(s.client_cpu_utilisation)},
-      {"schedule_lag_p99_ms", opt(s.schedule_lag_p99_ns, kNsPerMs)},
+      {"client_dispatch_lag_p99_ms", opt(s.schedule_lag_p99_ns, kNsPerMs)},
+      {"client_lag_max_ms", r4(s.client_lag_max_ns / kNsPerMs)},
   };
 }
 
@@ -121,6 +122,7 @@ json verdict_json(const analysis::StepVerdict& v) {
 
 json qualified_point_json(const analysis::QualifiedPoint& p) {
   return json{{"offered_rate_rps", r4(p.offered_rate_rps)},
+              {"achieved_rate_rps", r4(p.achieved_rate_rps)},
               {"concurrency", p.concurrency},
               {"output_tokens_per_s", r4(p.output_tokens_per_s)},
               {"input_tokens_per_s", r4(p.input_tokens_per_s)},
@@ -141,15 +143,38 @@ json qualified_point_json(const analysis::QualifiedPoint& p) {
 
 namespace {
 json load_capacity_json(const analysis::LoadCapacity& c) {
-  return json{{"point", c.point ? qualified_point_json(*c.point) : json(nullptr)},
-              {"steps_considered", c.steps_considered},
-              {"statement", c.statement}};
+  return json{
+      {"point", c.point ? qualified_point_json(*c.point) : json(nullptr)},
+      {"best_evidence", c.best_evidence ? qualified_point_json(*c.best_evidence) : json(nullptr)},
+      {"steps_considered", c.steps_considered},
+      {"statement", c.statement}};
 }
 }  // namespace
 
 json capacity_json(const analysis::QualifiedCapacity& c) {
   return json{{"open_loop", load_capacity_json(c.open_loop)},
               {"closed_loop", load_capacity_json(c.closed_loop)}};
+}
+
+json target_verdict_json(const analysis::TargetVerdict& v) {
+  json failures = json::array();
+  for (const auto& f : v.failures) {
+    failures.push_back(
+        json{{"rate_rps", f.concurrency > 0 ? json(nullptr) : json(r4(f.rate_rps))},
+             {"concurrency", f.concurrency > 0 ? json(f.concurrency) : json(nullptr)},
+             {"confirming", f.confirming},
+             {"checks", f.codes}});
+  }
+  json labels = json::array();
+  if (v.client_bound_steps > 0) labels.push_back("client-bound-steps");
+  if (v.insufficient_sample_steps > 0) labels.push_back("insufficient-samples");
+  return json{{"outcome", std::string(analysis::to_string(v.outcome))},
+              {"basis", v.basis.empty() ? json(nullptr) : json(v.basis)},
+              {"statement", v.statement},
+              {"failures", failures},
+              {"client_bound_steps", v.client_bound_steps},
+              {"insufficient_sample_steps", v.insufficient_sample_steps},
+              {"labels", labels}};
 }
 
 json search_json(const analysis::CapacitySearchResult& r) {

@@ -11,6 +11,7 @@
 #include "analysis/cost.h"
 #include "analysis/memory_fit.h"
 #include "analysis/step_stats.h"
+#include "analysis/target_verdict.h"
 #include "analysis/verdict.h"
 
 namespace llmcap::api {
@@ -22,6 +23,7 @@ nlohmann::json step_stats_json(const analysis::StepStats& s);
 nlohmann::json verdict_json(const analysis::StepVerdict& v);
 nlohmann::json qualified_point_json(const analysis::QualifiedPoint& p);
 nlohmann::json capacity_json(const analysis::QualifiedCapacity& c);
+nlohmann::json target_verdict_json(const analysis::TargetVerdict& v);
 nlohmann::json search_json(const analysis::CapacitySearchResult& r);
 nlohmann::json demand_plan_json(const analysis::DemandPlan& p);
 nlohmann::json comparison_json(const analysis::TargetComparison& c);

@@ -103,7 +103,7 @@ struct PlanPhase {
 
 struct PlanDemand {
   double requests_per_minute = 0;
-  double mean_output_tokens = 0;  // 0 → the workload's output mean
+  double mean_output_tokens = 0;  // 0 → the workload's output mean (dataset: the measured one)
   double headroom = 0.3;
   double hours_per_month = 730;
 };

@@ -43,10 +43,13 @@ std::string usage_text() {
       "Settings come from defaults < config file (--config or LLMCAP_CONFIG) < environment\n"
       "(LLMCAP_<KEY>) < flags (--<key>); unknown keys are errors.\n\n"
       "Exit codes:\n"
-      "  0  success (for run/demo: every target qualified under its SLA)\n"
-      "  1  the run finished but a target failed its SLA\n"
+      "  0  success (for run/demo: verdict pass, every target has a confirmed qualified\n"
+      "     capacity under its SLA)\n"
+      "  1  the run finished and a target failed its SLA (verdict fail)\n"
       "  2  usage or configuration error (bad flag, config key or plan)\n"
-      "  3  runtime error (cannot listen, database error, target unreachable)\n";
+      "  3  runtime error (cannot listen, database error, target unreachable)\n"
+      "  4  the run finished without a verdict (inconclusive: no confirmed rate, client-bound\n"
+      "     or too few requests)\n";
   return out;
 }
 

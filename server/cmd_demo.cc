@@ -129,10 +129,14 @@ int cmd_demo(const std::vector<std::string>& args) {
         std::fclose(f);
       }
     }
+    const std::string verdict =
+        doc.contains("verdict") ? doc["verdict"].value("outcome", "") : std::string();
     if (state != "succeeded")
       rc = kExitRuntime;
-    else if (!doc.value("all_qualified", false))
+    else if (verdict == "fail")
       rc = kExitSlaFailed;
+    else if (verdict != "pass")
+      rc = kExitInconclusive;
     daemon.stop(0);
   }
   if (keep_db.empty()) std::filesystem::remove_all(tmp_dir);

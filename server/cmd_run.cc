@@ -12,6 +12,7 @@
 #include "server/command_line.h"
 #include "server/commands.h"
 #include "server/console_sink.h"
+#include "server/dataset_policy.h"
 #include "server/embedded_sims.h"
 #include "server/exit_codes.h"
 #include "server/logging.h"
@@ -51,6 +52,13 @@ int load_plan(const std::string& path, const std::string& text, api::PlanParse& 
     }
     return kExitUsage;
   }
+  // Dataset files are read and parsed now, so a missing or malformed one is a plan error.
+  if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized, DatasetPolicy{});
+      !problems.empty()) {
+    std::cerr << who << ": " << path << ": dataset not usable\n";
+    for (const auto& e : problems) std::cerr << "  " << e.path << ": " << e.message << "\n";
+    return kExitUsage;
+  }
   if (auto err = to_run_plan(parse, plan); !err.empty()) {
     std::cerr << who << ": " << path << ": " << err << "\n";
     return kExitUsage;
@@ -74,8 +82,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const CommandLine cl{
       "run",
       "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
-      "and prints the qualified-capacity table.\nExit 0 when every target qualified, "
-      "1 when one did not, 2 for a bad plan, 3 on runtime errors.",
+      "and prints the qualified-capacity table.\nExit 0 when the verdict is pass (every "
+      "target has a confirmed qualified capacity), 1 when a target failed its SLA, 2 for a "
+      "bad plan, 3 on runtime errors (target unreachable), 4 when inconclusive.",
       1};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (positional.size() != 1) {
@@ -142,7 +151,12 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cerr << "llmcapd run: cancelled; results are partial\n";
     return kExitRuntime;
   }
-  return result.all_qualified ? kExitOk : kExitSlaFailed;
+  switch (result.verdict) {
+    case analysis::Outcome::kPass: return kExitOk;
+    case analysis::Outcome::kFail: return kExitSlaFailed;
+    case analysis::Outcome::kInconclusive: break;
+  }
+  return kExitInconclusive;
 }
 
 }  // namespace llmcap::server

@@ -118,6 +118,9 @@ void Daemon::start() {
   log()->info("agent fleets: {}", shards_->use_kubernetes(config_.k8s_options()));
   runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_,
                                         config_.telemetry_interval_s);
+  runner_->set_dataset_policy(
+      DatasetPolicy{true, config_.dataset_dir,
+                    static_cast<std::uint64_t>(config_.max_dataset_mib * 1024 * 1024)});
   runner_->set_shard_hub(shards_.get());
   JobRunner* runner = runner_.get();
   scheduler_ = std::make_unique<JobScheduler>(

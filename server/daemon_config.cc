@@ -24,6 +24,8 @@ void DaemonConfig::bind(Settings& s) {
   s.add("open_health", "serve /healthz and /readyz without a token", &open_health);
   s.add("open_metrics", "serve /metrics without a token", &open_metrics);
   s.add("target_allowlist", "hosts/CIDRs plans may target", &target_allowlist);
+  s.add("dataset_dir", "directory of the dataset files plans may use (empty: none)", &dataset_dir);
+  s.add("max_dataset_mib", "largest dataset file a plan may use, MiB", &max_dataset_mib);
   s.add("telemetry_interval_s", "scrape period of target metrics", &telemetry_interval_s);
   s.add("k8s_mode", "agent pods: auto|api|print|off (Kubernetes API or printed manifest)",
         &k8s_mode);
@@ -45,6 +47,8 @@ std::string DaemonConfig::validate() const {
   if (max_concurrent_jobs < 1 || max_concurrent_jobs > 64)
     return "max_concurrent_jobs: must be in [1, 64]";
   if (max_queued_jobs < 1) return "max_queued_jobs: must be at least 1";
+  if (!(max_dataset_mib > 0 && max_dataset_mib <= 65536))
+    return "max_dataset_mib: must be in (0, 65536]";
   if (max_targets < 1) return "max_targets: must be at least 1";
   if (max_concurrency < 1) return "max_concurrency: must be at least 1";
   if (!(max_rate_rps > 0)) return "max_rate_rps: must be positive";

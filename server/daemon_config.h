@@ -44,6 +44,10 @@ struct DaemonConfig {
   bool open_metrics = true;               // /metrics needs no token
   // Hosts/CIDRs plans may target; sim:// embedded targets are always allowed.
   std::vector<std::string> target_allowlist = {"127.0.0.0/8", "::1/128", "localhost"};
+  // Directory whose files plans may name as workload.dataset.path (relative to it); "" = plans
+  // submitted over REST cannot use dataset files (docs/security.md).
+  std::string dataset_dir;
+  double max_dataset_mib = 256;  // largest dataset file a plan may use
 
   // --- telemetry ---
   double telemetry_interval_s = 1.0;  // scrape period of a target's metrics_url

@@ -65,6 +65,8 @@ EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_
   if (auto it = servers_.find(key); it != servers_.end()) {
     out.base_url = "http://127.0.0.1:" + std::to_string(it->second->port());
     out.description = descriptions_[key];
+    const sim::SimServer* sim = it->second.get();
+    out.clock_lost_ns = [sim] { return sim->clock_lost_ns(); };
     return out;
   }
   auto parsed = sim::sim_options_from_json(key);
@@ -78,6 +80,8 @@ EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_
     out.base_url = "http://127.0.0.1:" + std::to_string(server->port());
     out.description = server->describe();
     descriptions_[key] = out.description;
+    const sim::SimServer* sim = server.get();
+    out.clock_lost_ns = [sim] { return sim->clock_lost_ns(); };
     servers_.emplace(key, std::move(server));
   } catch (const std::exception& e) {
     out.error = e.what();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@ class EmbeddedSimulators {
     std::string base_url;  // "http://127.0.0.1:<port>" when ok
     std::string error;     // why the simulator cannot start (numbers included), else empty
     std::string description;
+    // Reads the simulator's lost wall-clock time (sim::SimServer::clock_lost_ns), ns; valid
+    // until stop(). Empty when resolution failed.
+    std::function<std::int64_t()> clock_lost_ns;
   };
   // sim_url: "sim://rtx4090-48g/llama-3.1-8b"; sim_options_json: the target's `sim` object as
   // JSON text ("{}" when absent); seed: the plan's seed (used unless the options set one).

@@ -342,15 +342,27 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   unlimited.max_targets = 1 << 20;
   unlimited.max_concurrency = 1 << 30;
   unlimited.max_rate_rps = 1e12;
-  const auto parse = api::parse_plan(plan_doc.dump(), unlimited);
+  auto parse = api::parse_plan(plan_doc.dump(), unlimited);
   RunPlan plan;
   std::string err = parse.errors.empty()
-                        ? to_run_plan(parse, plan)
+                        ? std::string()
                         : parse.errors.front().path + ": " + parse.errors.front().message;
   if (!err.empty()) {
     fail("stored plan does not parse: " + err);
     return;
   }
+  // The stored plan names datasets relative to dataset_dir: resolved (and checked) again now,
+  // as the files may have changed since the plan was accepted.
+  if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized, dataset_policy_);
+      !problems.empty()) {
+    fail("dataset not usable: " + problems.front().path + ": " + problems.front().message);
+    return;
+  }
+  if (err = to_run_plan(parse, plan); !err.empty()) {
+    fail("stored plan does not parse: " + err);
+    return;
+  }
+  for (auto& t : plan.targets) t.workload.dataset_max_bytes = dataset_policy_.max_bytes;
 
   plan.telemetry_interval_s = telemetry_interval_s_;
   ResumeState resume;
@@ -416,6 +428,13 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
 
   storage::CapacityRecord doc{job_id, kResultsKey, redactor->redacted(result.results.dump()), 0};
   check(store_.save_capacity(doc), job_id, "save results");
+  // The verdict beside the state (GET /v1/jobs/{id}), stored before the final state so a
+  // client that sees the job finished sees its verdict too.
+  if (result.results.contains("verdict")) {
+    check(store_.set_verdict(job_id, std::string(analysis::to_string(result.verdict)),
+                             result.results["verdict"].dump()),
+          job_id, "save verdict");
+  }
   for (const auto& t : result.results["targets"]) {
     storage::CapacityRecord r{job_id, t.value("name", ""), t["qualified"].dump(), 0};
     check(store_.save_capacity(r), job_id, "save capacity");
@@ -439,6 +458,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   check(store_.update_state(job_id, final_state), job_id, "set final state");
   events_.append(job_id, "state",
                  json{{"state", std::string(storage::to_string(final_state))},
+                      {"verdict", std::string(analysis::to_string(result.verdict))},
                       {"all_qualified", result.all_qualified}}
                      .dump());
   events_.finish(job_id);

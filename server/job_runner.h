@@ -17,6 +17,8 @@
 #include <stop_token>
 #include <string>
 
+#include "server/dataset_policy.h"
+
 namespace llmcap::storage {
 class JobStore;
 class SampleWriter;
@@ -45,6 +47,10 @@ class JobRunner {
   void set_shard_hub(ShardHub* hub) { shard_hub_ = hub; }
   // Set before the scheduler is shut down: stopped jobs become interrupted, not cancelled.
   void set_shutting_down() { shutting_down_ = true; }
+  // Where plans' dataset files live (the REST policy, server/dataset_policy.h): a job resolves
+  // its stored relative dataset paths again when it starts, and its steps read at most
+  // max_bytes. Set before run().
+  void set_dataset_policy(DatasetPolicy policy) { dataset_policy_ = std::move(policy); }
 
  private:
   void run_job(const std::string& job_id, std::stop_token stop);
@@ -58,6 +64,7 @@ class JobRunner {
   JobEvents& events_;
   double telemetry_interval_s_;
   ShardHub* shard_hub_ = nullptr;
+  DatasetPolicy dataset_policy_{true, "", 256ULL << 20};
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "analysis/burst.h"
 #include "analysis/capacity.h"
@@ -14,6 +15,7 @@
 #include "analysis/knee.h"
 #include "analysis/repeatability.h"
 #include "analysis/step_stats.h"
+#include "analysis/target_verdict.h"
 #include "analysis/verdict.h"
 #include "analysis/windowed.h"
 #include "api/result_json.h"
@@ -101,11 +103,8 @@ void expand(agent::StepResult& r, double k) {
   scale(r.window_start_ns);
   scale(r.window_end_ns);
   scale(r.end_ns);
-  scale(r.schedule_lag.p50_ns);
-  scale(r.schedule_lag.p99_ns);
-  scale(r.schedule_lag.max_ns);
-  r.schedule_lag.mean_ns *= k;
-  scale(r.timer_lag.p99_ns);
+  // The client's own figures (schedule, dispatch and timer lag) stay in wall-clock time: they
+  // judge the load generator, which ran in real time (a 3 ms hiccup is 3 ms at any k).
 }
 
 // One judged step, kept for the target's capacity and the phase analyses.
@@ -133,14 +132,24 @@ class TargetRun {
 
   // Runs every phase; returns the target's results document.
   json run(std::string& error, bool& cancelled);
+  // Simulated targets: reads the simulator's lost wall-clock time (EmbeddedSimulators).
+  void set_target_clock(std::function<std::int64_t()> lost_ns) {
+    clock_lost_ns_ = std::move(lost_ns);
+  }
 
  private:
   json run_phase(const RunPhase& phase, std::size_t phase_index, int repeat, std::string& error);
   // Runs one step; nullopt when cancelled before it produced anything or the sink failed.
+  // role and planned_rate_rps say which capacity level the step is (analysis/capacity.h).
   std::optional<StepRecord> run_step(const RunPhase& phase, std::size_t phase_index, int repeat,
                                      int step_index, agent::LoadSpec load, double duration_s,
                                      std::string label, json params, json& phase_steps,
-                                     std::string& error, bool keep_samples = false);
+                                     std::string& error, analysis::StepRole role,
+                                     double planned_rate_rps, bool keep_samples = false);
+  // Steps of a phase resumed from its stored document, back into the capacity judgement.
+  void adopt_stored_steps(const json& phase_doc);
+  // Measured mean input/output tokens per completed request over every step of the target.
+  json measured_lengths() const;
   json sweep_analysis(const std::vector<StepRecord>& steps);
 
   const RunPlan& plan_;
@@ -154,15 +163,17 @@ class TargetRun {
   StepBackend& backend_;
   std::string model_;
   std::vector<analysis::JudgedStep> all_judged_;
-  int client_bound_steps_ = 0;
+  std::vector<analysis::StepVerdict> all_verdicts_;  // parallel to all_judged_
   std::optional<analysis::SweepPoint> knee_;
   std::optional<double> qualified_rate_;
+  std::function<std::int64_t()> clock_lost_ns_;  // empty for real targets
 };
 
 std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t phase_index,
                                               int repeat, int step_index, agent::LoadSpec load,
                                               double duration_s, std::string label, json params,
                                               json& phase_steps, std::string& error,
+                                              analysis::StepRole role, double planned_rate_rps,
                                               bool keep_samples) {
   if (stop_.stop_requested()) return std::nullopt;
   StepContext ctx;
@@ -222,7 +233,9 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   }
 
   auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
+  const std::int64_t clock_lost_before = clock_lost_ns_ ? clock_lost_ns_() : 0;
   BackendStep produced = backend_.run(spec, ctx.global_step, stop_, progress);
+  const std::int64_t clock_lost = clock_lost_ns_ ? clock_lost_ns_() - clock_lost_before : 0;
   agent::StepResult& result = produced.result;
   agent::TelemetryResult telemetry;
   if (scraper) {
@@ -265,8 +278,13 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   input.itl_ns = result.itl_ns;
   input.dropped_arrivals = result.dropped_arrivals;
   input.client_cpu_utilisation = result.client_cpu_utilisation;
-  if (result.schedule_lag.count > 0)
-    input.schedule_lag_p99_ns = static_cast<double>(result.schedule_lag.p99_ns);
+  // Client saturation is judged in wall-clock time on the window's requests (step_stats.h),
+  // not from the agent's whole-step lag (warm-up and connects included) scaled by k.
+  input.time_scale = k;
+  if (clock_lost_ns_) {
+    input.target_clock_lost_ns = static_cast<double>(clock_lost);
+    input.target_clock_span_ns = static_cast<double>(result.end_ns) / k;  // end_ns was × k
+  }
   input.sla = plan_.sla;
   for (const auto& [t, n] : result.in_flight_series) input.in_flight.push_back({t, double(n)});
 
@@ -275,12 +293,9 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
   record.judged.outcome =
       result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
-  bool client_bound = false;
-  for (const auto* r : record.verdict.deciding()) {
-    client_bound = client_bound || analysis::is_client_side(r->kind);
-  }
-  if (client_bound && record.verdict.outcome == analysis::Outcome::kInconclusive)
-    ++client_bound_steps_;
+  record.judged.role = role;
+  record.judged.planned_rate_rps = planned_rate_rps;
+  const bool client_bound = record.verdict.client_bound;
 
   json step_json{
       {"global_step", ctx.global_step},
@@ -296,11 +311,23 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
       {"stats", api::step_stats_json(record.judged.stats)},
       {"verdict", api::verdict_json(record.verdict)},
       {"client_bound", client_bound},
+      {"insufficient_samples", record.verdict.insufficient_samples},
+      {"planned_rate_rps", planned_rate_rps > 0 ? json(planned_rate_rps) : json(nullptr)},
+      {"role", role == analysis::StepRole::kConfirm    ? "confirm"
+               : role == analysis::StepRole::kSoak     ? "soak"
+               : role == analysis::StepRole::kExcluded ? "excluded"
+                                                       : "level"},
       {"time_scale", k},
       {"client",
        json{{"cpu_utilisation", result.client_cpu_utilisation},
+            // Wall clock, whole step (warm-up and connection set-up included); the verdict
+            // judges the window's dispatch lag (stats.client_dispatch_lag_p99_ms).
             {"schedule_lag_p99_ms", static_cast<double>(result.schedule_lag.p99_ns) / 1e6},
             {"schedule_lag_max_ms", static_cast<double>(result.schedule_lag.max_ns) / 1e6},
+            {"dispatch_lag_p99_ms", static_cast<double>(result.dispatch_lag.p99_ns) / 1e6},
+            {"dropped_arrivals_warmup", result.dropped_arrivals_warmup},
+            {"target_clock_lost_ms",
+             clock_lost_ns_ ? json(static_cast<double>(clock_lost) / 1e6) : json(nullptr)},
             {"timer_lag_p99_ms", static_cast<double>(result.timer_lag.p99_ns) / 1e6},
             {"connections_opened", result.connections_opened}}},
       {"calibration",
@@ -336,6 +363,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   if (!sink_.on_step_finished(ctx, result, telemetry.points, step_json, error)) return std::nullopt;
   phase_steps.push_back(step_json);
   all_judged_.push_back(record.judged);
+  all_verdicts_.push_back(record.verdict);
   if (keep_samples) {
     record.samples = std::move(result.samples);
     record.in_flight = input.in_flight;
@@ -392,7 +420,8 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
         load.kind = agent::LoadKind::kClosed;
         load.concurrency = level;
         auto r = run_step(phase, phase_index, repeat, i++, load, phase.duration_s,
-                          "c=" + std::to_string(level), json{{"concurrency", level}}, steps, error);
+                          "c=" + std::to_string(level), json{{"concurrency", level}}, steps, error,
+                          analysis::StepRole::kLevel, 0);
         if (!r) break;
         records.push_back(std::move(*r));
       }
@@ -408,7 +437,7 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
         load.burstiness = phase.burstiness;
         load.in_flight_cap = phase.max_in_flight;
         if (!run_step(phase, phase_index, repeat, i++, load, phase.duration_s, rate_label(rate),
-                      json{{"rate_rps", rate}}, steps, error))
+                      json{{"rate_rps", rate}}, steps, error, analysis::StepRole::kLevel, rate))
           break;
       }
       return finish(json::object());
@@ -451,9 +480,10 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
             (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
         auto r = run_step(
             phase, phase_index, repeat, i++, load, phase.duration_s * next->duration_factor, label,
-            json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps, error);
+            json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps, error,
+            next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel,
+            next->rate_rps);
         if (!r) break;
-        if (next->confirm) all_judged_.back().confirm = true;
         search.report(next->rate_rps, r->judged.outcome);
       }
       const auto& res = search.result();
@@ -482,7 +512,7 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
                              {"multiplier", phase.multiplier},
                              {"burst_s", phase.burst_s},
                              {"observe_s", phase.observe_s}},
-                        steps, error, /*keep_samples=*/true);
+                        steps, error, analysis::StepRole::kExcluded, 0, /*keep_samples=*/true);
       if (!r) return finish(json::object());
       analysis::BurstRecoveryInput in;
       in.samples = r->samples;
@@ -549,7 +579,7 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
       load.in_flight_cap = phase.max_in_flight;
       auto r = run_step(phase, phase_index, repeat, 0, load, phase.duration_s,
                         "soak " + rate_label(rate), json{{"rate_rps", rate}}, steps, error,
-                        /*keep_samples=*/true);
+                        analysis::StepRole::kSoak, rate, /*keep_samples=*/true);
       if (!r) return finish(json::object());
       analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
                                  static_cast<std::int64_t>(phase.window_s * kNsPerS)};
@@ -574,6 +604,99 @@ json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int re
   return finish(json::object());
 }
 
+void TargetRun::adopt_stored_steps(const json& phase_doc) {
+  if (!phase_doc.contains("steps") || !phase_doc["steps"].is_array()) return;
+  auto ms_summary = [](const json& j) {
+    analysis::Summary out;
+    if (!j.is_object()) return out;
+    out.count = j.value("count", std::uint64_t{0});
+    out.mean = j.value("mean", 0.0) * 1e6;
+    out.p50 = j.value("p50", 0.0) * 1e6;
+    out.p95 = j.value("p95", 0.0) * 1e6;
+    out.p99 = j.value("p99", 0.0) * 1e6;
+    return out;
+  };
+  auto token_summary = [](const json& j) {
+    analysis::Summary out;
+    if (!j.is_object()) return out;
+    out.count = j.value("count", std::uint64_t{0});
+    out.mean = j.value("mean", 0.0);
+    return out;
+  };
+  for (const json& step : phase_doc["steps"]) {
+    const json& st = step.contains("stats") ? step["stats"] : json::object();
+    const json& vj = step.contains("verdict") ? step["verdict"] : json::object();
+    analysis::JudgedStep j;
+    analysis::StepVerdict v;
+    const std::string outcome = vj.value("outcome", "inconclusive");
+    v.outcome = outcome == "pass"   ? analysis::Outcome::kPass
+                : outcome == "fail" ? analysis::Outcome::kFail
+                                    : analysis::Outcome::kInconclusive;
+    v.client_bound = step.value("client_bound", false);
+    v.insufficient_samples = step.value("insufficient_samples", false);
+    for (const json& r : vj.value("reasons", json::array())) {
+      if (r.value("status", "") != "missed") continue;
+      analysis::VerdictReason reason;
+      reason.status = analysis::CheckStatus::kMissed;
+      reason.code = r.value("code", "");
+      for (int k = 0; k <= static_cast<int>(analysis::kLastCheckKind); ++k) {
+        if (analysis::to_string(static_cast<analysis::CheckKind>(k)) == r.value("check", ""))
+          reason.kind = static_cast<analysis::CheckKind>(k);
+      }
+      v.reasons.push_back(std::move(reason));
+    }
+    const json& params = step.contains("params") ? step["params"] : json::object();
+    const std::string role = step.value("role", params.value("confirm", false) ? "confirm" : "");
+    const std::string kind = step.value("phase_kind", "");
+    j.role = role == "confirm"                       ? analysis::StepRole::kConfirm
+             : role == "soak" || kind == "soak"      ? analysis::StepRole::kSoak
+             : role == "excluded" || kind == "burst" ? analysis::StepRole::kExcluded
+                                                     : analysis::StepRole::kLevel;
+    // Documents stored before planned_rate_rps existed carry the rate in params only.
+    const auto planned = step.find("planned_rate_rps");
+    j.planned_rate_rps = planned != step.end() && planned->is_number()
+                             ? planned->get<double>()
+                             : params.value("rate_rps", 0.0);
+    j.outcome = step.value("partial", false) ? analysis::Outcome::kInconclusive : v.outcome;
+    j.stats.window_s = st.value("window_s", 0.0);
+    j.stats.offered_rate_rps = st.value("offered_rate_rps", 0.0);
+    j.stats.concurrency = st.value("concurrency", 0);
+    j.stats.output_tokens_per_s = st.value("output_tokens_per_s", 0.0);
+    j.stats.input_tokens_per_s = st.value("input_tokens_per_s", 0.0);
+    j.stats.requests_per_s = st.value("requests_per_s", 0.0);
+    j.stats.achieved_rate_rps = st.value("achieved_rate_rps", 0.0);
+    j.stats.error_rate = st.value("error_rate", 0.0);
+    j.stats.ttft_ns = ms_summary(st.value("ttft_ms", json()));
+    j.stats.tpot_ns = ms_summary(st.value("tpot_ms", json()));
+    j.stats.e2e_ns = ms_summary(st.value("e2e_ms", json()));
+    if (st.contains("tokens")) {
+      j.stats.input_tokens = token_summary(st["tokens"].value("input", json()));
+      j.stats.output_tokens = token_summary(st["tokens"].value("output", json()));
+    }
+    all_judged_.push_back(std::move(j));
+    all_verdicts_.push_back(std::move(v));
+  }
+}
+
+json TargetRun::measured_lengths() const {
+  double in_sum = 0, out_sum = 0;
+  std::uint64_t in_n = 0, out_n = 0;
+  for (const auto& j : all_judged_) {
+    in_sum += j.stats.input_tokens.mean * static_cast<double>(j.stats.input_tokens.count);
+    in_n += j.stats.input_tokens.count;
+    out_sum += j.stats.output_tokens.mean * static_cast<double>(j.stats.output_tokens.count);
+    out_n += j.stats.output_tokens.count;
+  }
+  auto mean = [](double sum, std::uint64_t n) {
+    return n > 0 ? json(std::round(sum / static_cast<double>(n) * 10) / 10) : json(nullptr);
+  };
+  return json{{"input_tokens_mean", mean(in_sum, in_n)},
+              {"output_tokens_mean", mean(out_sum, out_n)},
+              {"input_requests", in_n},
+              {"output_requests", out_n},
+              {"note", "per completed request of every step, from usage (input: prompt_tokens)"}};
+}
+
 json TargetRun::run(std::string& error, bool& cancelled) {
   json phases = json::array();
   std::vector<std::optional<double>> search_repeats;
@@ -586,6 +709,7 @@ json TargetRun::run(std::string& error, bool& cancelled) {
       if (auto it = resume_.completed_phases.find(key); it != resume_.completed_phases.end()) {
         doc = it->second;  // resumed: reuse the stored phase and what later phases need
         doc["resumed"] = true;
+        adopt_stored_steps(doc);
         if (doc.contains("knee") && doc["knee"].value("found", false)) {
           analysis::SweepPoint k;
           k.concurrency = doc["knee"].value("concurrency", 0);
@@ -618,26 +742,43 @@ json TargetRun::run(std::string& error, bool& cancelled) {
   }
   cancelled = stop_.stop_requested();
 
-  // Qualified capacity over every judged step of this target (DOMAIN §3). Steps of resumed
-  // phases are rebuilt from their stored documents' figures.
+  // Qualified capacity and the target's verdict over every judged step of this target
+  // (DOMAIN §3; analysis/capacity.h, analysis/target_verdict.h). Steps of resumed phases were
+  // adopted from their stored documents.
   const auto capacity = analysis::qualified_capacity(all_judged_);
+  const auto verdict = analysis::judge_target(all_judged_, all_verdicts_, capacity);
   json cap = api::capacity_json(capacity);
   json qualified = nullptr;
-  const analysis::QualifiedPoint* point = nullptr;
-  std::string basis;
-  if (capacity.open_loop.point) {
-    point = &*capacity.open_loop.point;
-    basis = "open_loop";
-  } else if (capacity.closed_loop.point) {
-    point = &*capacity.closed_loop.point;
-    basis = "closed_loop";
-  }
-  if (point) {
-    qualified = api::qualified_point_json(*point);
-    qualified["basis"] = basis;
-    const auto cost = analysis::cost_per_million_output_tokens(target_.price_per_hour,
-                                                               point->output_tokens_per_s);
+  json best_evidence = nullptr;
+  const analysis::LoadCapacity* basis_capacity = verdict.basis == "open_loop" ? &capacity.open_loop
+                                                 : verdict.basis == "closed_loop"
+                                                     ? &capacity.closed_loop
+                                                     : nullptr;
+  if (basis_capacity && basis_capacity->point && verdict.outcome == analysis::Outcome::kPass) {
+    const analysis::QualifiedPoint& point = *basis_capacity->point;
+    qualified = api::qualified_point_json(point);
+    qualified["basis"] = verdict.basis;
+    // Cost comes from the measured output throughput at the qualified point (DOMAIN §4).
+    const auto cost =
+        analysis::cost_per_million_output_tokens(target_.price_per_hour, point.output_tokens_per_s);
     qualified["cost_per_million_output_tokens"] = cost ? json(*cost) : json(nullptr);
+  } else if (basis_capacity && basis_capacity->best_evidence) {
+    // Evidence short of a qualified capacity: shown, never priced or planned with.
+    best_evidence = api::qualified_point_json(*basis_capacity->best_evidence);
+    best_evidence["basis"] = verdict.basis;
+  }
+  json workload{
+      {"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
+      {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
+      {"source",
+       target_.workload.source == agent::WorkloadSource::kSynthetic ? "synthetic" : "dataset"},
+      {"overridden", target_.workload_overridden},
+      {"measured", measured_lengths()}};
+  if (target_.workload.source != agent::WorkloadSource::kSynthetic) {
+    // A dataset's lengths are what its requests measured (usage), not the plan's defaults.
+    const json& m = workload["measured"];
+    workload["input_tokens_mean"] = m["input_tokens_mean"];
+    workload["output_tokens_mean"] = m["output_tokens_mean"];
   }
   json doc{{"name", target_.name},
            {"base_url", target_.base_url},
@@ -645,9 +786,7 @@ json TargetRun::run(std::string& error, bool& cancelled) {
            {"model", model_.empty() ? target_.spec.model : model_},
            {"precision", target_.precision},
            {"api", std::string(agent::to_string(target_.spec.api))},
-           {"workload", json{{"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
-                             {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
-                             {"overridden", target_.workload_overridden}}},
+           {"workload", workload},
            {"hardware", json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json,
                                     nullptr, false)},
            {"price_per_hour", target_.price_per_hour},
@@ -655,7 +794,10 @@ json TargetRun::run(std::string& error, bool& cancelled) {
            {"phases", phases},
            {"capacity", cap},
            {"qualified", qualified},
-           {"client_bound_steps", client_bound_steps_},
+           {"best_evidence", best_evidence},
+           {"verdict", api::target_verdict_json(verdict)},
+           {"client_bound_steps", verdict.client_bound_steps},
+           {"insufficient_sample_steps", verdict.insufficient_sample_steps},
            {"time_scale", target_.time_scale}};
   if (search_repeats.size() > 1) {
     const auto rep = analysis::assess_repeatability(search_repeats);
@@ -700,12 +842,16 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   std::int64_t global_step = resume.completed_steps;
   const auto planned = planned_steps(plan);
   std::vector<analysis::TargetOffer> offers;
-  bool all_qualified = !plan.targets.empty();
+  std::vector<analysis::TargetVerdict> verdicts;
+  json verdict_targets = json::array();
+  double measured_output_sum = 0;
+  int measured_output_targets = 0;
 
   for (std::size_t t = 0; t < plan.targets.size() && out.error.empty(); ++t) {
     if (stop.stop_requested()) break;
     RunTarget target = plan.targets[t];
     std::string description;
+    std::function<std::int64_t()> clock_lost_ns;
     if (EmbeddedSimulators::is_sim_url(target.base_url)) {
       auto resolved = sims_.resolve(target.base_url, target.sim_options_json, plan.seed);
       if (!resolved.error.empty()) {
@@ -714,16 +860,33 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       }
       target.spec.base_url = resolved.base_url;
       description = resolved.description;
+      clock_lost_ns = resolved.clock_lost_ns;
     } else {
       target.spec.base_url = target.base_url;
     }
     sink_.on_target_started(target, target.spec.base_url, description);
     bool cancelled = false;
     TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, *backend_);
+    run.set_target_clock(std::move(clock_lost_ns));
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
     const bool qualified = doc["qualified"].is_object();
-    all_qualified = all_qualified && qualified;
+    {
+      // The job's verdict is judged from the targets' (analysis/target_verdict.h).
+      analysis::TargetVerdict tv;
+      const std::string o = doc["verdict"].value("outcome", "inconclusive");
+      tv.outcome = o == "pass"   ? analysis::Outcome::kPass
+                   : o == "fail" ? analysis::Outcome::kFail
+                                 : analysis::Outcome::kInconclusive;
+      verdicts.push_back(tv);
+      verdict_targets.push_back(json{{"name", target.name},
+                                     {"outcome", o},
+                                     {"statement", doc["verdict"].value("statement", "")}});
+    }
+    if (const json& m = doc["workload"]["measured"]["output_tokens_mean"]; m.is_number()) {
+      measured_output_sum += m.get<double>();
+      ++measured_output_targets;
+    }
     offers.push_back({target.name, target.price_per_hour,
                       qualified ? doc["qualified"].value("output_tokens_per_s", 0.0) : 0.0});
     targets.push_back(std::move(doc));
@@ -745,11 +908,39 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   }
   results["comparison"] = comparisons;
   if (plan.demand && !offers.empty()) {
+    analysis::Demand demand = *plan.demand;
+    json basis = "plan";
+    if (demand.mean_output_tokens <= 0 && measured_output_targets > 0) {
+      // A dataset workload: the demand's output length is the one measured (docs/plans.md).
+      demand.mean_output_tokens = measured_output_sum / measured_output_targets;
+      basis = "measured";
+    }
     results["demand_plan"] =
-        api::demand_plan_json(analysis::plan_demand(*plan.demand, offers, plan.hours_per_month));
+        api::demand_plan_json(analysis::plan_demand(demand, offers, plan.hours_per_month));
+    results["demand_plan"]["mean_output_tokens"] = demand.mean_output_tokens;
+    results["demand_plan"]["mean_output_tokens_from"] = basis;
   }
-  results["all_qualified"] = all_qualified && offers.size() == plan.targets.size();
-  out.all_qualified = results["all_qualified"].get<bool>();
+  // Every target judged, and the job's verdict is pass only when every one passed: a cancelled
+  // or failed job, or one whose later targets never ran, has no pass.
+  analysis::Outcome overall = analysis::overall_outcome(verdicts);
+  std::string overall_statement;
+  if (!out.error.empty() || out.cancelled || verdicts.size() != plan.targets.size()) {
+    if (overall == analysis::Outcome::kPass) overall = analysis::Outcome::kInconclusive;
+    overall_statement = !out.error.empty() ? "the job failed before every target was judged"
+                        : out.cancelled    ? "cancelled before every target was judged"
+                                           : "not every target was judged";
+  } else {
+    overall_statement = overall == analysis::Outcome::kPass ? "every target qualified"
+                        : overall == analysis::Outcome::kFail
+                            ? "a target failed its SLA"
+                            : "no verdict for every target (see each target's statement)";
+  }
+  out.verdict = overall;
+  results["verdict"] = json{{"outcome", std::string(analysis::to_string(overall))},
+                            {"statement", overall_statement},
+                            {"targets", verdict_targets}};
+  results["all_qualified"] = overall == analysis::Outcome::kPass;
+  out.all_qualified = overall == analysis::Outcome::kPass;
   results["state"] = !out.error.empty() ? "failed" : out.cancelled ? "cancelled" : "succeeded";
   if (!out.error.empty()) results["error"] = out.error;
   out.results = std::move(results);
@@ -758,49 +949,79 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
 
 std::string capacity_table_text(const json& results) {
   std::string out;
-  char line[512];
-  std::snprintf(line, sizeof line, "%-16s %-14s %-6s %-10s %9s %11s %9s %9s %9s %6s %9s %9s  %s\n",
-                "target", "model", "prec", "in/out", "rate", "out tok/s", "P95 TTFT", "P95 TPOT",
-                "P95 E2E", "err%", "price/h", "$/M tok", "verdict");
+  char line[640];
+  // "planned" is the rate the schedule offered (the level's key), "achieved" what was sent per
+  // second in the window (a Poisson schedule's realised rate differs by chance).
+  std::snprintf(line, sizeof line,
+                "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9s %9s  %s\n", "target",
+                "model", "prec", "in/out", "planned", "achieved", "out tok/s", "P95 TTFT",
+                "P95 TPOT", "P95 E2E", "err%", "price/h", "cost/Mtok", "verdict");
   out += line;
   const json& targets = results.contains("targets") ? results["targets"] : json::array();
+  std::string statements;
   for (const auto& t : targets) {
-    const auto& q = t["qualified"];
-    char inout[32];
-    std::snprintf(inout, sizeof inout, "%.0f/%.0f", t["workload"].value("input_tokens_mean", 0.0),
-                  t["workload"].value("output_tokens_mean", 0.0));
+    const json& q = t.contains("qualified") ? t["qualified"] : json();
+    const json& ev = t.contains("best_evidence") ? t["best_evidence"] : json();
+    const json& verdict = t.contains("verdict") ? t["verdict"] : json::object();
+    const std::string outcome = verdict.value("outcome", q.is_object() ? "pass" : "fail");
+    const json& w = t.contains("workload") ? t["workload"] : json::object();
+    // "?" when a dataset's length was not measured (a server that reports no usage).
+    auto len = [&w](const char* key) {
+      if (!w.contains(key) || !w[key].is_number()) return std::string("?");
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%.0f", w[key].get<double>());
+      return std::string(buf);
+    };
+    const std::string inout = len("input_tokens_mean") + "/" + len("output_tokens_mean");
     std::string labels;
     if (t.value("simulated", false)) labels += " simulated";
-    if (t.value("client_bound_steps", 0) > 0) labels += " client-bound-steps";
-    if (q.is_object()) {
-      char rate[32];
-      if (q.value("basis", "") == "open_loop")
-        std::snprintf(rate, sizeof rate, "%.2f rps", q.value("offered_rate_rps", 0.0));
-      else
-        std::snprintf(rate, sizeof rate, "c=%d", q.value("concurrency", 0));
-      const auto& cost = q["cost_per_million_output_tokens"];
-      std::snprintf(
-          line, sizeof line,
-          "%-16s %-14s %-6s %-10s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f %9s  "
-          "%s%s\n",
-          t.value("name", "").c_str(), t.value("model", "").c_str(),
-          t.value("precision", "").c_str(), inout, rate, q.value("output_tokens_per_s", 0.0),
-          q["ttft_ms"].value("p95", 0.0), q["tpot_ms"].value("p95", 0.0),
-          q["e2e_ms"].value("p95", 0.0), q.value("error_rate", 0.0) * 100,
-          t.value("price_per_hour", 0.0),
-          cost.is_number() ? (std::to_string(cost.get<double>()).substr(0, 6)).c_str() : "-",
-          q.value("basis", "") == "open_loop" && !q.value("confirmed", false) ? "PASS (unconfirmed)"
-                                                                              : "PASS",
-          labels.c_str());
+    if (w.value("source", "") == "dataset") labels += " dataset-measured-lengths";
+    for (const auto& l : verdict.value("labels", json::array()))
+      labels += " " + l.get<std::string>();
+    const json& p = q.is_object() ? q : ev;
+    std::string verdict_text = outcome == "pass"   ? "PASS"
+                               : outcome == "fail" ? "FAIL"
+                                                   : "INCONCLUSIVE";
+    if (q.is_object() && q.value("non_monotonic", false)) verdict_text += " (non-monotonic)";
+    if (!q.is_object() && ev.is_object()) verdict_text += " (short-step pass only, not confirmed)";
+    if (p.is_object()) {
+      char planned[32], achieved[32];
+      const bool open = p.value("basis", "") == "open_loop";
+      if (open) {
+        std::snprintf(planned, sizeof planned, "%s%.2f rps",
+                      q.is_object() ? "" : ">=", p.value("offered_rate_rps", 0.0));
+        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("achieved_rate_rps", 0.0));
+      } else {
+        std::snprintf(planned, sizeof planned, "c=%d", p.value("concurrency", 0));
+        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("requests_per_s", 0.0));
+      }
+      const json& cost = q.is_object() ? q["cost_per_million_output_tokens"] : json();
+      char cost_text[32] = "-";
+      if (cost.is_number()) std::snprintf(cost_text, sizeof cost_text, "%.4f", cost.get<double>());
+      std::snprintf(line, sizeof line,
+                    "%-16s %-14s %-6s %-10s %11s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f "
+                    "%9s  %s%s\n",
+                    t.value("name", "").c_str(), t.value("model", "").c_str(),
+                    t.value("precision", "").c_str(), inout.c_str(), planned, achieved,
+                    p.value("output_tokens_per_s", 0.0), p["ttft_ms"].value("p95", 0.0),
+                    p["tpot_ms"].value("p95", 0.0), p["e2e_ms"].value("p95", 0.0),
+                    p.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0), cost_text,
+                    verdict_text.c_str(), labels.c_str());
     } else {
       std::snprintf(line, sizeof line,
-                    "%-16s %-14s %-6s %-10s %9s %11s %9s %9s %9s %6s %9.2f %9s  NO CAPACITY%s\n",
+                    "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9.2f %9s  %s%s\n",
                     t.value("name", "").c_str(), t.value("model", "").c_str(),
-                    t.value("precision", "").c_str(), inout, "-", "-", "-", "-", "-", "-",
-                    t.value("price_per_hour", 0.0), "-", labels.c_str());
+                    t.value("precision", "").c_str(), inout.c_str(), "-", "-", "-", "-", "-", "-",
+                    "-", t.value("price_per_hour", 0.0), "-", verdict_text.c_str(), labels.c_str());
     }
     out += line;
+    if (outcome != "pass" && verdict.contains("statement"))
+      statements += "  " + t.value("name", "") + ": " + verdict.value("statement", "") + "\n";
   }
+  out += statements;
+  if (results.contains("verdict"))
+    out += "verdict: " + results["verdict"].value("outcome", "") + " (" +
+           results["verdict"].value("statement", "") + ")\n";
   out += "comparison: " + results.value("comparison_label", std::string("same-config")) + "\n";
   for (const auto& c : results.value("comparison", json::array())) {
     std::snprintf(line, sizeof line,
@@ -813,7 +1034,8 @@ std::string capacity_table_text(const json& results) {
   if (results.contains("demand_plan")) {
     const auto& d = results["demand_plan"];
     std::snprintf(line, sizeof line,
-                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month\n",
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; "
+                  "instances from each qualified point's measured output tok/s\n",
                   d.value("demand_output_tokens_per_s", 0.0),
                   d.value("required_output_tokens_per_s", 0.0), d.value("hours_per_month", 0.0));
     out += line;

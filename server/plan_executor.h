@@ -17,6 +17,7 @@
 #include "agent/step_result.h"
 #include "agent/step_runner.h"
 #include "agent/telemetry_scraper.h"
+#include "analysis/verdict.h"
 #include "server/run_plan.h"
 #include "server/step_backend.h"
 
@@ -73,7 +74,9 @@ struct ExecutionResult {
   bool cancelled = false;
   std::string error;           // non-empty: the job failed (target unreachable, storage error…)
   nlohmann::json results;      // the results document (partial when cancelled or failed)
-  bool all_qualified = false;  // every target has a qualified capacity
+  bool all_qualified = false;  // every target has a qualified capacity (verdict == pass)
+  // The job's verdict (analysis/target_verdict.h): pass only when every target passed.
+  analysis::Outcome verdict = analysis::Outcome::kInconclusive;
 };
 
 class PlanExecutor {

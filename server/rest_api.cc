@@ -24,6 +24,7 @@
 #include "server/agent_manifest_route.h"
 #include "server/daemon_config.h"
 #include "server/daemon_metrics.h"
+#include "server/dataset_policy.h"
 #include "server/embedded_docs.h"
 #include "server/job_events.h"
 #include "server/job_runner.h"
@@ -261,6 +262,14 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return stored;
   }
 
+  static json job_verdict_json(const storage::JobRecord& j) {
+    if (!j.verdict) return nullptr;
+    json v = j.verdict_json ? json::parse(*j.verdict_json, nullptr, false) : json();
+    if (!v.is_object()) v = json::object();
+    v["outcome"] = *j.verdict;
+    return v;
+  }
+
   json job_json(const storage::JobRecord& j) const {
     json targets = json::array();
     for (const auto& t : j.targets) targets.push_back({{"name", t.name}, {"base_url", t.base_url}});
@@ -268,6 +277,9 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return json{
         {"id", j.id},
         {"state", std::string(storage::to_string(j.state))},
+        // The job's verdict once its results are stored (pass / fail / inconclusive, overall
+        // and per target); null before. An acceptance workflow gates on verdict.outcome.
+        {"verdict", job_verdict_json(j)},
         {"priority", j.priority},
         {"created_at", iso_time(j.created_at_ms)},
         {"started_at", j.started_at_ms ? json(iso_time(*j.started_at_ms)) : json(nullptr)},
@@ -321,10 +333,23 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return std::nullopt;
   }
 
+  // Dataset files of the plan (server/dataset_policy.h): problems as a 422 naming each field;
+  // on success the plan and its normalised JSON name the resolved files.
+  std::optional<HttpResponse> dataset_problem(api::PlanParse& parse) const {
+    DatasetPolicy policy;
+    policy.confined = true;
+    policy.root_dir = deps.config.dataset_dir;
+    policy.max_bytes = static_cast<std::uint64_t>(deps.config.max_dataset_mib * 1024 * 1024);
+    const auto problems = check_plan_datasets(*parse.plan, parse.normalized, policy);
+    if (problems.empty()) return std::nullopt;
+    return problem_response(ApiErrorCode::kInvalidPlan, "dataset not usable", problems);
+  }
+
   HttpResponse validate_plan(const HttpRequest& req) {
     if (auto bad = require_json_body(req)) return *bad;
-    const auto parse = api::parse_plan(req.body, limits());
+    auto parse = api::parse_plan(req.body, limits());
     if (auto bad = plan_problem(parse)) return *bad;
+    if (auto bad = dataset_problem(parse)) return *bad;
     json warnings = parse.warnings;
     for (const auto& w : memory_warnings(*parse.plan)) warnings.push_back(w);
     return json_response(
@@ -371,8 +396,9 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (deps.shutting_down)
       return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
     if (auto bad = require_json_body(req)) return *bad;
-    const auto parse = api::parse_plan(req.body, limits());
+    auto parse = api::parse_plan(req.body, limits());
     if (auto bad = plan_problem(parse)) return *bad;
+    if (auto bad = dataset_problem(parse)) return *bad;
     const auto key = req.header("idempotency-key");
     if (key && (key->empty() || key->size() > 200))
       return problem_response(ApiErrorCode::kBadRequest,
@@ -436,6 +462,12 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       if (!f.state) errors.push_back({"state", "unknown state '" + *s + "'"});
     }
     if (auto t = req.query_param("target")) f.target = *t;
+    if (auto v = req.query_param("verdict")) {
+      if (*v != "pass" && *v != "fail" && *v != "inconclusive")
+        errors.push_back({"verdict", "must be pass, fail or inconclusive, not '" + *v + "'"});
+      else
+        f.verdict = *v;
+    }
     if (auto c = req.query_param("created_after")) {
       f.created_from_ms = parse_iso_time(*c);
       if (!f.created_from_ms) errors.push_back({"created_after", "must be an ISO 8601 UTC time"});

@@ -125,7 +125,20 @@ asio::awaitable<void> SimEngineRunner::loop() {
     const auto step = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(outcome.cost.total_s / time_scale_));
     const Clock::time_point now = Clock::now();
-    deadline = (busy && deadline + step > now) ? deadline + step : now + step;
+    // The engine's clock advances by each step's cost, not by how late this loop woke: a step
+    // that ends late on a busy host is followed by the next one at once (catch-up), so the
+    // simulated GPU's throughput does not shrink with the host's load. Only a loop more than
+    // kMaxCatchUp behind gives the time up (and counts it), so a stalled host cannot make the
+    // engine burst through a long backlog of steps.
+    if (busy && deadline + step + kMaxCatchUp > now) {
+      deadline += step;
+    } else {
+      if (busy && deadline + step < now)
+        lost_ns_.fetch_add(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - (deadline + step)).count(),
+            std::memory_order_relaxed);
+      deadline = now + step;
+    }
     busy = true;
     step_timer_.expires_at(deadline);
     co_await step_timer_.async_wait(use_nothrow);

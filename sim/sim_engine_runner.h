@@ -1,9 +1,10 @@
 // SimEngineRunner: drives a BatchEngine on real timers so clients see the simulated latency.
 // Each iteration: BatchEngine::step() plans and accounts the step, the runner waits the step's
 // duration (divided by time_scale) on an absolute-deadline timer (back-to-back steps do not
-// drift), then delivers the step's tokens: each request has a thread-safe channel that receives
-// the cumulative count of tokens generated so far. Requests that arrive during a step join the
-// next one, as in a real engine. Updates SimMetrics after every step.
+// drift, and a late wake-up is caught up by the next steps within kMaxCatchUp), then delivers the
+// step's tokens: each request has a thread-safe channel that receives the cumulative count of
+// tokens generated so far. Requests that arrive during a step join the next one, as in a real
+// engine. Updates SimMetrics after every step.
 //
 // Ownership: created with create() and held by a shared_ptr (its loop coroutine keeps it alive
 // until stop()). Threading: all engine state lives on the runner's strand; submit()/cancel()/
@@ -11,6 +12,7 @@
 // bound to the caller's executor, so the consuming coroutine may run anywhere.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
@@ -48,6 +50,11 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   void cancel(std::uint64_t id);
   // Stops the loop and closes every open channel. Idempotent.
   void stop();
+  // Wall-clock time the loop gave up because it ran more than kMaxCatchUp behind its engine's
+  // clock (a host too busy to keep the simulated GPU in real time), in ns since start. Any
+  // thread.
+  std::int64_t lost_ns() const { return lost_ns_.load(std::memory_order_relaxed); }
+  static constexpr std::chrono::milliseconds kMaxCatchUp{25};
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -74,6 +81,7 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   std::unordered_map<std::uint64_t, Pending> pending_;  // strand only
   std::int64_t reported_preemptions_ = 0;               // strand only
   bool stopped_ = false;                                // strand only
+  std::atomic<std::int64_t> lost_ns_{0};                // written on the strand, read anywhere
 };
 
 }  // namespace llmcap::sim

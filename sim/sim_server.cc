@@ -478,6 +478,10 @@ const analysis::MemoryFit& SimServer::memory_fit() const {
   return state_->fit;
 }
 
+std::int64_t SimServer::clock_lost_ns() const {
+  return state_ && state_->runner ? state_->runner->lost_ns() : 0;
+}
+
 std::int64_t SimServer::max_model_len() const { return state_ ? state_->max_model_len : 0; }
 
 SingleRequestPrediction SimServer::predict_single(std::int64_t prompt_tokens,

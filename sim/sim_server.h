@@ -46,6 +46,9 @@ class SimServer {
   // time_scale).
   const analysis::MemoryFit& memory_fit() const;
   std::int64_t max_model_len() const;
+  // Wall-clock time its engine loop gave up for running behind (SimEngineRunner::lost_ns):
+  // nonzero means the host was too busy to keep the simulated GPU in real time. Any thread.
+  std::int64_t clock_lost_ns() const;
   SingleRequestPrediction predict_single(std::int64_t prompt_tokens,
                                          std::int64_t output_tokens) const;
   // One-line summary for the log: hardware, model, dtype, KV pool, max_model_len.

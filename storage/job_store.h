@@ -39,6 +39,7 @@ struct CreateJobResult {
 struct JobFilter {
   std::optional<JobState> state;
   std::optional<std::string> target;            // jobs with a target of this name
+  std::optional<std::string> verdict;           // "pass", "fail" or "inconclusive"
   std::optional<std::int64_t> created_from_ms;  // inclusive
   std::optional<std::int64_t> created_to_ms;    // exclusive
   std::string cursor;                           // "" = first page; else JobPage::next_cursor
@@ -96,6 +97,10 @@ class JobStore {
   virtual Result<JobRecord> update_state(std::string_view job_id, JobState to,
                                          std::string_view error_message = {}) = 0;
   virtual Status set_progress(std::string_view job_id, std::string_view progress_json) = 0;
+  // Stores the job's verdict (outcome "pass" | "fail" | "inconclusive" and its JSON object).
+  // kNotFound for an unknown job, kInvalid for another outcome.
+  virtual Status set_verdict(std::string_view job_id, std::string_view outcome,
+                             std::string_view verdict_json) = 0;
   // Sets cancel_requested. A queued or interrupted job (nothing runs it) becomes cancelled at
   // once; a running one keeps running until the runner sees the flag.
   // kNotFound; kConflict when the job is already terminal.

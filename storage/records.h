@@ -48,6 +48,10 @@ struct JobRecord {
   std::string progress_json = "{}";
   std::optional<std::int64_t> last_completed_step;  // StepRecord::seq; nullopt = none yet
   bool cancel_requested = false;
+  // The job's verdict once its results are stored: "pass", "fail" or "inconclusive", and the
+  // results' "verdict" object as JSON text. nullopt before (queued, running, no results).
+  std::optional<std::string> verdict;
+  std::optional<std::string> verdict_json;
   std::vector<TargetRecord> targets;  // in plan order
 };
 

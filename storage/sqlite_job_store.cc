@@ -21,7 +21,7 @@ constexpr std::string_view kCursorPrefix = "c1.";
 
 constexpr std::string_view kJobColumns =
     "id, plan_id, state, priority, created_at_ms, started_at_ms, finished_at_ms, submitted_by, "
-    "error_message, progress_json, last_completed_step, cancel_requested";
+    "error_message, progress_json, last_completed_step, cancel_requested, verdict, verdict_json";
 
 std::int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -47,6 +47,8 @@ JobRecord read_job_columns(const Statement& st) {
   j.progress_json = st.column_text(9);
   j.last_completed_step = st.column_optional_int64(10);
   j.cancel_requested = st.column_int64(11) != 0;
+  if (!st.column_is_null(12)) j.verdict = st.column_text(12);
+  if (!st.column_is_null(13)) j.verdict_json = st.column_text(13);
   return j;
 }
 
@@ -373,6 +375,7 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   }
   std::string sql = "SELECT " + std::string(kJobColumns) + " FROM jobs j WHERE 1 = 1";
   if (filter.state) sql += " AND j.state = :state";
+  if (filter.verdict) sql += " AND j.verdict = :verdict";
   if (filter.target) {
     sql += " AND EXISTS (SELECT 1 FROM job_targets t WHERE t.job_id = j.id AND t.name = :target)";
   }
@@ -385,6 +388,7 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   Result<Statement> st = db.prepare(sql);
   if (!st.ok()) return st.status();
   if (filter.state) st->bind(":state", to_string(*filter.state));
+  if (filter.verdict) st->bind(":verdict", std::string_view(*filter.verdict));
   if (filter.target) st->bind(":target", std::string_view(*filter.target));
   if (filter.created_from_ms) st->bind(":from_ms", *filter.created_from_ms);
   if (filter.created_to_ms) st->bind(":to_ms", *filter.created_to_ms);
@@ -500,6 +504,20 @@ Status SqliteJobStore::set_progress(std::string_view job_id, std::string_view pr
   Result<Statement> st = writer_.prepare("UPDATE jobs SET progress_json = ? WHERE id = ?");
   if (!st.ok()) return st.status();
   LLMCAP_STORAGE_TRY(st->bind(1, progress_json).bind(2, job_id).run());
+  if (writer_.changes() == 0) return not_found_job(job_id);
+  return Status();
+}
+
+Status SqliteJobStore::set_verdict(std::string_view job_id, std::string_view outcome,
+                                   std::string_view verdict_json) {
+  if (outcome != "pass" && outcome != "fail" && outcome != "inconclusive")
+    return Status(ErrorCode::kInvalid,
+                  "verdict: '" + std::string(outcome) + "' is not pass, fail or inconclusive");
+  std::lock_guard lock(write_mutex_);
+  Result<Statement> st =
+      writer_.prepare("UPDATE jobs SET verdict = ?, verdict_json = ? WHERE id = ?");
+  if (!st.ok()) return st.status();
+  LLMCAP_STORAGE_TRY(st->bind(1, outcome).bind(2, verdict_json).bind(3, job_id).run());
   if (writer_.changes() == 0) return not_found_job(job_id);
   return Status();
 }

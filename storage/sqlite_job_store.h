@@ -64,6 +64,8 @@ class SqliteJobStore final : public JobStore {
   Result<JobRecord> update_state(std::string_view job_id, JobState to,
                                  std::string_view error_message = {}) override;
   Status set_progress(std::string_view job_id, std::string_view progress_json) override;
+  Status set_verdict(std::string_view job_id, std::string_view outcome,
+                     std::string_view verdict_json) override;
   Result<JobRecord> request_cancel(std::string_view job_id) override;
   Result<std::vector<JobRecord>> mark_interrupted_at_startup() override;
   Result<std::int64_t> begin_step(const NewStep& step) override;

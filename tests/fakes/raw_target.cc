@@ -147,6 +147,12 @@ struct RawTarget::Impl : std::enable_shared_from_this<RawTarget::Impl> {
       std::lock_guard lock(mu);
       served[slot].write_failed = true;
     }
+    if (ok && reply.hold_open_ms > 0) {
+      // A server that keeps the connection open after its answer (e.g. after [DONE]).
+      asio::steady_timer hold(io);
+      hold.expires_after(std::chrono::milliseconds(reply.hold_open_ms));
+      co_await hold.async_wait(use_nothrow);
+    }
     beast::error_code close_ec;
     if (reply.reset) {
       s.socket().set_option(asio::socket_base::linger(true, 0), close_ec);

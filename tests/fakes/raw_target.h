@@ -25,6 +25,7 @@ struct RawReply {
   std::string tail;                   // then these
   std::int64_t byte_interval_us = 0;  // > 0: head and tail one byte per write, this far apart
   bool reset = false;                 // end with a TCP reset instead of a FIN
+  std::int64_t hold_open_ms = 0;      // > 0: after the reply, keep the connection open this long
 };
 
 // What the fake did for one request.

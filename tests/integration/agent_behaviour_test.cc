@@ -81,7 +81,8 @@ TEST(AgentBehaviour, MisbehavingTargetsGiveTheRightErrorClass) {
   cases.push_back({"malformed", s, ErrorClass::kProtocol, "malformed JSON in SSE event"});
   s = quick();
   s.reset_after_tokens = 2;
-  cases.push_back({"reset", s, ErrorClass::kProtocol, "connection closed mid-response"});
+  // A reset mid-stream cut the answer: truncated (issue 17), not a protocol error.
+  cases.push_back({"reset", s, ErrorClass::kTruncated, "connection closed mid-response"});
   s = quick();
   s.stall_after_tokens = 2;
   s.stall_us = 2'000'000;
@@ -348,6 +349,31 @@ TEST(AgentBehaviour, OpenLoopCapDropsAndCounts) {
   EXPECT_EQ(r.samples.size(), 10u);
   EXPECT_EQ(r.dropped_arrivals + r.samples.size(), r.counts.intended);
   EXPECT_GE(r.dropped_arrivals, 35u);
+}
+
+TEST(AgentBehaviour, WarmUpDropsAreCountedApartFromTheWindows) {
+  // Issue 17 #8: dropped_arrivals counts the arrivals of the window, as `intended` does; the
+  // warm-up's drops are reported apart. 100 rps, cap 10, answers that take 2 s: the 10 slots
+  // fill in the first 0.1 s of a 0.3 s warm-up, so ~20 warm-up arrivals and every one of the
+  // window's ~30 arrivals are dropped.
+  Script s = quick();
+  s.ttft_us = 2'000'000;
+  ScriptedTarget fake(s);
+  StepSpec spec = spec_for(fake, 0.3);
+  spec.warmup_s = 0.3;
+  spec.load.kind = LoadKind::kOpen;
+  spec.load.rate = RateProfile::constant(100);
+  spec.load.inter_arrival = InterArrival::kConstant;
+  spec.load.in_flight_cap = 10;
+  spec.drain = DrainPolicy::kCancel;
+  const StepResult r = StepRunner().run(spec);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(r.samples.size(), 10u);
+  EXPECT_EQ(r.dropped_arrivals + r.dropped_arrivals_warmup + r.samples.size(), r.counts.intended);
+  EXPECT_GE(r.dropped_arrivals_warmup, 15u);
+  EXPECT_LE(r.dropped_arrivals_warmup, 22u);
+  EXPECT_GE(r.dropped_arrivals, 25u);
+  EXPECT_LE(r.dropped_arrivals, 32u);
 }
 
 TEST(AgentBehaviour, DatasetWorkloadAndBadDataset) {

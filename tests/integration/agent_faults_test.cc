@@ -22,7 +22,9 @@
 #include <string>
 #include <thread>
 
+#include "agent/refusal_tracker.h"
 #include "agent/step_runner.h"
+#include "agent/stream_recorder.h"
 #include "tests/fakes/raw_target.h"
 #include "tests/fakes/scripted_target.h"
 
@@ -244,7 +246,7 @@ TEST(AgentFaults, ResetMidStreamKeepsWhatArrived) {
   ScriptedTarget fake(quick());
   Script fault = quick();
   fault.reset_after_tokens = 2;
-  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kProtocol,
+  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kTruncated,
                                  "connection closed mid-response");
   for (const auto& s : r.samples) {
     if (s.index % 3 == 0) {
@@ -530,6 +532,105 @@ TEST(AgentFaults, Http10CloseDelimitedBodyIsReadToTheEnd) {
   EXPECT_EQ(fake.served().size(), r.samples.size());
 }
 
+// Three of 24 token events, no finish_reason, no usage, no [DONE]: a cut answer, whatever framing
+// carried it — never an ok request with 3 estimated tokens.
+std::string three_bare_tokens() {
+  std::string s;
+  for (int i = 0; i < 3; ++i)
+    s += "data: {\"id\":\"cmpl-cut\",\"choices\":[{\"index\":0,\"text\":\" tok\","
+         "\"finish_reason\":null}]}\n\n";
+  return s;
+}
+
+TEST(AgentFaults, TruncatedStreamsAreTruncatedErrorsForEveryFraming) {
+  RawReply close_delimited;  // HTTP/1.1, Connection: close, no length: the close ends the body
+  close_delimited.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
+      three_bare_tokens();
+  RawReply chunked_clean;  // chunked, and a clean last chunk after 3 tokens
+  chunked_clean.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\n" +
+      RawTarget::chunked(three_bare_tokens());
+  RawReply short_length;  // Content-Length promises more than arrives before the FIN
+  const std::string body = three_bare_tokens();
+  short_length.head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+                      std::to_string(body.size() * 8) + "\r\n\r\n" + body;
+  RawReply bare_done = close_delimited;  // [DONE] without usage or finish_reason
+  bare_done.head += "data: [DONE]\n\n";
+  std::unique_ptr<RawTarget> fake;
+  const StepResult r = run_with_at_least<RawTarget>(fake, 10, 0.2, [&] {
+    return std::make_unique<RawTarget>(std::vector<RawReply>{
+        close_delimited, chunked_clean, short_length, bare_done, RawTarget::ok_chunked(5)});
+  });
+  expect_counts_add_up(r);
+  ASSERT_GE(r.samples.size(), 10u);
+  for (const auto& s : r.samples) {
+    if (s.index % 5 == 4) {
+      expect_good(s);
+      continue;
+    }
+    EXPECT_EQ(s.error, ErrorClass::kTruncated) << s.index << " " << s.error_message;
+    EXPECT_EQ(s.token_events, 3u) << s.index;  // what arrived is kept
+    EXPECT_FALSE(s.ok());
+  }
+  std::uint64_t good = 0;
+  for (const auto& s : r.samples) good += s.index % 5 == 4 ? 1 : 0;
+  EXPECT_EQ(r.counts.ok, good);
+}
+
+TEST(AgentFaults, DoneEndsTheRequestWhenTheServerHoldsTheConnection) {
+  // [DONE], then the server keeps the connection open for 3 s: the request is over at [DONE]
+  // (plus the recorder's short grace), ok, never timeout-total.
+  RawReply held;
+  held.head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\n\r\n" +
+      RawTarget::sse_events(4, true);
+  held.hold_open_ms = 3'000;
+  RawTarget fake({held});
+  StepSpec spec = spec_for(fake.base_url(), 0.3);
+  spec.deadlines.total_ms = 1'000;  // holding to the end would be a total timeout
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepResult r = StepRunner().run(spec);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  expect_counts_add_up(r);
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& s : r.samples) {
+    expect_good(s, 4);
+    // E2E ends at the last token, within the grace of [DONE], not when the server hangs up.
+    EXPECT_LT(s.t_end_ns - s.t_last_token_ns, StreamRecorder::kAfterCompleteGraceNs + 250 * kMs)
+        << s.index;
+  }
+  EXPECT_LT(took_s, 2.5);  // the step did not wait for any held connection
+}
+
+TEST(AgentFaults, AnUnreachableTargetEndsTheStepAsAnErrorAfterBackingOff) {
+  // 64 closed-loop slots against a port nobody listens on: refusals back off (10 ms doubling
+  // to 1 s, shared by the slots) and the step ends with "target unreachable" once 2 s passed
+  // without an answer — not tens of thousands of connects and a measured step.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  StepSpec spec = spec_for("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)), 10);
+  spec.load.concurrency = 64;
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepResult r = StepRunner().run(spec);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  EXPECT_TRUE(contains(r.fatal_error, "target unreachable")) << r.fatal_error;
+  EXPECT_LT(took_s, 5.0);
+  // 64 slots × (1 + ~8 backed-off retries in 2 s) at most: hundreds, not tens of thousands.
+  EXPECT_LT(r.samples.size(), 64u * 12u) << r.samples.size();
+  EXPECT_GE(r.samples.size(), RefusalTracker::kMinRefusals);
+}
+
 TEST(AgentFaults, TargetRestartingDuringAStep) {
   Script s = quick();
   s.itl_us = 20'000;  // ≈ 85 ms per request: some are in flight when the target goes away
@@ -550,7 +651,7 @@ TEST(AgentFaults, TargetRestartingDuringAStep) {
   const auto m = by_class(r);
   for (const auto& [error, n] : m) {
     EXPECT_TRUE(error == ErrorClass::kNone || error == ErrorClass::kConnect ||
-                error == ErrorClass::kProtocol)
+                error == ErrorClass::kProtocol || error == ErrorClass::kTruncated)
         << to_string(error) << " × " << n;
   }
   EXPECT_GT(m.count(ErrorClass::kConnect), 0u) << "no request saw the target down";

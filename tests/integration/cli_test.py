@@ -111,7 +111,7 @@ class Cli(unittest.TestCase):
             with open(plan, "w") as f:
                 json.dump(TINY_PLAN, f)
             r = run("run", plan, "--out", out, timeout=180)
-            self.assertIn(r.returncode, (0, 1), r.stderr)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
             self.assertIn("Qualified capacity", r.stdout)
             self.assertIn("a100", r.stdout)
             self.assertIn("demand:", r.stdout)
@@ -123,6 +123,71 @@ class Cli(unittest.TestCase):
                 self.assertIn(s["verdict"]["outcome"], ("pass", "fail", "inconclusive"))
                 self.assertGreater(s["stats"]["counts"]["completed_ok"], 0)
             self.assertEqual(r.returncode == 0, doc["all_qualified"])
+            # The exit code follows the job's verdict: 0 pass, 1 fail, 4 inconclusive.
+            self.assertEqual(r.returncode, {"pass": 0, "fail": 1, "inconclusive": 4}[
+                doc["verdict"]["outcome"]])
+
+    def test_unreachable_target_exits_3_after_backing_off(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        port = s.getsockname()[1]
+        self.addCleanup(s.close)
+        doc = json.loads(json.dumps(TINY_PLAN))
+        doc["targets"] = [{"name": "down", "base_url": "http://127.0.0.1:%d" % port,
+                           "model": "m"}]
+        doc["phases"] = [{"kind": "concurrency_sweep", "levels": [64], "duration_s": 30,
+                          "warmup_s": 0}]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "plan.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run("run", path, timeout=60)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("target unreachable", r.stderr)
+
+    def test_missing_or_malformed_dataset_is_a_plan_error_naming_the_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = json.loads(json.dumps(TINY_PLAN))
+            doc["workload"] = {"dataset": {"path": os.path.join(d, "absent.jsonl")}}
+            path = os.path.join(d, "plan.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run("run", path)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("/workload/dataset/path", r.stderr)
+            self.assertIn("absent.jsonl", r.stderr)
+
+    def test_sharegpt_dataset_is_labelled_with_its_measured_lengths(self):
+        with tempfile.TemporaryDirectory() as d:
+            ds = os.path.join(d, "sharegpt.json")
+            convs = [{"conversations": [{"from": "human", "value": "word " * (20 + i)},
+                                        {"from": "gpt", "value": "reply " * (10 + i)}]}
+                     for i in range(20)]
+            with open(ds, "w") as f:
+                json.dump(convs, f)
+            doc = json.loads(json.dumps(TINY_PLAN))
+            doc["workload"] = {"dataset": {"path": ds}}
+            doc["phases"] = [{"kind": "concurrency_sweep", "levels": [2], "duration_s": 2,
+                              "warmup_s": 0.5}]
+            doc["demand"] = {"requests_per_minute": 60}
+            path = os.path.join(d, "plan.json")
+            out = os.path.join(d, "results.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run("run", path, "--out", out, timeout=120)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+            with open(out) as f:
+                res = json.load(f)
+        w = res["targets"][0]["workload"]
+        self.assertEqual(w["source"], "dataset")
+        # Outputs are ceil(1.3 × (10..29) words) = 13..38 tokens: the label is that mean, never
+        # the synthetic default 256.
+        self.assertGreater(w["output_tokens_mean"], 12)
+        self.assertLess(w["output_tokens_mean"], 40)
+        self.assertEqual(w["output_tokens_mean"], w["measured"]["output_tokens_mean"])
+        self.assertEqual(res["demand_plan"]["mean_output_tokens_from"], "measured")
+        self.assertIn("dataset-measured-lengths", r.stdout)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,21 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertIsNone(job["error"])
 
         res = d.get_json("/v1/jobs/%s/results" % job_id)
+        # The verdict beside the state: an acceptance workflow gates on it without /results.
+        verdict = job["verdict"]
+        self.assertIn(verdict["outcome"], ("pass", "fail", "inconclusive"), verdict)
+        self.assertEqual(verdict["outcome"], res["verdict"]["outcome"])
+        self.assertEqual([t["name"] for t in verdict["targets"]], ["a100"])
+        self.assertEqual(verdict["targets"][0]["outcome"], res["targets"][0]["verdict"]["outcome"])
+        self.assertEqual(res["all_qualified"], verdict["outcome"] == "pass")
+        listed = d.get_json("/v1/jobs?verdict=" + verdict["outcome"])["jobs"]
+        self.assertIn(job_id, [j["id"] for j in listed])
+        mine = [j for j in listed if j["id"] == job_id][0]
+        self.assertEqual(mine["verdict"]["outcome"], verdict["outcome"])
+        self.assertTrue(all(j["verdict"]["outcome"] == verdict["outcome"] for j in listed))
+        other = "fail" if verdict["outcome"] != "fail" else "pass"
+        self.assertNotIn(job_id, [j["id"] for j in d.get_json("/v1/jobs?verdict=" + other)["jobs"]])
+        self.assertProblem(d.request("GET", "/v1/jobs?verdict=maybe"), 400, paths=["verdict"])
         self.assertTrue(res["complete"])
         self.assertEqual(res["job"]["id"], job_id)
         self.assertEqual(len(res["targets"]), 1)
@@ -422,6 +437,64 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         r = d.request("GET", "/")
         self.assertEqual(r.status, 200)
         self.assertIn("text/html", r.headers["content-type"])
+
+
+class DatasetTest(unittest.TestCase, ProblemAssertions):
+    """Plans over REST read datasets only from dataset_dir (docs/security.md)."""
+
+    def test_datasets_come_only_from_dataset_dir(self):
+        import tempfile
+        dsdir = tempfile.TemporaryDirectory(prefix="llmcap-datasets-")
+        self.addCleanup(dsdir.cleanup)
+        with open(os.path.join(dsdir.name, "chat.jsonl"), "w") as f:
+            f.write('{"prompt": "hello there", "max_tokens": 8}\n')
+        with open(os.path.join(dsdir.name, "broken.jsonl"), "w") as f:
+            f.write("root:x:0:0:do-not-echo\n")
+        os.symlink("/etc/hostname", os.path.join(dsdir.name, "escape.jsonl"))
+        os.mkfifo(os.path.join(dsdir.name, "fifo.jsonl"))
+
+        def with_dataset(path):
+            doc = plan("dataset")
+            doc["workload"] = {"dataset": {"path": path}}
+            return doc
+
+        # Without dataset_dir no plan may name a file.
+        plain = Daemon(BINARY, log_level="warn")
+        self.addCleanup(plain.cleanup)
+        plain.start()
+        p = self.assertProblem(plain.request("POST", "/v1/plans:validate", with_dataset("x.jsonl")),
+                               422, "invalid-plan", paths=["/workload/dataset/path"])
+        self.assertIn("dataset_dir", p["errors"][0]["message"])
+
+        d = Daemon(BINARY, args=["--dataset-dir", dsdir.name], log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        r = d.request("POST", "/v1/plans:validate", with_dataset("chat.jsonl"))
+        self.assertEqual(r.status, 200, r)
+        # The echoed plan keeps the relative path: dataset_dir's location stays private.
+        self.assertNotIn(dsdir.name.encode(), r.body)
+        self.assertIn(b"chat.jsonl", r.body)
+        started = time.monotonic()
+        for path in ("/etc/shadow", "../../../etc/passwd", "missing.jsonl", "escape.jsonl",
+                     "fifo.jsonl", "broken.jsonl"):
+            for route in ("/v1/plans:validate", "/v1/jobs"):
+                p = self.assertProblem(d.request("POST", route, with_dataset(path)), 422,
+                                       "invalid-plan", paths=["/workload/dataset/path"])
+                message = p["errors"][0]["message"]
+                self.assertNotIn("do-not-echo", message)
+                self.assertNotIn("root:", message)
+                self.assertNotIn(dsdir.name, message)  # the directory layout stays private
+        self.assertLess(time.monotonic() - started, 20)  # the FIFO did not block anything
+        self.assertEqual(d.request("GET", "/healthz").status, 200)
+
+        # A job stores the relative path and resolves it again when it runs.
+        job_id = d.submit(with_dataset("chat.jsonl"))
+        d.wait_state(job_id, "succeeded", 120)
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertNotIn(dsdir.name, json.dumps(res))
+        self.assertEqual(res["targets"][0]["workload"]["source"], "dataset")
+        self.assertGreater(res["targets"][0]["phases"][0]["steps"][0]["stats"]["counts"]
+                           ["completed_ok"], 0)
 
 
 class AuthTest(unittest.TestCase, ProblemAssertions):

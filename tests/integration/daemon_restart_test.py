@@ -133,7 +133,14 @@ class RestartTest(unittest.TestCase):
         for p in phases:
             for s in p["steps"]:
                 self.assertFalse(s["partial"], s["label"])
-        self.assertIsInstance(res["targets"][0]["qualified"], dict)
+        # The resumed phases' steps count in the capacity: the closed-loop levels qualify.
+        # The rate sweep has no confirming run, so the open-loop basis cannot pass (issue 17).
+        cap = res["targets"][0]["capacity"]
+        self.assertIsInstance(cap["closed_loop"]["point"], dict)
+        self.assertEqual(cap["open_loop"]["steps_considered"], 2)
+        self.assertIsNone(res["targets"][0]["qualified"])
+        self.assertEqual(res["targets"][0]["verdict"]["basis"], "open_loop")
+        self.assertEqual(job["verdict"]["outcome"], res["verdict"]["outcome"])
         integrity, steps_end, unfinished, _ = db_snapshot(d.db_path)
         self.assertEqual(integrity, "ok")
         self.assertEqual(unfinished, 0)

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "tests/unit/agent/test_util.h"
@@ -32,7 +37,8 @@ TEST(Dataset, BadLinesNameTheLine) {
       {"{\"prompt\": \"a\"}\n{oops\n", "dataset line 2: invalid JSON"},
       {"[1]\n", "dataset line 1: must be a JSON object"},
       {"\n\n{\"max_tokens\": 3}\n",
-       "dataset line 3: needs \"prompt\" (string) or \"messages\" (array)"},
+       "dataset line 3: needs \"prompt\" (string), \"messages\" (array) or \"conversations\" "
+       "(array)"},
       {"{\"prompt\": 5}", "dataset line 1: \"prompt\" must be a string"},
       {"{\"prompt\": \"a\", \"messages\": []}",
        "dataset line 1: has both \"prompt\" and \"messages\"; give one"},
@@ -57,7 +63,84 @@ TEST(Dataset, BadLinesNameTheLine) {
 TEST(Dataset, MissingFileNamesThePath) {
   auto ds = Dataset::load("/nonexistent/x.jsonl");
   ASSERT_FALSE(ds);
-  EXPECT_EQ(ds.error(), "cannot open dataset file '/nonexistent/x.jsonl'");
+  EXPECT_EQ(ds.error(),
+            "cannot open dataset file '/nonexistent/x.jsonl': No such file or directory");
+}
+
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() /
+          (std::string("llmcap_dataset_test_") + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+TEST(Dataset, OnlyBoundedRegularFilesAreRead) {
+  // A FIFO with no writer would block a blocking open forever; a device never ends.
+  const std::string fifo = temp_path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto f = Dataset::load(fifo);
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().find("is not a regular file"), std::string::npos) << f.error();
+  auto z = Dataset::load("/dev/zero");
+  ASSERT_FALSE(z);
+  EXPECT_NE(z.error().find("is not a regular file"), std::string::npos) << z.error();
+  auto d = Dataset::load(std::filesystem::temp_directory_path().string());
+  ASSERT_FALSE(d);
+
+  const std::string big = temp_path("big.jsonl");
+  {
+    std::ofstream out(big);
+    for (int i = 0; i < 100; ++i) out << "{\"prompt\": \"secret line " << i << "\"}\n";
+  }
+  DatasetLimits limits;
+  limits.max_bytes = 64;
+  auto b = Dataset::load(big, limits);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().find("over the limit of 64"), std::string::npos) << b.error();
+  EXPECT_TRUE(Dataset::load(big));
+  // A bad line is named by number, never echoed.
+  {
+    std::ofstream out(big);
+    out << "root:x:0:0:secret\n";
+  }
+  auto bad = Dataset::load(big);
+  ::unlink(big.c_str());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().find("secret"), std::string::npos) << bad.error();
+}
+
+TEST(Dataset, ShareGptFilesAndLinesAndOpenAiBatchLines) {
+  const std::string file = R"([
+    {"id": "a", "conversations": [{"from": "human", "value": "Why is the sky blue?"},
+                                  {"from": "gpt", "value": "Rayleigh scattering of sunlight by air"}]},
+    {"id": "b", "conversations": [{"from": "human", "value": "alone"}]},
+    {"id": "c", "conversations": [{"from": "system", "value": "be brief"},
+                                  {"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+  ])";
+  auto ds = Dataset::parse(file);
+  ASSERT_TRUE(ds) << ds.error();
+  ASSERT_EQ(ds->entries().size(), 2u);
+  EXPECT_EQ(ds->skipped(), 1u);  // "b" has no reply
+  EXPECT_EQ(ds->entries()[0].prompt, "Why is the sky blue?");
+  EXPECT_EQ(ds->entries()[0].max_tokens, 8);  // ceil(6 words × 1.3)
+  EXPECT_EQ(ds->entries()[1].prompt, "hi");
+  EXPECT_EQ(ds->entries()[1].max_tokens, 2);
+
+  auto lines = Dataset::parse(
+      "{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", "
+      "\"value\": \"a b\"}]}\n"
+      "{\"custom_id\": \"r1\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\", "
+      "\"body\": {\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+      "\"max_completion_tokens\": 7}}\n");
+  ASSERT_TRUE(lines) << lines.error();
+  ASSERT_EQ(lines->entries().size(), 2u);
+  EXPECT_EQ(lines->entries()[0].prompt, "q");
+  EXPECT_EQ(lines->entries()[1].max_tokens, 7);
+  EXPECT_TRUE(lines->has_messages());
+
+  auto none = Dataset::parse(R"([{"conversations": [{"from": "human", "value": "x"}]}])");
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().find("no usable requests"), std::string::npos) << none.error();
 }
 
 TEST(Dataset, CrlfLinesAccepted) {

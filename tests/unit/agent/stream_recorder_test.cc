@@ -88,8 +88,10 @@ TEST(StreamRecorder, NoUsageMeansEstimatedCount) {
   RequestSample s;
   StreamRecorder r(config(ApiKind::kCompletions), s);
   r.on_headers(200, "text/event-stream", kEpoch);
-  r.on_body("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\n",
-            kEpoch + 10);
+  r.on_body(
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"b\",\"finish_reason\":\"stop\"}]}\n\n",
+      kEpoch + 10);
   r.finish(ok_exchange());
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(s.output_tokens, 2);
@@ -123,13 +125,82 @@ TEST(StreamRecorder, StreamWithoutAnyDataEventIsAProtocolError) {
   EXPECT_NE(s.error_message.find("stream ended without any SSE data event (23 body bytes)"),
             std::string::npos)
       << s.error_message;
-  // [DONE] alone is an answer (an empty completion), not an error.
+  // [DONE] alone, without usage or a finish_reason, is no whole answer either.
   RequestSample d;
   StreamRecorder rd(config(ApiKind::kCompletions), d);
   rd.on_headers(200, "text/event-stream", kEpoch);
   EXPECT_TRUE(rd.on_body("data: [DONE]\n\n", kEpoch + 10));
   rd.finish(ok_exchange());
-  EXPECT_TRUE(d.ok()) << d.error_message;
+  EXPECT_EQ(d.error, ErrorClass::kTruncated) << d.error_message;
+}
+
+// HTTP 200, 3 of 24 tokens, then the stream ends cleanly (close, last chunk): no finish_reason,
+// no usage, no [DONE] — a truncated error, never ok with 3 estimated tokens.
+TEST(StreamRecorder, AStreamEndingBeforeItsFinishIsTruncated) {
+  RequestSample s;
+  StreamRecorder r(config(ApiKind::kCompletions), s);
+  r.on_headers(200, "text/event-stream", kEpoch);
+  for (int i = 0; i < 3; ++i)
+    r.on_body("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":null}]}\n\n",
+              kEpoch + 10 * (i + 1));
+  r.finish(ok_exchange());
+  EXPECT_EQ(s.error, ErrorClass::kTruncated);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.token_events, 3u);
+  EXPECT_NE(s.error_message.find("3 token event(s) without a finish_reason or [DONE]"),
+            std::string::npos)
+      << s.error_message;
+  // Usage then [DONE] without any finish_reason is whole.
+  RequestSample u;
+  StreamRecorder ru(config(ApiKind::kCompletions), u);
+  ru.on_headers(200, "text/event-stream", kEpoch);
+  ru.on_body(
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n"
+      "data: [DONE]\n\n",
+      kEpoch + 10);
+  ru.finish(ok_exchange());
+  EXPECT_TRUE(u.ok()) << u.error_message;
+}
+
+TEST(StreamRecorder, AWholeAnswerEndsTheReadAfterAGraceAndStaysOk) {
+  RequestSample s;
+  RecorderConfig c = config(ApiKind::kCompletions);
+  c.total_timeout_ns = 10'000'000'000;
+  StreamRecorder r(c, s);
+  r.on_headers(200, "text/event-stream", kEpoch);
+  r.on_body("data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\n", kEpoch + 10);
+  EXPECT_FALSE(r.complete());  // a finish without usage: usage may follow
+  r.on_body("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n",
+            kEpoch + 20);
+  ASSERT_TRUE(r.complete());
+  EXPECT_EQ(r.deadline().on_expiry, ErrorClass::kNone);  // a grace, not a timeout
+  EXPECT_EQ(r.deadline().at_ns, kEpoch + 20 + StreamRecorder::kAfterCompleteGraceNs);
+  EXPECT_TRUE(r.on_body(": the server keeps talking\n\n", kEpoch + 30));
+  ExchangeResult x = ok_exchange();
+  x.error = ErrorClass::kTruncated;  // then it resets: nothing was lost
+  x.error_message = "connection closed mid-response";
+  r.finish(x);
+  EXPECT_TRUE(s.ok()) << s.error_message;
+  EXPECT_EQ(s.output_tokens, 1);
+}
+
+TEST(StreamRecorder, ACutErrorBodyStaysItsHttpErrorAndANonStreamedBodyNeedsAFinish) {
+  RequestSample s;
+  StreamRecorder r(config(ApiKind::kCompletions), s);
+  r.on_headers(503, "application/json", kEpoch);
+  r.on_body("{\"error\":\"overloa", kEpoch + 10);
+  ExchangeResult x = ok_exchange(503);
+  x.error = ErrorClass::kTruncated;
+  r.finish(x);
+  EXPECT_EQ(s.error, ErrorClass::kHttp5xx) << s.error_message;
+
+  RequestSample n;
+  StreamRecorder rn(config(ApiKind::kCompletions, false), n);
+  rn.on_headers(200, "application/json", kEpoch);
+  rn.on_body(R"({"id":"cmpl-9","choices":[{"text":"abc"}]})", kEpoch + 5);
+  rn.finish(ok_exchange());
+  EXPECT_EQ(n.error, ErrorClass::kTruncated) << n.error_message;
 }
 
 TEST(StreamRecorder, MalformedJsonIsAProtocolErrorKeepingTheBytes) {
@@ -189,16 +260,18 @@ TEST(StreamRecorder, ExchangeErrorsPassThroughButAResetAfterDoneIsFine) {
   r1.on_headers(200, "text/event-stream", kEpoch);
   r1.on_body("data: {\"choices\":[{\"text\":\"a\"}]}\n\n", kEpoch + 10);
   ExchangeResult x = ok_exchange();
-  x.error = ErrorClass::kProtocol;
+  x.error = ErrorClass::kTruncated;
   x.error_message = "connection closed mid-response";
   r1.finish(x);
-  EXPECT_EQ(s1.error, ErrorClass::kProtocol);
+  EXPECT_EQ(s1.error, ErrorClass::kTruncated);
   EXPECT_EQ(s1.token_events, 1u);  // what arrived is kept
 
   RequestSample s2;
   StreamRecorder r2(config(ApiKind::kCompletions), s2);
   r2.on_headers(200, "text/event-stream", kEpoch);
-  r2.on_body("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n", kEpoch + 10);
+  r2.on_body(
+      "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+      kEpoch + 10);
   r2.finish(x);
   EXPECT_TRUE(s2.ok());
 }

@@ -7,7 +7,11 @@ namespace {
 
 JudgedStep open_step(double rate, Outcome o, bool confirm = false, double window_s = 60) {
   JudgedStep s;
-  s.stats.offered_rate_rps = rate;
+  s.planned_rate_rps = rate;
+  // The rate recomputed over a window differs from the plan's in its last bits (and more for
+  // Poisson arrivals): levels must never be keyed by it.
+  s.stats.offered_rate_rps = rate * (1 + 1e-12 * window_s);
+  s.stats.achieved_rate_rps = rate * 0.97;
   s.stats.window_s = window_s;
   s.stats.output_tokens_per_s = rate * 100 + (confirm ? 1 : 0);  // tells steps apart
   s.stats.input_tokens_per_s = rate * 200;
@@ -20,7 +24,7 @@ JudgedStep open_step(double rate, Outcome o, bool confirm = false, double window
   s.stats.e2e_ns.p99 = 9e9;
   s.stats.error_rate = 0.001;
   s.outcome = o;
-  s.confirm = confirm;
+  s.role = confirm ? StepRole::kConfirm : StepRole::kLevel;
   return s;
 }
 
@@ -56,18 +60,57 @@ TEST(QualifiedCapacity, HighestPassingRateWithFiguresFromTheConfirm) {
   EXPECT_EQ(c.closed_loop.statement, "no passing step among 0 closed-loop steps");
 }
 
-TEST(QualifiedCapacity, FailedConfirmDisqualifiesTheLevel) {
-  const std::vector<JudgedStep> steps = {open_step(10, Outcome::kPass),
-                                         open_step(12, Outcome::kPass),
-                                         open_step(12, Outcome::kFail, true, 180)};
+TEST(QualifiedCapacity, FailedConfirmDisqualifiesTheLevelAndShortPassesNeverQualify) {
+  // A short pass at 12, its confirm at 12 fails, the confirm at 11.4 passes: the capacity is
+  // 11.4, never 12 (the short step at 12 and its failed confirm are one level).
+  const std::vector<JudgedStep> steps = {
+      open_step(10, Outcome::kPass), open_step(12, Outcome::kPass, false, 4),
+      open_step(12, Outcome::kFail, true, 6), open_step(11.4, Outcome::kPass, true, 6)};
   const auto c = qualified_capacity(steps);
-  EXPECT_DOUBLE_EQ(c.open_loop.point->offered_rate_rps, 10);
-  EXPECT_FALSE(c.open_loop.point->confirmed);
+  ASSERT_TRUE(c.open_loop.point.has_value());
+  EXPECT_DOUBLE_EQ(c.open_loop.point->offered_rate_rps, 11.4);
+  EXPECT_DOUBLE_EQ(c.open_loop.point->achieved_rate_rps, 11.4 * 0.97);
+  EXPECT_TRUE(c.open_loop.point->confirmed);
+}
+
+TEST(QualifiedCapacity, WithoutAPassingConfirmThereIsOnlyBestEvidence) {
+  const std::vector<JudgedStep> steps = {
+      open_step(7.01, Outcome::kPass, false, 4), open_step(7.38, Outcome::kPass, false, 4),
+      open_step(7.38, Outcome::kFail, true, 12), open_step(7.01, Outcome::kFail, true, 12)};
+  const auto c = qualified_capacity(steps);
+  EXPECT_FALSE(c.open_loop.point.has_value());
+  EXPECT_FALSE(c.open_loop.best_evidence.has_value());  // both levels failed their confirm
+  const std::vector<JudgedStep> unconfirmed = {
+      open_step(5, Outcome::kPass), open_step(7.01, Outcome::kPass), open_step(8, Outcome::kFail)};
+  const auto u = qualified_capacity(unconfirmed);
+  EXPECT_FALSE(u.open_loop.point.has_value());
+  ASSERT_TRUE(u.open_loop.best_evidence.has_value());
+  EXPECT_DOUBLE_EQ(u.open_loop.best_evidence->offered_rate_rps, 7.01);
+  EXPECT_NE(u.open_loop.statement.find("best evidence ≥ 7.01 rps short-step pass, not confirmed"),
+            std::string::npos)
+      << u.open_loop.statement;
+}
+
+TEST(QualifiedCapacity, AFailedSoakDisqualifiesTheConfirmedRateAndBurstsAreNoLevel) {
+  JudgedStep soak = open_step(9, Outcome::kFail, false, 600);
+  soak.role = StepRole::kSoak;
+  JudgedStep burst = open_step(30, Outcome::kPass, false, 60);
+  burst.role = StepRole::kExcluded;
+  const std::vector<JudgedStep> steps = {open_step(9, Outcome::kPass, true, 180), soak, burst};
+  const auto c = qualified_capacity(steps);
+  EXPECT_FALSE(c.open_loop.point.has_value());
+  EXPECT_EQ(c.open_loop.steps_considered, 2u);
+  JudgedStep passing_soak = soak;
+  passing_soak.outcome = Outcome::kPass;
+  const std::vector<JudgedStep> soaked = {open_step(9, Outcome::kPass), passing_soak};
+  const auto s = qualified_capacity(soaked);
+  ASSERT_TRUE(s.open_loop.point.has_value());  // a passing soak confirms its rate
+  EXPECT_DOUBLE_EQ(s.open_loop.point->offered_rate_rps, 9);
 }
 
 TEST(QualifiedCapacity, InconclusiveStepsAreIgnored) {
   const std::vector<JudgedStep> steps = {open_step(10, Outcome::kInconclusive),
-                                         open_step(10, Outcome::kPass),
+                                         open_step(10, Outcome::kPass, true),
                                          open_step(30, Outcome::kInconclusive)};
   const auto c = qualified_capacity(steps);
   EXPECT_DOUBLE_EQ(c.open_loop.point->offered_rate_rps, 10);

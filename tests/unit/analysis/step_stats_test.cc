@@ -171,14 +171,35 @@ TEST(StepStats, ShortOutputShareAndEstimatedCounts) {
   EXPECT_FALSE(st.short_output_warning);
 }
 
+TEST(StepStats, ClientLagIsTheWindowsDispatchLagInWallClockTime) {
+  auto samples = steady_samples();
+  // Warm-up requests (index < 100) waited 900 ms, and the first window request spent 400 ms
+  // connecting: neither is the client's own delay within the window.
+  for (auto& s : samples) {
+    if (s.index < 100) s.t_send_ns = s.t_intended_ns + 900 * kMs;
+  }
+  samples[100].connect_ns = 400 * kMs;
+  samples[100].t_send_ns = samples[100].t_intended_ns + 401 * kMs;
+  StepInput in = steady_input(samples);
+  StepStats st = compute_step_stats(in);
+  ASSERT_TRUE(st.schedule_lag_p99_ns.has_value());
+  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 1 * kMs);
+  EXPECT_DOUBLE_EQ(st.client_lag_max_ns, 1 * kMs);
+  // Samples of a simulator at time_scale 20 were scaled back × 20: the wall-clock lag is ÷ 20,
+  // while the most it can have added to a (scaled) latency stays in the samples' time.
+  in.time_scale = 20;
+  st = compute_step_stats(in);
+  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 1 * kMs / 20);
+  EXPECT_DOUBLE_EQ(st.client_lag_max_ns, 1 * kMs);
+}
+
 TEST(StepStats, ClientFiguresAndItl) {
   const auto samples = steady_samples();
   StepInput in = steady_input(samples);
-  in.schedule_lag_p99_ns = 70.0 * kMs;  // the agent's own measurement wins
   in.client_cpu_utilisation = 0.42;
   for (int i = 1; i <= 1000; ++i) in.itl_ns.record(i * 1e5);  // 0.1 .. 100 ms
   const StepStats st = compute_step_stats(in);
-  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 70.0 * kMs);
+  EXPECT_DOUBLE_EQ(*st.schedule_lag_p99_ns, 1.0 * kMs);
   EXPECT_DOUBLE_EQ(*st.client_cpu_utilisation, 0.42);
   EXPECT_EQ(st.itl_ns.count, 1000u);
   EXPECT_NEAR(st.itl_ns.p50, 50e6, 50e6 * 0.01);

@@ -60,7 +60,7 @@ TEST(Verdict, HealthyStepPasses) {
   EXPECT_EQ(reason(v, "tpot_p95").status, CheckStatus::kHeld);
   EXPECT_TRUE(v.deciding().empty());
   // Bounds first in SLA order, then one reason per rule.
-  ASSERT_EQ(v.reasons.size(), 2u + 9u);
+  ASSERT_EQ(v.reasons.size(), 2u + 10u);
   EXPECT_EQ(v.reasons[0].code, "ttft_p95");
   EXPECT_EQ(v.reasons[1].code, "tpot_p95");
 }
@@ -190,18 +190,84 @@ TEST(Verdict, ClientBottlenecksAreInconclusive) {
   }
   {
     StepStats st = healthy();
-    st.intended = 40;
+    st.client_cpu_utilisation = 0.97;
     const StepVerdict v = judge_step(st, sla());
-    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
-    EXPECT_EQ(reason(v, "sample_count").status, CheckStatus::kMissed);
+    EXPECT_TRUE(v.client_bound);
+    EXPECT_FALSE(v.insufficient_samples);
   }
 }
 
-TEST(Verdict, ClientMissOverridesServerMiss) {
+TEST(Verdict, ASimulatorThatFellBehindRealTimeMakesTheStepInconclusive) {
   StepStats st = healthy();
-  st.ttft_ns = flat(5000 * kMsD);        // would fail ...
+  st.target_clock_lost_share = 0.002;  // 0.2 % of the window: noise
+  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kPass);
+  st.target_clock_lost_share = 0.05;  // the host could not keep the simulated GPU in real time
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  EXPECT_EQ(reason(v, "target_clock").status, CheckStatus::kMissed);
+}
+
+TEST(Verdict, TooFewRequestsIsInsufficientSamplesNotClientBound) {
+  StepStats st = healthy();
+  st.intended = 40;
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_EQ(reason(v, "sample_count").status, CheckStatus::kMissed);
+  EXPECT_TRUE(v.insufficient_samples);
+  EXPECT_FALSE(v.client_bound);
+  EXPECT_FALSE(is_client_side(CheckKind::kSampleCount));
+}
+
+TEST(Verdict, ClientMissOverridesAServerMissTheClientLagExplains) {
+  StepStats st = healthy();
+  st.ttft_ns = flat(5000 * kMsD);        // would fail by 4 s ...
   st.schedule_lag_p99_ns = 4000 * kMsD;  // ... but the client was late by seconds
-  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kInconclusive);
+  st.client_lag_max_ns = 4500 * kMsD;
+  const StepVerdict v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  EXPECT_FALSE(reason(v, "ttft_p95").beyond_client_lag);
+}
+
+TEST(Verdict, AMissBeyondWhatTheClientLagExplainsFails) {
+  // P95 TTFT 45.9 s against 800 ms while the client's lag was 80 ms: no client delay explains
+  // a 45 s miss, so the target failed, client-bound or not.
+  StepStats st = healthy();
+  SlaSpec s = sla();
+  s.bounds[0].limit_ms = 800;
+  st.ttft_ns = flat(45'900 * kMsD);
+  st.schedule_lag_p99_ns = 80 * kMsD;  // client check missed (> 50 ms)
+  st.client_lag_max_ns = 120 * kMsD;
+  const StepVerdict v = judge_step(st, s);
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_FALSE(v.client_bound);
+  EXPECT_EQ(reason(v, "schedule_lag").status, CheckStatus::kMissed);
+  EXPECT_TRUE(reason(v, "ttft_p95").beyond_client_lag);
+  EXPECT_NE(reason(v, "ttft_p95").text.find("not explained by the client"), std::string::npos);
+  EXPECT_EQ(v.missed_server_codes(), std::vector<std::string>{"ttft_p95"});
+}
+
+TEST(Verdict, ABusyHostOrSimulatorKeepsABigMissInconclusive) {
+  // The same 45 s miss, but the client was short of CPU (it reads late, which the dispatch lag
+  // does not measure) or the simulator lost wall-clock time (it answered late): the miss may be
+  // the host's, so the step is inconclusive, never a fail the target did not earn.
+  StepStats st = healthy();
+  SlaSpec s = sla();
+  s.bounds[0].limit_ms = 800;
+  st.ttft_ns = flat(45'900 * kMsD);
+  st.client_lag_max_ns = 120 * kMsD;
+  for (int which = 0; which < 2; ++which) {
+    StepStats busy = st;
+    if (which == 0)
+      busy.client_cpu_utilisation = 0.99;
+    else
+      busy.target_clock_lost_share = 0.2;
+    const StepVerdict v = judge_step(busy, s);
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive) << which;
+    EXPECT_TRUE(v.client_bound) << which;
+    EXPECT_FALSE(reason(v, "ttft_p95").beyond_client_lag) << which;
+  }
 }
 
 TEST(Verdict, UnmeasuredClientFiguresAreNotApplicable) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -78,6 +79,38 @@ TEST(ReportTablesTest, CapacityRowOfTinySampleHasTheQualifiedFigures) {
   EXPECT_FALSE(r.memory_headroom_gb);
   EXPECT_EQ(r.labels,
             (std::vector<std::string>{"simulated", "same-config", "client-bound steps present"}));
+}
+
+TEST(ReportTablesTest, AFailedTargetShowsItsBestEvidenceUnpricedAndWhy) {
+  // Issue 17: no confirm passed. The row shows the highest short-step pass as evidence
+  // ("≥ R rps, not confirmed") with the achieved rate, never a cost, and the report says which
+  // check failed where.
+  json doc = load("results-tiny.json");
+  json& t = doc["targets"][0];
+  json evidence = t["qualified"];
+  evidence["basis"] = "open_loop";
+  evidence["offered_rate_rps"] = 7.01;
+  evidence["achieved_rate_rps"] = 6.93;
+  evidence["cost_per_million_output_tokens"] = 1.23;  // must never be shown for evidence
+  t["qualified"] = nullptr;
+  t["best_evidence"] = evidence;
+  t["insufficient_sample_steps"] = 1;
+  t["verdict"] = {{"outcome", "fail"},
+                  {"statement", "no qualified capacity: ttft_p95 failed at 7.38 rps (confirm)"}};
+  doc["verdict"] = {{"outcome", "fail"}, {"statement", "a target failed its SLA"}};
+  const auto rows = capacity_rows(doc);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].qualified);
+  EXPECT_TRUE(rows[0].evidence_only);
+  EXPECT_EQ(rows[0].verdict, "fail: no qualified capacity");
+  EXPECT_FALSE(rows[0].cost_per_million_output_tokens);
+  EXPECT_EQ(load_text(rows[0]), "≥ 7.01 rps (achieved 6.93), not confirmed");
+  EXPECT_NE(std::find(rows[0].labels.begin(), rows[0].labels.end(), "insufficient-samples"),
+            rows[0].labels.end());
+  const auto md = render_markdown(doc);
+  EXPECT_NE(md.find("- Verdict: **fail**"), std::string::npos) << md;
+  EXPECT_NE(md.find("ttft_p95 failed at 7.38 rps (confirm)"), std::string::npos);
+  EXPECT_EQ(md.find("1.2300"), std::string::npos);
 }
 
 TEST(ReportTablesTest, UnqualifiedTargetAndMemoryHeadroom) {

@@ -116,5 +116,140 @@ TEST(PlanExecutor, CancelInsideTheWindowRecordsAPartialStepOverTheTimeThatRan) {
   EXPECT_EQ(step.at("verdict").at("outcome"), "inconclusive") << step.at("verdict").dump();
 }
 
+// A target whose true capacity is known: open-loop steps get one request every 1/rate s over
+// warm-up + window, TTFT 200 ms while the rate holds and 2 s above it, 32 tokens 20 ms apart.
+// Short steps hold up to short_limit_rps; the longer confirming steps only up to
+// confirm_limit_rps (a target that degrades under sustained load, as in the issue).
+class KnownCapacityBackend final : public StepBackend {
+ public:
+  KnownCapacityBackend(double short_limit_rps, double confirm_limit_rps, double short_s)
+      : short_limit_(short_limit_rps), confirm_limit_(confirm_limit_rps), short_s_(short_s) {}
+  BackendStep run(const agent::StepSpec& spec, std::int64_t /*global_step*/,
+                  std::stop_token /*stop*/, const agent::ProgressCallback& /*progress*/) override {
+    agent::StepResult r;
+    r.completed = true;
+    r.model = "llama-3.1-8b";
+    const double rate = spec.load.rate.rate_at(0);
+    const bool confirm = spec.duration_s > short_s_ * 1.5;
+    const bool holds = rate <= (confirm ? confirm_limit_ : short_limit_);
+    const double total_s = spec.warmup_s + spec.duration_s;
+    r.window_start_ns = static_cast<std::int64_t>(spec.warmup_s * 1e9);
+    r.window_end_ns = static_cast<std::int64_t>(total_s * 1e9);
+    r.end_ns = r.window_end_ns + 3'000 * kNsPerMs;
+    const std::int64_t ttft = (holds ? 200 : 2000) * kNsPerMs;
+    const std::int64_t itl = 20 * kNsPerMs;
+    std::uint64_t i = 0;
+    for (double t = 0; t < total_s; t += 1.0 / rate, ++i) {
+      analysis::RequestSample x;
+      x.index = i;
+      x.t_intended_ns = static_cast<std::int64_t>(t * 1e9);
+      x.t_send_ns = x.t_intended_ns;
+      x.t_headers_ns = x.t_send_ns + kNsPerMs;
+      x.t_first_token_ns = x.t_send_ns + ttft;
+      x.t_last_token_ns = x.t_first_token_ns + 31 * itl;
+      x.t_end_ns = x.t_last_token_ns;
+      x.token_events = 32;
+      x.input_tokens = 256;
+      x.output_tokens = 32;
+      x.planned_input_tokens = 256;
+      x.planned_output_tokens = 32;
+      x.max_itl_ns = itl;
+      x.http_status = 200;
+      x.finish_reason = analysis::FinishReason::kLength;
+      for (int k = 0; k < 31; ++k) r.itl_ns.record(static_cast<double>(itl));
+      r.samples.push_back(x);
+      r.response_ids.emplace_back();
+    }
+    for (std::int64_t t = 0; t < r.window_end_ns; t += 500 * kNsPerMs)
+      r.in_flight_series.emplace_back(t, 5);
+    r.client_cpu_utilisation = 0.1;
+    r.counts.intended = r.counts.sent = r.counts.ok = r.samples.size();
+    ++calls;
+    return BackendStep{r, nullptr};
+  }
+  int calls = 0;
+
+ private:
+  double short_limit_, confirm_limit_, short_s_;
+};
+
+RunPlan search_plan() {
+  const json plan{{"version", 1},
+                  {"name", "search"},
+                  {"targets", json::array({json{{"name", "a100"},
+                                                {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
+                                                {"price_per_hour", 1.5}}})},
+                  {"workload", json{{"input_tokens", json{{"fixed", 256}}},
+                                    {"output_tokens", json{{"fixed", 32}}}}},
+                  {"sla", json{{"ttft_ms", json{{"p95", 1000}}}, {"min_requests", 10}}},
+                  {"phases", json::array({json{{"kind", "capacity_search"},
+                                               {"low_rps", 1},
+                                               {"high_rps", 20},
+                                               {"resolution", 0.05},
+                                               {"max_steps", 20},
+                                               {"duration_s", 4},
+                                               {"warmup_s", 1},
+                                               {"confirm_duration_s", 12}}})},
+                  {"demand", json{{"requests_per_minute", 600}, {"mean_output_tokens", 32}}}};
+  const auto parse = api::parse_plan(plan.dump());
+  EXPECT_TRUE(parse.errors.empty()) << parse.errors.front().path << parse.errors.front().message;
+  RunPlan out;
+  EXPECT_EQ(to_run_plan(parse, out), "");
+  return out;
+}
+
+TEST(PlanExecutor, TheQualifiedRateIsTheHighestRateWhoseConfirmPassed) {
+  // Short steps hold to 7.5 rps, confirms only to 7.0: the search confirms ~7.27 (fails), steps
+  // down 5 % and confirms ~6.9 (passes). The answer is that rate, never the short-step 7.27.
+  EmbeddedSimulators sims;
+  RecordingSink sink;
+  KnownCapacityBackend backend(7.5, 7.0, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token());
+  ASSERT_EQ(out.error, "");
+  const json& t = out.results.at("targets").at(0);
+  ASSERT_TRUE(t.at("qualified").is_object()) << t.dump();
+  const double rate = t["qualified"].at("offered_rate_rps").get<double>();
+  const double confirmed = t.at("phases").at(0).at("search").at("qualified_rate_rps").get<double>();
+  EXPECT_NEAR(rate, confirmed, 1e-4);  // the results round to 4 decimals
+  EXPECT_LE(rate, 7.0);
+  EXPECT_GT(rate, 6.5);
+  EXPECT_TRUE(t["qualified"].at("confirmed").get<bool>());
+  EXPECT_GT(t["qualified"].at("achieved_rate_rps").get<double>(), 0);
+  EXPECT_EQ(t.at("verdict").at("outcome"), "pass");
+  EXPECT_EQ(out.verdict, analysis::Outcome::kPass);
+  EXPECT_EQ(out.results.at("verdict").at("outcome"), "pass");
+  EXPECT_TRUE(out.all_qualified);
+  const std::string table = capacity_table_text(out.results);
+  EXPECT_EQ(table.find("unconfirmed"), std::string::npos) << table;
+  EXPECT_NE(table.find("PASS"), std::string::npos) << table;
+}
+
+TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityAFailAndNoCost) {
+  // Short steps hold to 7.5 rps but no confirm holds above 5: three confirms fail.
+  EmbeddedSimulators sims;
+  RecordingSink sink;
+  KnownCapacityBackend backend(7.5, 5.0, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token());
+  ASSERT_EQ(out.error, "");
+  const json& t = out.results.at("targets").at(0);
+  EXPECT_TRUE(t.at("phases").at(0).at("search").at("qualified_rate_rps").is_null());
+  EXPECT_TRUE(t.at("qualified").is_null()) << t.at("qualified").dump();
+  EXPECT_EQ(t.at("verdict").at("outcome"), "fail");
+  const std::string statement = t["verdict"].at("statement").get<std::string>();
+  EXPECT_NE(statement.find("ttft_p95 failed at"), std::string::npos) << statement;
+  EXPECT_NE(statement.find("(confirm)"), std::string::npos) << statement;
+  EXPECT_EQ(out.verdict, analysis::Outcome::kFail);
+  EXPECT_FALSE(out.all_qualified);
+  EXPECT_FALSE(out.results.at("all_qualified").get<bool>());
+  // No cost and no instances come from evidence short of a qualified capacity.
+  const json& lines = out.results.at("demand_plan").at("lines");
+  EXPECT_FALSE(lines.at(0).at("feasible").get<bool>());
+  const std::string table = capacity_table_text(out.results);
+  EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
+  EXPECT_EQ(table.find("PASS"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace llmcap::server

@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <thread>
 
 #include "sim/profile_catalog.h"
 
@@ -98,6 +99,44 @@ TEST(SimEngineRunnerTest, RejectedRequestClosesChannelAndStopClosesOpenOnes) {
   EXPECT_TRUE(long_closed);  // 50 tokens × ≈ 8 ms do not finish in 100 ms
   EXPECT_FALSE(long_seen.empty());
   EXPECT_LT(long_seen.back(), 50);
+}
+
+TEST(SimEngineRunnerTest, AHostStallPastTheCatchUpWindowIsCountedAsLostTime) {
+  // The engine keeps its own clock: a late wake-up within kMaxCatchUp is caught up by the next
+  // steps; a longer stall of the host (here: 300 ms of blocking work on the runner's thread) is
+  // given up and counted, so the step that saw it can say the host, not the GPU, was slow.
+  asio::io_context io;
+  SimMetrics metrics("m");
+  auto runner = SimEngineRunner::create(io, engine(), 2.0, metrics);
+  runner->start();
+  std::vector<std::int64_t> seen;
+  bool closed = false;
+  asio::co_spawn(io, drain(runner->submit(1, 100, 400, io.get_executor()), 400, seen, closed),
+                 asio::detached);
+  std::int64_t lost_before_stall = -1;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer t(io);
+        t.expires_after(std::chrono::milliseconds(50));
+        co_await t.async_wait(asio::use_awaitable);
+        lost_before_stall = runner->lost_ns();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the host stalls
+        while (seen.empty() || seen.back() < 400) {
+          t.expires_after(std::chrono::milliseconds(2));
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        runner->stop();
+      },
+      asio::detached);
+  io.run_for(std::chrono::seconds(20));
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), 400);
+  EXPECT_GE(lost_before_stall, 0);
+  const std::int64_t lost = runner->lost_ns() - lost_before_stall;
+  // 300 ms stalled, of which at most kMaxCatchUp (25 ms) plus one step is caught up.
+  EXPECT_GE(lost, 200'000'000) << lost;
+  EXPECT_LT(lost, 5'000'000'000) << lost;
 }
 
 }  // namespace
