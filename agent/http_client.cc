@@ -541,11 +541,11 @@ asio::awaitable<ExchangeResult> HttpClient::exchange(const OutgoingRequest& requ
 }
 
 asio::awaitable<FetchResult> HttpClient::fetch(const OutgoingRequest& request,
-                                               std::int64_t timeout_ns,
-                                               std::size_t max_body_bytes) {
+                                               std::int64_t timeout_ns, std::size_t max_body_bytes,
+                                               RequestCanceller* canceller) {
   CollectingObserver observer(now_ns() + timeout_ns, max_body_bytes);
   FetchResult out;
-  out.exchange = co_await exchange(request, observer, nullptr);
+  out.exchange = co_await exchange(request, observer, canceller);
   if (observer.too_large && out.exchange.error == ErrorClass::kNone) {
     out.exchange.error = ErrorClass::kProtocol;
     out.exchange.error_message =

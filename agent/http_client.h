@@ -119,9 +119,11 @@ class HttpClient {
   boost::asio::awaitable<ExchangeResult> exchange(const OutgoingRequest& request,
                                                   ResponseObserver& observer,
                                                   RequestCanceller* canceller = nullptr);
-  // Exchange collecting the body (up to max_body_bytes) with one overall timeout.
+  // Exchange collecting the body (up to max_body_bytes) with one overall timeout; a canceller
+  // ends it early (error kCancelled).
   boost::asio::awaitable<FetchResult> fetch(const OutgoingRequest& request, std::int64_t timeout_ns,
-                                            std::size_t max_body_bytes = 4 * 1024 * 1024);
+                                            std::size_t max_body_bytes = 4 * 1024 * 1024,
+                                            RequestCanceller* canceller = nullptr);
 
   // Closes idle connections.
   void close_idle();

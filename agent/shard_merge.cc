@@ -30,6 +30,15 @@ std::vector<std::pair<std::int64_t, std::int32_t>> sum_in_flight(
   }
   std::vector<std::pair<std::int64_t, std::int32_t>> out;
   if (last < 0 || grid_ns <= 0) return out;
+  // Work and memory are bounded by the number of points, never by the times in them: a grid
+  // finer than that (a far-off time point, or an uploaded series with a huge time) is coarsened
+  // so it has at most 4 cells per point plus kMinCells.
+  constexpr std::int64_t kMinCells = 100'000;
+  std::int64_t points = 0;
+  for (const auto& s : shards)
+    points += static_cast<std::int64_t>(s.result.in_flight_series.size());
+  const std::int64_t max_cells = 4 * points + kMinCells;
+  if (last / grid_ns >= max_cells) grid_ns = last / max_cells + 1;
   std::vector<std::size_t> cursor(shards.size(), 0);
   for (std::int64_t t = 0;; t += grid_ns) {
     const std::int64_t at = std::min(t, last);

@@ -35,8 +35,27 @@ namespace {
 
 constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::int64_t kMs = 1'000'000;
+// Upper bounds of the set-up requests; the plan's first-token timeout bounds them further
+// (StepRun::setup_fetch), and a stop cancels them at once.
 constexpr std::int64_t kDiscoveryTimeoutNs = 15'000 * kMs;
 constexpr std::int64_t kProbeTimeoutNs = 60'000 * kMs;
+// Keys of set-up requests in StepRun::cancellers (request indices count up from 0).
+constexpr std::uint64_t kSetupCancellerKey = ~std::uint64_t{0};
+// A calibration probe got no answer at all (timeout, refused, cancelled): no further probe is
+// sent, since each would wait its whole deadline too.
+constexpr std::int32_t kProbeNoAnswer = -2;
+
+bool no_answer(const FetchResult& r) {
+  switch (r.exchange.error) {
+    case ErrorClass::kConnect:
+    case ErrorClass::kTimeoutConnect:
+    case ErrorClass::kTimeoutFirstToken:
+    case ErrorClass::kTimeoutIdle:
+    case ErrorClass::kTimeoutTotal:
+    case ErrorClass::kCancelled: return true;
+    default: return false;
+  }
+}
 
 std::chrono::steady_clock::time_point tp(std::int64_t abs_ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(abs_ns));
@@ -100,6 +119,9 @@ struct StepRun {
   asio::awaitable<void> calibrate();
   asio::awaitable<std::int32_t> tokenize_count(const std::string& text);
   asio::awaitable<std::int32_t> usage_probe(const std::string& text);
+  // A set-up request (model discovery, /tokenize, usage probe): at most `cap_ns`, and at most
+  // the plan's first-token timeout; cancelled by on_stop() (cancel, SIGTERM) like any request.
+  asio::awaitable<FetchResult> setup_fetch(const OutgoingRequest& req, std::int64_t cap_ns);
   PromptItem next_item(std::uint64_t index);
   void on_stop();
   void cancel_all();
@@ -344,7 +366,8 @@ asio::awaitable<bool> StepRun::discover_model() {
   req.path = "/v1/models";
   req.accept = "application/json";
   req.headers = spec.target.headers;
-  auto r = co_await client->fetch(req, kDiscoveryTimeoutNs);
+  auto r = co_await setup_fetch(req, kDiscoveryTimeoutNs);
+  if (stopping) co_return false;  // cancelled: the step ends cancelled, not failed
   if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) {
     result.fatal_error =
         "target.model: not given and GET /v1/models failed: " +
@@ -375,7 +398,8 @@ asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
     req.accept = "application/json";
     req.body = body.dump();
     req.headers = spec.target.headers;
-    auto r = co_await client->fetch(req, kProbeTimeoutNs);
+    auto r = co_await setup_fetch(req, kProbeTimeoutNs);
+    if (no_answer(r)) co_return kProbeNoAnswer;
     if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) {
       if (r.exchange.http_status == 404) co_return -1;  // no such endpoint
       continue;
@@ -384,6 +408,18 @@ asio::awaitable<std::int32_t> StepRun::tokenize_count(const std::string& text) {
     if (n >= 0) co_return n;
   }
   co_return -1;
+}
+
+asio::awaitable<FetchResult> StepRun::setup_fetch(const OutgoingRequest& req, std::int64_t cap_ns) {
+  std::int64_t timeout = cap_ns;
+  if (spec.deadlines.first_token_ms > 0)
+    timeout = std::min(timeout, spec.deadlines.first_token_ms * kMs);
+  RequestCanceller canceller;
+  if (stopping) canceller.cancel();
+  cancellers.emplace(kSetupCancellerKey, &canceller);
+  FetchResult r = co_await client->fetch(req, timeout, 4 * 1024 * 1024, &canceller);
+  cancellers.erase(kSetupCancellerKey);
+  co_return r;
 }
 
 asio::awaitable<std::int32_t> StepRun::usage_probe(const std::string& text) {
@@ -402,7 +438,8 @@ asio::awaitable<std::int32_t> StepRun::usage_probe(const std::string& text) {
   req.accept = "application/json";
   req.body = std::move(built).value();
   req.headers = spec.target.headers;
-  auto r = co_await client->fetch(req, kProbeTimeoutNs);
+  auto r = co_await setup_fetch(req, kProbeTimeoutNs);
+  if (no_answer(r)) co_return kProbeNoAnswer;
   if (r.exchange.error != ErrorClass::kNone || r.exchange.http_status != 200) co_return -1;
   json doc = json::parse(r.body, nullptr, false);
   if (doc.is_object() && doc.contains("usage") && doc["usage"].is_object() &&
@@ -425,8 +462,24 @@ asio::awaitable<void> StepRun::calibrate() {
   const std::int32_t w_large = std::max<std::int32_t>(64, static_cast<std::int32_t>(mean / 1.3));
   const std::string small = prompts->probe_text(w_small, 1'000'000'001ULL);
   const std::string large = prompts->probe_text(w_large, 1'000'000'002ULL);
+  auto unanswered = [&info, this] {
+    info.note = "the target did not answer a calibration probe within " +
+                std::to_string(
+                    std::min<std::int64_t>(kProbeTimeoutNs / kMs, spec.deadlines.first_token_ms)) +
+                " ms; default ratio used";
+  };
   const std::int32_t ts = co_await tokenize_count(small);
+  if (stopping) co_return;
+  if (ts == kProbeNoAnswer) {
+    unanswered();
+    co_return;
+  }
   const std::int32_t tl = ts >= 0 ? co_await tokenize_count(large) : -1;
+  if (stopping) co_return;
+  if (tl == kProbeNoAnswer) {
+    unanswered();
+    co_return;
+  }
   if (ts >= 0 && tl >= 0) {
     calibrator.fit({{w_small, ts}, {w_large, tl}});
     info.method = "tokenize";
@@ -441,6 +494,11 @@ asio::awaitable<void> StepRun::calibrate() {
     }
   } else {
     const std::int32_t us = co_await usage_probe(small);
+    if (stopping) co_return;
+    if (us == kProbeNoAnswer) {
+      unanswered();
+      co_return;
+    }
     const std::int32_t ul = us >= 0 ? co_await usage_probe(large) : -1;
     if (us >= 0 && ul >= 0) {
       calibrator.fit({{w_small, us}, {w_large, ul}});

@@ -135,7 +135,8 @@ void CapacitySearch::report(double rate_rps, Outcome outcome) {
   if (!step.confirm) {
     if (passed) {
       lo_ = lo_ ? std::max(*lo_, rate_rps) : rate_rps;
-      result_.highest_pass_rps = lo_;
+      short_passes_.push_back(rate_rps);
+      result_.highest_pass_rps = std::max(result_.highest_pass_rps.value_or(rate_rps), rate_rps);
     } else {
       hi_ = hi_ ? std::min(*hi_, rate_rps) : rate_rps;
       result_.lowest_fail_rps = hi_;
@@ -149,13 +150,21 @@ void CapacitySearch::report(double rate_rps, Outcome outcome) {
     return;
   }
   ++confirm_attempts_;
-  hi_ = hi_ ? std::min(*hi_, rate_rps) : rate_rps;
-  result_.lowest_fail_rps = hi_;
+  result_.lowest_fail_rps = std::min(result_.lowest_fail_rps.value_or(rate_rps), rate_rps);
   result_.at_max_rate = false;
-  confirm_rate_ = rate_rps * (1 - options_.confirm_step_down);
-  if (confirm_attempts_ >= options_.max_confirm_attempts || confirm_rate_ < options_.min_rate_rps) {
+  // Everything above a step down from the failed confirm counts as failed; the search resumes
+  // below it from the short-step evidence there (see the header).
+  const double ceiling = rate_rps * (1 - options_.confirm_step_down);
+  if (confirm_attempts_ >= options_.max_confirm_attempts || ceiling < options_.min_rate_rps) {
     finish(SearchEnd::kConfirmFailed);
+    return;
   }
+  hi_ = ceiling;
+  lo_.reset();
+  for (const double r : short_passes_) {
+    if (r <= ceiling) lo_ = lo_ ? std::max(*lo_, r) : r;
+  }
+  confirming_ = false;
 }
 
 }  // namespace llmcap::analysis

@@ -19,8 +19,13 @@
 // 3. Bisect (arithmetic midpoint) while hi − lo > max(relative_resolution × lo,
 //    absolute_resolution_rps).
 // 4. Confirm: repeat the best pass with duration_factor = confirm_duration_factor. Pass →
-//    kConfirmed. Fail → step down to rate × (1 − confirm_step_down) and confirm again, at most
-//    max_confirm_attempts confirms in all, then kConfirmFailed (no qualified rate).
+//    kConfirmed. Fail at r → the bracket was wrong (the short pass at r was noise near the
+//    SLA boundary, or short steps overstate what a longer run holds): every rate above
+//    r × (1 − confirm_step_down) now counts as failed (hi), lo becomes the highest short-step
+//    pass at or below that, and the search resumes from step 2 — expanding down when no such
+//    pass is known, bisecting otherwise — to confirm again. At most max_confirm_attempts
+//    confirms in all, then kConfirmFailed (no qualified rate). So one lucky short step cannot
+//    leave the search stepping down 5 % at a time from a rate far above the capacity.
 // Inconclusive steps: the same step is retried up to inconclusive_retries times (attempt
 // counts up); if still inconclusive it is TREATED AS A FAIL (conservative: capacity is never
 // claimed from a step we could not judge) and counted in inconclusive_treated_as_fail, which
@@ -109,8 +114,9 @@ class CapacitySearch {
 
   CapacitySearchOptions options_;
   CapacitySearchResult result_;
-  std::optional<double> lo_;  // highest pass (search phase)
-  std::optional<double> hi_;  // lowest fail
+  std::optional<double> lo_;          // highest pass (search phase)
+  std::optional<double> hi_;          // lowest fail
+  std::vector<double> short_passes_;  // every passing short step's rate
   bool confirming_ = false;
   double confirm_rate_ = 0;
   int confirm_attempts_ = 0;

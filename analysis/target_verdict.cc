@@ -1,5 +1,6 @@
 #include "analysis/target_verdict.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -79,20 +80,37 @@ TargetVerdict judge_target(std::span<const JudgedStep> steps, std::span<const St
     v.statement = cap.statement;
     return v;
   }
-  const bool anything_passed = cap.best_evidence.has_value();
-  if (!v.failures.empty() && (confirm_failed || !anything_passed)) {
+  // Confirms first: they are what decided that no rate qualified.
+  std::vector<LevelFailure> shown = v.failures;
+  std::stable_partition(shown.begin(), shown.end(),
+                        [](const LevelFailure& f) { return f.confirming; });
+  bool anything_passed = false;
+  for (const auto& s : steps) {
+    if (s.role != StepRole::kExcluded && s.outcome == Outcome::kPass &&
+        open == (s.planned_rate_rps > 0))
+      anything_passed = true;
+  }
+  if (!v.failures.empty() && !anything_passed) {
     v.outcome = Outcome::kFail;
-    v.statement = "no qualified capacity: " + failures_text(v.failures);
+    v.statement =
+        "no qualified capacity: the SLA failed at every level tried: " + failures_text(shown);
+    return v;
+  }
+  v.outcome = Outcome::kInconclusive;
+  if (confirm_failed) {
+    // Short steps passed but their longer confirms did not hold (noise at the SLA boundary,
+    // or load a short step does not show): no rate is confirmed, and none is refuted below.
+    v.statement = "no confirmed rate: " + failures_text(shown);
     if (cap.best_evidence) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "; best evidence ≥ %.2f rps short-step pass, not confirmed",
                     cap.best_evidence->offered_rate_rps);
       v.statement += buf;
     }
-    return v;
+    v.statement += " (more search steps or longer windows may confirm a lower rate)";
+  } else {
+    v.statement = "no qualified capacity: " + cap.statement;
   }
-  v.outcome = Outcome::kInconclusive;
-  v.statement = "no qualified capacity: " + cap.statement;
   if (v.client_bound_steps > 0)
     v.statement += "; " + std::to_string(v.client_bound_steps) + " client-bound step(s)";
   if (v.insufficient_sample_steps > 0)

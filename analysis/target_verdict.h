@@ -4,11 +4,14 @@
 // Basis: open loop when the target ran any open-loop level (a rate sweep, capacity search or
 // soak), else closed loop (a concurrency sweep alone). Then:
 //   pass          the basis has a qualified point (open loop: a passing confirm, capacity.h).
-//   fail          no qualified point and the evidence says the SLA does not hold: a step failed
-//                 and either a confirming step failed or no level passed at all. The
-//                 statement names which checks failed at which levels.
-//   inconclusive  no qualified point and no such evidence: only short-step passes (never
-//                 confirmed), client-bound or insufficient-sample steps, or nothing judged.
+//   fail          no qualified point and the SLA held at no level tried: steps failed and none
+//                 of the basis passed, not even a short step. The statement names which checks
+//                 failed at which levels.
+//   inconclusive  no qualified point, but no proof that the SLA holds nowhere: short-step
+//                 passes whose confirms failed (named, confirms first: noise at the SLA
+//                 boundary or a search out of steps must not read as "this server fails"),
+//                 short passes never confirmed, client-bound or insufficient-sample steps, or
+//                 nothing judged.
 // Labels count the inconclusive steps by cause: client_bound_steps (the load generator was the
 // bottleneck) and insufficient_sample_steps (too few requests in the window).
 // Pure function; thread-safe.

@@ -306,6 +306,7 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
   r.boolean("min_tokens", w.min_tokens);
   r.boolean("stream", w.stream);
   r.boolean("record_token_times", w.record_token_times);
+  r.boolean("calibrate", w.calibrate);
   if (const json* eb = r.get("extra_body")) {
     if (!eb->is_object()) {
       r.error("extra_body", "must be an object");
@@ -795,6 +796,7 @@ json workload_json(const PlanWorkload& w) {
          {"min_tokens", w.min_tokens},
          {"stream", w.stream},
          {"record_token_times", w.record_token_times},
+         {"calibrate", w.calibrate},
          {"extra_body", json::parse(w.extra_body_json, nullptr, false)}};
   if (!w.dataset_path.empty()) j["dataset"] = {{"path", w.dataset_path}, {"mode", w.dataset_mode}};
   return j;

@@ -29,6 +29,7 @@ constexpr Row kRows[] = {
     {ApiErrorCode::kInternal, 500, "internal", "Internal error"},
     {ApiErrorCode::kShuttingDown, 503, "shutting-down", "Shutting down"},
     {ApiErrorCode::kStorageUnavailable, 503, "storage-unavailable", "Storage unavailable"},
+    {ApiErrorCode::kInsufficientStorage, 507, "insufficient-storage", "Insufficient storage"},
 };
 
 const Row& row(ApiErrorCode code) {

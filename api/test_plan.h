@@ -25,6 +25,9 @@ struct PlanWorkload {
   bool stream = true;
   std::string extra_body_json = "{}";
   bool record_token_times = false;
+  // Synthetic prompts: measure words→tokens on the target before each step (/tokenize or a
+  // usage probe). false: use the default ratio (1.3 tokens per word) and send no probe.
+  bool calibrate = true;
 };
 
 struct PlanTarget {

@@ -1,5 +1,6 @@
 #include "net/http_message.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace llmcap::net {
@@ -10,6 +11,19 @@ std::string to_lower_ascii(std::string_view s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  // Every byte of the longer one is visited; the length difference is folded in, not
+  // returned early. volatile keeps the compiler from turning the loop into an early exit.
+  const std::size_t n = std::max(a.size(), b.size());
+  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = diff | static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
 }
 
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {

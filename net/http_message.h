@@ -40,6 +40,9 @@ struct HttpResponse {
 
 // Lower-cases ASCII letters.
 std::string to_lower_ascii(std::string_view s);
+// Compares two secrets (bearer tokens) in time that depends only on their lengths, never on
+// where they first differ, so a caller cannot find a token byte by byte from response times.
+bool constant_time_equal(std::string_view a, std::string_view b);
 // Percent-decodes a URL component ('+' becomes a space). Returns nullopt on a bad escape.
 std::optional<std::string> percent_decode(std::string_view s);
 // The standard reason phrase of a status code ("Not Found"), or "Unknown".

@@ -61,6 +61,7 @@ class Daemon {
   std::unique_ptr<JobScheduler> scheduler_;
   std::unique_ptr<boost::asio::thread_pool> blocking_;
   std::unique_ptr<RestApi> api_;
+  std::string database_check_ = "ok";  // PRAGMA quick_check at start (/readyz reports it)
   boost::asio::io_context io_;
   std::unique_ptr<net::HttpServer> http_;
   std::vector<std::thread> io_threads_;

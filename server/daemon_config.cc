@@ -10,6 +10,8 @@ void DaemonConfig::bind(Settings& s) {
   s.add("max_connections", "API connections held at once", &max_connections);
   s.add("read_timeout_ms", "deadline to receive one whole request", &read_timeout_ms);
   s.add("database", "SQLite database file", &database);
+  s.add("min_free_disk_mib", "free disk space below which new jobs are refused (507)",
+        &min_free_disk_mib);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log_level);
   s.add("log_json", "write logs as JSON lines", &log_json);
   s.add("max_concurrent_jobs", "jobs running at once", &max_concurrent_jobs);
@@ -44,6 +46,8 @@ std::string DaemonConfig::validate() const {
   if (max_connections < 1) return "max_connections: must be at least 1";
   if (read_timeout_ms < 100) return "read_timeout_ms: must be at least 100";
   if (database.empty()) return "database: must not be empty";
+  if (!(min_free_disk_mib >= 0 && min_free_disk_mib <= 1 << 20))
+    return "min_free_disk_mib: must be in [0, 1048576]";
   if (max_concurrent_jobs < 1 || max_concurrent_jobs > 64)
     return "max_concurrent_jobs: must be in [1, 64]";
   if (max_queued_jobs < 1) return "max_queued_jobs: must be at least 1";

@@ -23,6 +23,9 @@ struct DaemonConfig {
 
   // --- storage ---
   std::string database = "llmcap.db";  // SQLite file (":memory:" for throwaway runs)
+  // POST /v1/jobs answers 507 while the database's filesystem has less free space than this
+  // (a job accepted on a full disk could never be moved to running or failed). 0 = no check.
+  double min_free_disk_mib = 64;
 
   // --- logging ---
   std::string log_level = "info";  // trace, debug, info, warn, error, critical, off

@@ -7,7 +7,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "server/version.h"
 
@@ -220,8 +222,19 @@ void DaemonMetrics::record_request(const std::string& target, const analysis::Re
   h.lag->Observe(static_cast<double>(s.schedule_lag_ns()) * 1e-9);
 }
 
-void DaemonMetrics::record_itl_seconds(const std::string& target, double seconds) {
-  f_->target(target).itl->Observe(seconds);
+void DaemonMetrics::record_itl_seconds(const std::string& target, double seconds,
+                                       std::uint64_t count) {
+  if (count == 0) return;
+  if (count == 1) {
+    f_->target(target).itl->Observe(seconds);
+    return;
+  }
+  // The bucket Observe() would pick (the first boundary ≥ the value; the last is +Inf).
+  static const Histogram::BucketBoundaries bounds = latency_buckets();
+  std::vector<double> increments(bounds.size() + 1, 0.0);
+  const auto at = std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin();
+  increments[static_cast<std::size_t>(at)] = static_cast<double>(count);
+  f_->target(target).itl->ObserveMultiple(increments, seconds * static_cast<double>(count));
 }
 void DaemonMetrics::set_in_flight(const std::string& target, double n) {
   f_->in_flight.Add({{"target", target}}).Set(n);

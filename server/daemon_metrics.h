@@ -38,7 +38,9 @@ class DaemonMetrics {
   // One finished request: outcome counter, tokens, TTFT/TPOT/E2E histograms.
   void record_request(const std::string& target, const analysis::RequestSample& sample);
   // Pooled ITL gap observations (seconds) for a target.
-  void record_itl_seconds(const std::string& target, double seconds);
+  // `count` gaps of `seconds` each, in one update (work bounded by the bucket count, never by
+  // `count`: an uploaded histogram may claim 2^62 gaps).
+  void record_itl_seconds(const std::string& target, double seconds, std::uint64_t count = 1);
   void set_in_flight(const std::string& target, double n);
   void set_offered_rate(const std::string& target, double rps);
   void set_achieved_rate(const std::string& target, double rps);

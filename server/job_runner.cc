@@ -137,7 +137,7 @@ class DaemonSink final : public ExecutionSink {
     // The pooled ITL histogram goes to Prometheus bucket by bucket (≤1% value error).
     for (const auto& b : result.itl_ns.buckets()) {
       const double seconds = analysis::LogHistogram::bucket_value(b.index) * 1e-9;
-      for (std::uint64_t i = 0; i < b.count; ++i) metrics_.record_itl_seconds(ctx.target, seconds);
+      metrics_.record_itl_seconds(ctx.target, seconds, b.count);
     }
     metrics_.set_client_cpu(ctx.target, result.client_cpu_utilisation);
     const auto& outcome = step_json["verdict"]["outcome"];
@@ -321,6 +321,15 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   }
   const auto resumed_from = job.value().last_completed_step;
   if (auto st = store_.update_state(job_id, storage::JobState::kRunning); !st.ok()) {
+    const auto code = st.status().code();
+    if (code == storage::ErrorCode::kDiskFull || code == storage::ErrorCode::kReadOnly ||
+        code == storage::ErrorCode::kIoError || code == storage::ErrorCode::kCorrupt) {
+      // The database cannot take the job's next state (disk full, read-only, I/O error): the
+      // job fails with the reason instead of staying queued with nothing to run it. If even
+      // that cannot be stored, readers of this process see it (JobStore::update_state).
+      fail("not started: storage: " + st.status().to_string());
+      return;
+    }
     log()->warn("job {}: not started: {}", job_id, st.status().to_string());
     return;
   }

@@ -14,6 +14,7 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   s.output_tokens = w.output_tokens;
   s.shared_prefix_tokens = w.shared_prefix_tokens;
   s.ignore_eos = w.ignore_eos;
+  s.calibrate = w.calibrate;
   s.send_min_tokens = w.min_tokens;
   s.temperature = w.temperature;
   s.extra_body_json = w.extra_body_json == "{}" ? "" : w.extra_body_json;

@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/url/parse.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -33,6 +34,7 @@
 #include "server/shard_routes.h"
 #include "server/version.h"
 #include "sim/profile_catalog.h"
+#include "storage/disk_space.h"
 #include "storage/job_store.h"
 
 namespace llmcap::server {
@@ -106,6 +108,17 @@ HttpResponse storage_problem(const storage::Status& st) {
       return problem_response(ApiErrorCode::kStorageUnavailable, st.message());
     default: return problem_response(ApiErrorCode::kInternal, "storage error");
   }
+}
+
+// A query parameter that must be a whole decimal integer in [lo, hi]: "5abc", "1e3", "" and
+// out-of-range values are refused (never read as their numeric prefix).
+std::optional<std::int64_t> query_int(std::string_view text, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  if (text.empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    return std::nullopt;
+  return v;
 }
 
 enum class Role { kNone, kRead, kAdmin };
@@ -202,13 +215,11 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     const auto h = req.header("authorization");
     if (!h || h->rfind("Bearer ", 0) != 0) return Role::kNone;
     const std::string token(h->substr(7));
-    for (const auto& t : deps.config.admin_tokens) {
-      if (t == token) return Role::kAdmin;
-    }
-    for (const auto& t : deps.config.read_tokens) {
-      if (t == token) return Role::kRead;
-    }
-    return Role::kNone;
+    // Every configured token is compared, each in constant time (net::constant_time_equal).
+    bool admin = false, read = false;
+    for (const auto& t : deps.config.admin_tokens) admin |= net::constant_time_equal(t, token);
+    for (const auto& t : deps.config.read_tokens) read |= net::constant_time_equal(t, token);
+    return admin ? Role::kAdmin : read ? Role::kRead : Role::kNone;
   }
 
   // "" when the URL's host is allowed; else the reason.
@@ -345,6 +356,36 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     return problem_response(ApiErrorCode::kInvalidPlan, "dataset not usable", problems);
   }
 
+  // A job accepted on a full disk could be stored and never moved (issue 24): refused first.
+  // Why the database cannot take new work now ("" when it can): a read-only filesystem, or
+  // less free space than min_free_disk_mib.
+  std::string write_blocker(bool* disk_full = nullptr) const {
+    const auto disk = storage::disk_state_for(deps.config.database);
+    if (!disk) return "";
+    if (disk->read_only) return "the database's filesystem is read-only";
+    const double need = deps.config.min_free_disk_mib * 1024 * 1024;
+    if (deps.config.min_free_disk_mib > 0 && static_cast<double>(disk->free_bytes) < need) {
+      if (disk_full) *disk_full = true;
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "the database's disk has %.1f MiB free, below min_free_disk_mib (%.0f MiB)",
+                    static_cast<double>(disk->free_bytes) / (1024 * 1024),
+                    deps.config.min_free_disk_mib);
+      return text;
+    }
+    return "";
+  }
+
+  std::optional<HttpResponse> disk_problem() const {
+    bool full = false;
+    const std::string why = write_blocker(&full);
+    if (why.empty()) return std::nullopt;
+    if (full)
+      return problem_response(ApiErrorCode::kInsufficientStorage, why + ": free space, then retry")
+          .with_header("Retry-After", "60");
+    return problem_response(ApiErrorCode::kStorageUnavailable, why);
+  }
+
   HttpResponse validate_plan(const HttpRequest& req) {
     if (auto bad = require_json_body(req)) return *bad;
     auto parse = api::parse_plan(req.body, limits());
@@ -406,6 +447,8 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (!key && deps.scheduler.queued() >= static_cast<std::size_t>(deps.config.max_queued_jobs))
       return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
           .with_header("Retry-After", "30");
+
+    if (auto full = disk_problem()) return *full;
 
     storage::NewJob nj;
     nj.plan_json = parse.normalized.dump();
@@ -477,12 +520,10 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       if (!f.created_to_ms) errors.push_back({"created_before", "must be an ISO 8601 UTC time"});
     }
     if (auto l = req.query_param("limit")) {
-      try {
-        f.limit = std::stoi(*l);
-      } catch (...) {
-        f.limit = -1;
-      }
-      if (f.limit < 1 || f.limit > 1000) errors.push_back({"limit", "must be 1..1000"});
+      if (auto v = query_int(*l, 1, 1000))
+        f.limit = static_cast<int>(*v);
+      else
+        errors.push_back({"limit", "must be a whole number 1..1000"});
     }
     if (auto c = req.query_param("cursor")) f.cursor = *c;
     if (!errors.empty()) return problem_response(ApiErrorCode::kBadRequest, "bad query", errors);
@@ -643,7 +684,11 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
       if (!doc) return error;
       docs.push_back(std::move(*doc));
     }
-    const bool allow = req.query_param("allow_different_workloads").value_or("false") == "true";
+    const auto allow_text = req.query_param("allow_different_workloads").value_or("false");
+    if (allow_text != "true" && allow_text != "false")
+      return problem_response(ApiErrorCode::kBadRequest, "bad query",
+                              {{"allow_different_workloads", "must be true or false"}});
+    const bool allow = allow_text == "true";
     auto outcome = api::compare_results(std::move(docs), allow);
     if (!outcome.document) {
       std::vector<api::FieldError> errors;
@@ -792,9 +837,19 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
     if (name == "healthz") return json_response(200, json{{"status", "ok"}, {"version", kVersion}});
     if (name == "readyz") {
       if (deps.shutting_down) return problem_response(ApiErrorCode::kShuttingDown, "shutting down");
-      return json_response(200, json{{"status", "ready"},
-                                     {"queued_jobs", deps.scheduler.queued()},
-                                     {"running_jobs", deps.scheduler.running()}});
+      // Ready = can take jobs: the database passed its start-up quick_check and can be written.
+      const std::string blocked = write_blocker();
+      const bool ready = blocked.empty() && deps.database_check == "ok";
+      json body{{"status", ready ? "ready" : "not ready"},
+                {"reads", true},
+                {"writes", blocked.empty()},
+                {"database", json{{"quick_check", deps.database_check}}},
+                {"queued_jobs", deps.scheduler.queued()},
+                {"running_jobs", deps.scheduler.running()}};
+      if (!blocked.empty()) body["reason"] = blocked;
+      if (deps.database_check != "ok")
+        body["reason"] = "database quick_check at start: " + deps.database_check;
+      return json_response(ready ? 200 : 503, body);
     }
     if (name == "metrics")
       return HttpResponse::text(200, deps.metrics.serialize(), "text/plain; version=0.0.4");
@@ -917,15 +972,26 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
   std::int64_t after = 0;
   int limit = 10'000;
   std::optional<std::int64_t> step_seq;
-  try {
-    if (auto a = req.query_param("after")) after = std::stoll(*a);
-    if (auto l = req.query_param("limit")) limit = std::stoi(*l);
-    if (auto s = req.query_param("step")) step_seq = std::stoll(*s);
-  } catch (...) {
-    co_return problem_response(ApiErrorCode::kBadRequest, "after, limit and step must be integers");
+  std::vector<api::FieldError> bad;
+  if (auto a = req.query_param("after")) {
+    if (auto v = query_int(*a, 0, INT64_MAX))
+      after = *v;
+    else
+      bad.push_back({"after", "must be a whole number >= 0"});
   }
-  if (limit < 1 || limit > 100'000 || after < 0)
-    co_return problem_response(ApiErrorCode::kBadRequest, "limit must be 1..100000, after ≥ 0");
+  if (auto l = req.query_param("limit")) {
+    if (auto v = query_int(*l, 1, 100'000))
+      limit = static_cast<int>(*v);
+    else
+      bad.push_back({"limit", "must be a whole number 1..100000"});
+  }
+  if (auto st = req.query_param("step")) {
+    if (auto v = query_int(*st, 0, INT64_MAX))
+      step_seq = *v;
+    else
+      bad.push_back({"step", "must be a whole number >= 0"});
+  }
+  if (!bad.empty()) co_return problem_response(ApiErrorCode::kBadRequest, "bad query", bad);
 
   co_await asio::post(blocking, asio::use_awaitable);
   auto job = deps.store.get_job(id);

@@ -35,6 +35,8 @@ struct RestApiDeps {
   JobEvents& events;
   std::atomic<bool>& shutting_down;
   ShardHub* shards = nullptr;  // agent fleets (/v1/jobs/{id}/shards/...); null: 404
+  // PRAGMA quick_check of the database at start: "ok", or what it found (then /readyz is 503).
+  std::string database_check = "ok";
 };
 
 class RestApi {

@@ -1,5 +1,7 @@
 #include "server/shard_codec.h"
 
+#include <algorithm>
+
 namespace llmcap::server {
 
 using nlohmann::json;
@@ -94,6 +96,57 @@ analysis::RequestSample sample_from(const json& j) {
   s.error_message = j.at(19).get<std::string>();
   s.token_times_ns = j.at(20).get<std::vector<std::int64_t>>();
   return s;
+}
+
+// An uploaded result is checked whole before anything uses it: every time lies in the step
+// (0 ≤ window start ≤ window end ≤ end ≤ kMaxStepNs, samples within end + kTimeSlackNs), series
+// are ordered, and the ITL histogram holds no more gaps than the samples' token events. So no
+// value in an upload can size the merge's work or memory (issue 24).
+constexpr std::int64_t kMaxStepNs = 7LL * 24 * 3600 * 1'000'000'000;  // one week
+constexpr std::int64_t kTimeSlackNs = 60'000'000'000;
+constexpr std::size_t kMaxSeriesPoints = 10'000'000;
+
+std::string check_step_result(const agent::StepResult& r) {
+  // (A step that ended early — a fatal error — has a step end before its planned window end.)
+  if (!(0 <= r.window_start_ns && r.window_start_ns <= r.window_end_ns &&
+        r.window_end_ns <= kMaxStepNs && 0 <= r.end_ns && r.end_ns <= kMaxStepNs))
+    return "window: must be 0 <= start <= end <= one week, and 0 <= step end <= one week (ns)";
+  const std::int64_t latest = std::max(r.end_ns, r.window_end_ns) + kTimeSlackNs;
+  if (r.in_flight_series.size() > kMaxSeriesPoints)
+    return "in_flight_series: more than " + std::to_string(kMaxSeriesPoints) + " points";
+  std::int64_t previous = 0;
+  for (std::size_t i = 0; i < r.in_flight_series.size(); ++i) {
+    const auto& [t, n] = r.in_flight_series[i];
+    if (t < previous || t > latest || n < 0)
+      return "in_flight_series[" + std::to_string(i) +
+             "]: times must be ascending within the step and counts >= 0";
+    previous = t;
+  }
+  std::uint64_t token_events = 0;
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const auto& s = r.samples[i];
+    const std::string where = "samples[" + std::to_string(i) + "]";
+    for (const std::int64_t t : {s.t_intended_ns, s.t_send_ns, s.t_headers_ns, s.t_first_token_ns,
+                                 s.t_last_token_ns, s.t_end_ns}) {
+      if (t < -1 || t > latest) return where + ": a time outside the step";
+    }
+    for (const std::int64_t d : {s.connect_ns, s.tls_ns, s.max_itl_ns}) {
+      if (d < -1 || d > latest) return where + ": a duration longer than the step";
+    }
+    if (s.token_times_ns.size() > s.token_events)
+      return where + ": more token times than token events";
+    for (const std::int64_t t : s.token_times_ns) {
+      if (t < 0 || t > latest) return where + ": a token time outside the step";
+    }
+    token_events += s.token_events;
+  }
+  std::uint64_t gaps = 0;  // summed bucket by bucket, so huge counts cannot wrap around
+  for (const auto& b : r.itl_ns.buckets()) {
+    if (b.count > token_events || (gaps += b.count) > token_events)
+      return "itl_ns: more gaps than the " + std::to_string(token_events) +
+             " token events of the samples";
+  }
+  return "";
 }
 
 std::string check_version(const json& j) {
@@ -236,6 +289,7 @@ json step_result_to_json(const agent::StepResult& r) {
         {"max", r.itl_ns.max()},
         {"overflow", r.itl_ns.overflow()}}},
       {"dropped_arrivals", r.dropped_arrivals},
+      {"dropped_arrivals_warmup", r.dropped_arrivals_warmup},
       {"in_flight_series", r.in_flight_series},
       {"window", json::array({r.window_start_ns, r.window_end_ns, r.epoch_steady_ns, r.end_ns})},
       {"cpu", json::array({r.cpu.wall_ns, r.cpu.thread_cpu_ns, r.cpu.process_cpu_ns,
@@ -279,6 +333,7 @@ std::string step_result_from_json(const json& j, agent::StepResult& out) {
         buckets, h.at("sum").get<double>(), h.at("min").get<double>(), h.at("max").get<double>(),
         h.at("overflow").get<std::uint64_t>());
     r.dropped_arrivals = j.at("dropped_arrivals").get<std::uint64_t>();
+    r.dropped_arrivals_warmup = j.value("dropped_arrivals_warmup", std::uint64_t{0});
     r.in_flight_series =
         j.at("in_flight_series").get<std::vector<std::pair<std::int64_t, std::int32_t>>>();
     const json& w = j.at("window");
@@ -309,6 +364,7 @@ std::string step_result_from_json(const json& j, agent::StepResult& out) {
                 c.at(4).get<std::uint64_t>(), c.at(5).get<std::uint64_t>(),
                 c.at(6).get<std::uint64_t>(), c.at(7).get<std::uint64_t>()};
     r.connections_opened = j.at("connections_opened").get<std::uint64_t>();
+    if (auto e = check_step_result(r); !e.empty()) return "result: " + e;
     out = std::move(r);
   } catch (const json::exception& e) {
     return std::string("result: malformed: ") + e.what();

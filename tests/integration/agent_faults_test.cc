@@ -631,6 +631,66 @@ TEST(AgentFaults, AnUnreachableTargetEndsTheStepAsAnErrorAfterBackingOff) {
   EXPECT_GE(r.samples.size(), RefusalTracker::kMinRefusals);
 }
 
+// A port that completes TCP handshakes (the listen backlog) and never answers anything.
+struct SilentPort {
+  int fd = -1;
+  int port = 0;
+  SilentPort() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd, 128);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~SilentPort() { ::close(fd); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+TEST(AgentFaults, CalibrationProbesAreBoundedByThePlansTimeoutAndGiveUpOnSilence) {
+  // Issue 24 #3 / issue 23 #8: a target that answers nothing held a 1 s step for 62 s (60 s
+  // probes). A probe waits at most the plan's first-token timeout, and the first unanswered
+  // probe ends calibration (the default ratio is used).
+  SilentPort silent;
+  ASSERT_GE(silent.fd, 0);
+  StepSpec spec = spec_for(silent.url(), 0.3);
+  spec.workload.calibrate = true;
+  spec.deadlines.first_token_ms = 300;
+  spec.drain = DrainPolicy::kCancel;
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepResult r = StepRunner().run(spec);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took_s, 3.0);
+  EXPECT_TRUE(contains(r.calibration.note, "did not answer a calibration probe within 300 ms"))
+      << r.calibration.note;
+  EXPECT_EQ(r.calibration.method, "default");
+}
+
+TEST(AgentFaults, CancelInterruptsACalibrationProbeAtOnce) {
+  SilentPort silent;
+  ASSERT_GE(silent.fd, 0);
+  StepSpec spec = spec_for(silent.url(), 10);
+  spec.workload.calibrate = true;
+  spec.deadlines.first_token_ms = 120'000;  // the probe alone would wait 60 s
+  std::stop_source stop;
+  std::thread canceller([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepResult r = StepRunner().run(spec, stop.get_token());
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceller.join();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_LT(took_s, 1.5);
+  EXPECT_TRUE(r.samples.empty());
+}
+
 TEST(AgentFaults, TargetRestartingDuringAStep) {
   Script s = quick();
   s.itl_us = 20'000;  // ≈ 85 ms per request: some are in flight when the target goes away

@@ -101,7 +101,9 @@ class StorageFaultTest(unittest.TestCase):
         return mnt
 
     def start_daemon(self, db_path):
-        d = Daemon(BINARY, db_path=db_path, args=["--shutdown-grace-s", "2"], log_level="info")
+        # The tmpfs is a few MiB: refuse new jobs (507) only below 1 MiB free.
+        d = Daemon(BINARY, db_path=db_path,
+                   args=["--shutdown-grace-s", "2", "--min-free-disk-mib", "1"], log_level="info")
         self.addCleanup(d.cleanup)
         return d.start()
 
@@ -211,6 +213,12 @@ class StorageFaultTest(unittest.TestCase):
         error = self.assert_failed_and_readable(d, job_id, before,
                                                 ("read_only", "Read-only file system"))
         sys.stderr.write("job error: %s\n" % error)
+        # Issue 24 #4: not ready for writes (reads still work), and new jobs are refused.
+        r = d.request("GET", "/readyz")
+        self.assertEqual(r.status, 503, r.body)
+        self.assertFalse(r.json()["writes"])
+        self.assertIn("read-only", r.json()["reason"])
+        self.assertEqual(d.request("POST", "/v1/jobs", fault_plan("after-ro")).status, 503)
         d.signal(signal.SIGTERM)
         rc = d.wait(20)
         self.assertIsNotNone(rc, "llmcapd did not exit on SIGTERM with a read-only database")
@@ -222,6 +230,82 @@ class StorageFaultTest(unittest.TestCase):
             if os.path.exists(db_path + suffix):
                 shutil.copyfile(db_path + suffix, os.path.join(copy, "llmcap.db" + suffix))
         self.assert_intact(os.path.join(copy, "llmcap.db"), job_id, before)
+
+
+    def test_submit_on_a_full_disk_never_accepts_a_job_that_cannot_move(self):
+        # Issue 24 #2: on a full disk a submit once answered 201 and the job stayed queued
+        # forever. Now either 507 (nothing stored) or the job reaches a final state.
+        mnt = self.mount_point()
+        r = run(["mount", "-t", "tmpfs", "-o", "size=4m", "llmcap-full", mnt])
+        if r.returncode != 0:
+            skip(self, "cannot mount a tmpfs: " + r.stdout.strip())
+        self.addCleanup(run, ["umount", "-l", mnt])
+        d = self.start_daemon(os.path.join(mnt, "llmcap.db"))
+        filler, size = fill(mnt)
+        answers = []
+        for i in range(5):
+            r = d.request("POST", "/v1/jobs", plan("full-%d" % i, levels=(1,), duration_s=1,
+                                                   warmup_s=0, min_requests=1))
+            answers.append(r.status)
+            self.assertIn(r.status, (201, 503, 507), r.body)
+            if r.status == 201:
+                job = d.wait_job(r.json()["id"],
+                                 lambda j: j["state"] in ("failed", "succeeded", "cancelled"),
+                                 30, "a final state on a full disk")
+                self.assertIn(job["state"], ("failed", "succeeded"))
+            else:
+                self.assertEqual(r.json()["type"].rsplit("/", 1)[-1],
+                                 "insufficient-storage" if r.status == 507 else
+                                 "storage-unavailable")
+        sys.stderr.write("full disk: filler %d bytes, answers %s\n" % (size, answers))
+        self.assertIn(507, answers)
+        ready = d.request("GET", "/readyz")
+        self.assertEqual(ready.status, 503)
+        self.assertFalse(ready.json()["writes"])
+        self.assertEqual(d.request("GET", "/healthz").status, 200)
+        os.unlink(filler)
+        again = d.submit(plan("after-free", levels=(1,), duration_s=1, warmup_s=0,
+                              min_requests=1))
+        d.wait_state(again, "succeeded", 60)
+        self.assertEqual(d.request("GET", "/readyz").status, 200)
+
+
+class CorruptPageTest(unittest.TestCase):
+    def test_a_corrupted_page_is_reported_by_readyz_at_start(self):
+        # Issue 24 #4: PRAGMA quick_check runs at start; a corrupted page makes /readyz 503
+        # with what it found, while the daemon still serves reads.
+        tmp = tempfile.mkdtemp(prefix="llmcap-corrupt-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db_path = os.path.join(tmp, "llmcap.db")
+        d = Daemon(BINARY, db_path=db_path, log_level="info")
+        self.addCleanup(d.cleanup)
+        d.start()
+        job_id = d.submit(plan("corrupt", levels=(4,), duration_s=1, warmup_s=0,
+                               min_requests=1))
+        d.wait_state(job_id, "succeeded", 60)
+        self.assertEqual(d.get_json("/readyz")["database"]["quick_check"], "ok")
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(20), 0)
+        db = sqlite3.connect(db_path)
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        # The last page of the samples table's b-tree: overwrite its header with garbage.
+        root = db.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'request_samples'"
+                          ).fetchone()[0]
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        with open(db_path, "r+b") as f:
+            f.seek((root - 1) * page_size)
+            f.write(b"\xee" * 64)
+        d2 = Daemon(BINARY, db_path=db_path, log_level="info")
+        self.addCleanup(d2.cleanup)
+        d2.start()
+        r = d2.request("GET", "/readyz")
+        self.assertEqual(r.status, 503, r.body)
+        check = r.json()["database"]["quick_check"]
+        self.assertNotEqual(check, "ok")
+        self.assertIn("quick_check", r.json()["reason"])
+        self.assertEqual(d2.request("GET", "/healthz").status, 200)
+        self.assertIn("quick_check", d2.log_text())
 
 
 if __name__ == "__main__":

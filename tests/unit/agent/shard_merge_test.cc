@@ -138,6 +138,20 @@ TEST(ShardMerge, InFlightIsSummedOnACommonGridAndCpuIsPerShard) {
   EXPECT_EQ(m.shards[1].samples, 10u);
 }
 
+TEST(ShardMerge, AFarOffTimePointCannotSizeTheMergedSeries) {
+  // Issue 24 #1: one point at 2^62 ns once made the merge build a grid from 0 to it (GBs).
+  // The work is bounded by the number of points: the grid is coarsened instead.
+  Fixture f = make(30, 3);
+  f.shards[2].result.in_flight_series = {{0, 3}, {std::int64_t{1} << 62, 1}};
+  std::size_t points = 0;
+  for (const auto& s : f.shards) points += s.result.in_flight_series.size();
+  const MergedStep m = merge_shards(f.shards, 100'000'000);
+  EXPECT_LE(m.result.in_flight_series.size(), 4 * points + 100'001);
+  ASSERT_FALSE(m.result.in_flight_series.empty());
+  EXPECT_EQ(m.result.in_flight_series.back().first, std::int64_t{1} << 62);
+  EXPECT_EQ(m.result.in_flight_series.front().first, 0);
+}
+
 TEST(ShardMerge, AShardErrorOrIncompleteShardShowsInTheMerge) {
   Fixture f = make(30, 3);
   f.shards[1].result.completed = false;

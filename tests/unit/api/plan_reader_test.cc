@@ -1296,7 +1296,7 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
       "output_tokens": {"distribution": "uniform", "low": 1, "high": 5, "min": 1, "max": 9},
       "dataset": {"path": "d.jsonl", "mode": "replay"}, "shared_prefix_tokens": 0,
       "temperature": 0, "ignore_eos": true, "min_tokens": false, "stream": true,
-      "extra_body": {"top_p": 1}, "record_token_times": false
+      "extra_body": {"top_p": 1}, "record_token_times": false, "calibrate": false
     },
     "timeouts": {"connect_ms": 1, "first_token_ms": 1, "idle_ms": 1, "total_ms": 1},
     "sla": {"ttft_ms": {"p95": 1}, "ttft_service_ms": {"p50": 1}, "tpot_ms": {"p90": 1},

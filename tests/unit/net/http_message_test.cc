@@ -36,5 +36,19 @@ TEST(HttpMessage, ReasonPhrases) {
   EXPECT_EQ(reason_phrase(799), "Unknown");
 }
 
+TEST(HttpMessage, ConstantTimeEqualComparesWholeSecrets) {
+  // Issue 23 #4: tokens are compared without an early exit; the result is plain equality.
+  EXPECT_TRUE(constant_time_equal("0123456789abcdef", "0123456789abcdef"));
+  EXPECT_FALSE(constant_time_equal("0123456789abcdef", "0123456789abcdeX"));
+  EXPECT_FALSE(constant_time_equal("0123456789abcdef", "X123456789abcdef"));
+  EXPECT_FALSE(constant_time_equal("0123456789abcdef", "0123456789abcde"));
+  EXPECT_FALSE(constant_time_equal("0123456789abcde", "0123456789abcdef"));
+  EXPECT_FALSE(constant_time_equal("", "a"));
+  EXPECT_TRUE(constant_time_equal("", ""));
+  const std::string with_nul("ab\0cd", 5);
+  EXPECT_FALSE(constant_time_equal(with_nul, "ab"));
+  EXPECT_TRUE(constant_time_equal(with_nul, std::string("ab\0cd", 5)));
+}
+
 }  // namespace
 }  // namespace llmcap::net

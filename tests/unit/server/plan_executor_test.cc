@@ -225,8 +225,10 @@ TEST(PlanExecutor, TheQualifiedRateIsTheHighestRateWhoseConfirmPassed) {
   EXPECT_NE(table.find("PASS"), std::string::npos) << table;
 }
 
-TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityAFailAndNoCost) {
-  // Short steps hold to 7.5 rps but no confirm holds above 5: three confirms fail.
+TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
+  // Short steps hold to 7.5 rps but no confirm holds above 5: three confirms fail. No rate
+  // qualifies; the SLA was not shown to fail everywhere, so the verdict is inconclusive
+  // (exit 4), naming the failed confirms — never a PASS, never a cost.
   EmbeddedSimulators sims;
   RecordingSink sink;
   KnownCapacityBackend backend(7.5, 5.0, 4);
@@ -236,19 +238,62 @@ TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityAFailAndNoCost) {
   const json& t = out.results.at("targets").at(0);
   EXPECT_TRUE(t.at("phases").at(0).at("search").at("qualified_rate_rps").is_null());
   EXPECT_TRUE(t.at("qualified").is_null()) << t.at("qualified").dump();
-  EXPECT_EQ(t.at("verdict").at("outcome"), "fail");
+  EXPECT_EQ(t.at("verdict").at("outcome"), "inconclusive");
   const std::string statement = t["verdict"].at("statement").get<std::string>();
-  EXPECT_NE(statement.find("ttft_p95 failed at"), std::string::npos) << statement;
+  EXPECT_EQ(statement.rfind("no confirmed rate: ttft_p95 failed at", 0), 0u) << statement;
   EXPECT_NE(statement.find("(confirm)"), std::string::npos) << statement;
-  EXPECT_EQ(out.verdict, analysis::Outcome::kFail);
+  EXPECT_EQ(out.verdict, analysis::Outcome::kInconclusive);
   EXPECT_FALSE(out.all_qualified);
   EXPECT_FALSE(out.results.at("all_qualified").get<bool>());
   // No cost and no instances come from evidence short of a qualified capacity.
   const json& lines = out.results.at("demand_plan").at("lines");
   EXPECT_FALSE(lines.at(0).at("feasible").get<bool>());
   const std::string table = capacity_table_text(out.results);
-  EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
+  EXPECT_NE(table.find("INCONCLUSIVE"), std::string::npos) << table;
   EXPECT_EQ(table.find("PASS"), std::string::npos) << table;
+}
+
+TEST(PlanExecutor, AnSlaThatHoldsAtNoRateIsAFail) {
+  // Nothing holds even at the search's lowest rate (1 rps): the SLA fails everywhere tried.
+  EmbeddedSimulators sims;
+  RecordingSink sink;
+  KnownCapacityBackend backend(0.5, 0.5, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token());
+  ASSERT_EQ(out.error, "");
+  const json& t = out.results.at("targets").at(0);
+  EXPECT_EQ(t.at("verdict").at("outcome"), "fail") << t.at("verdict").dump();
+  const std::string statement = t["verdict"].at("statement").get<std::string>();
+  EXPECT_NE(statement.find("the SLA failed at every level tried"), std::string::npos) << statement;
+  EXPECT_EQ(out.verdict, analysis::Outcome::kFail);
+  const std::string table = capacity_table_text(out.results);
+  EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
+}
+
+TEST(PlanConversion, WorkloadCalibrateFalseReachesTheSteps) {
+  // Issue 24 #3: a plan can skip the calibration probes when the lengths are known.
+  json plan{{"version", 1},
+            {"name", "nocal"},
+            {"targets",
+             json::array({json{{"name", "a"}, {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"}}})},
+            {"workload", json{{"calibrate", false}}},
+            {"phases", json::array({json{{"kind", "concurrency_sweep"},
+                                         {"levels", json::array({1})},
+                                         {"duration_s", 1}}})}};
+  auto parse = api::parse_plan(plan.dump());
+  ASSERT_TRUE(parse.errors.empty()) << parse.errors.front().path;
+  EXPECT_EQ(parse.normalized["workload"]["calibrate"], false);
+  RunPlan out;
+  ASSERT_EQ(to_run_plan(parse, out), "");
+  EXPECT_FALSE(out.targets.at(0).workload.calibrate);
+  plan["workload"].erase("calibrate");
+  parse = api::parse_plan(plan.dump());
+  ASSERT_EQ(to_run_plan(parse, out), "");
+  EXPECT_TRUE(out.targets.at(0).workload.calibrate);
+  plan["workload"]["calibrate"] = "no";
+  parse = api::parse_plan(plan.dump());
+  ASSERT_FALSE(parse.errors.empty());
+  EXPECT_EQ(parse.errors.front().path, "/workload/calibrate");
 }
 
 }  // namespace

@@ -69,11 +69,15 @@ TEST(ShardCodec, StepResultRoundTripKeepsSamplesAndHistogram) {
     s.error = i == 2 ? analysis::ErrorClass::kTimeoutIdle : analysis::ErrorClass::kNone;
     s.error_message = i == 2 ? "idle \"gap\"" : "";
     s.token_times_ns = {1, 2, 3};
+    s.token_events = 16;
     r.samples.push_back(s);
     r.response_ids.push_back("cmpl-" + std::to_string(i));
     r.itl_ns.record(1e6 * (i + 1));
   }
   r.in_flight_series = {{0, 1}, {100, 3}};
+  r.window_end_ns = 2000;
+  r.end_ns = 4000;
+  r.dropped_arrivals_warmup = 7;
   r.counts.ok = 2;
   r.counts.failed = 1;
   r.schedule_lag = {3, 5.5, 5, 6, 7};
@@ -93,6 +97,60 @@ TEST(ShardCodec, StepResultRoundTripKeepsSamplesAndHistogram) {
   EXPECT_EQ(back.schedule_lag.p99_ns, 6);
   EXPECT_EQ(back.calibration.method, "tokenize");
   EXPECT_EQ(back.cpu.thread_cpu_ns, 42);
+  EXPECT_EQ(back.dropped_arrivals_warmup, 7u);
+}
+
+TEST(ShardCodec, UploadsWithImpossibleTimesOrCountsAreRefusedNamingTheField) {
+  // Issue 24 #1 / issue 23 #13: values that would size the merge's work (a time of 2^62 ns, a
+  // window that ends before it starts, an ITL bucket count of 2^62) are refused whole.
+  agent::StepResult good;
+  good.window_start_ns = 100;
+  good.window_end_ns = 1'000'000'000;
+  good.end_ns = 1'100'000'000;
+  analysis::RequestSample s;
+  s.t_intended_ns = 200;
+  s.t_send_ns = 210;
+  s.t_first_token_ns = 300;
+  s.t_last_token_ns = 400;
+  s.t_end_ns = 410;
+  s.token_events = 5;
+  good.samples.push_back(s);
+  good.response_ids.push_back("x");
+  good.itl_ns.record(1e6);
+  good.in_flight_series = {{0, 0}, {100'000'000, 1}};
+  agent::StepResult out;
+  ASSERT_EQ(step_result_from_json(step_result_to_json(good), out), "");
+  auto refused = [&](const agent::StepResult& bad, const std::string& field) {
+    const std::string err = step_result_from_json(step_result_to_json(bad), out);
+    EXPECT_NE(err.find(field), std::string::npos) << field << ": '" << err << "'";
+  };
+  agent::StepResult bad = good;
+  bad.in_flight_series.push_back({std::int64_t{1} << 62, 3});
+  refused(bad, "in_flight_series[2]");
+  bad = good;
+  bad.in_flight_series = {{5, 1}, {4, 1}};
+  refused(bad, "in_flight_series[1]");
+  bad = good;
+  bad.window_end_ns = 50;  // before the start
+  refused(bad, "window");
+  bad = good;
+  bad.end_ns = std::int64_t{1} << 62;
+  refused(bad, "window");
+  bad = good;
+  bad.window_end_ns = std::int64_t{1} << 62;
+  refused(bad, "window");
+  bad = good;
+  bad.samples[0].t_end_ns = std::int64_t{1} << 62;
+  refused(bad, "samples[0]");
+  bad = good;
+  bad.samples[0].token_times_ns = {1, 2, 3, 4, 5, 6};
+  refused(bad, "samples[0]");
+  json j = step_result_to_json(good);
+  j["itl_ns"]["buckets"] = json::array({json::array({10, std::uint64_t{1} << 62})});
+  EXPECT_NE(step_result_from_json(j, out).find("itl_ns"), std::string::npos);
+  j["itl_ns"]["buckets"] = json::array(
+      {json::array({10, std::uint64_t{1} << 63}), json::array({11, std::uint64_t{1} << 63})});
+  EXPECT_NE(step_result_from_json(j, out).find("itl_ns"), std::string::npos);  // no wrap-around
 }
 
 TEST(ShardCodec, WrongVersionAndMalformedDocumentsAreRefused) {
