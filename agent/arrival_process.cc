@@ -1,5 +1,6 @@
 #include "agent/arrival_process.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace llmcap::agent {
@@ -70,11 +71,47 @@ std::optional<double> ArrivalProcess::invert(double target) const {
   return segs.back().end_s + (target - l_end) / tail_rate;
 }
 
+void ArrivalProcess::set_exact_count_segments(std::vector<double> ends_s) {
+  exact_ends_.clear();
+  exact_next_ = 0;
+  queued_.clear();
+  if (kind_ == InterArrival::kConstant) return;
+  double previous = 0;
+  for (const double e : ends_s) {
+    const double l = profile_.cumulative(std::max(e, 0.0));
+    if (l < previous) break;  // not ascending: the rest stays free
+    exact_ends_.push_back(l);
+    previous = l;
+  }
+}
+
 std::optional<std::int64_t> ArrivalProcess::next() {
   if (peeked_) {
     auto v = peeked_;
     peeked_.reset();
     return v;
+  }
+  while (queued_.empty() && exact_next_ < exact_ends_.size()) {
+    // Fill the next exact segment: N arrivals from N + 1 gaps scaled to its operational length.
+    const double l0 = exact_next_ == 0 ? 0.0 : exact_ends_[exact_next_ - 1];
+    const double l1 = exact_ends_[exact_next_++];
+    const auto n = static_cast<std::size_t>(std::llround(l1 - l0));
+    std::vector<double> at(n);
+    double sum = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      sum += draw_gap();
+      at[k] = sum;
+    }
+    sum += draw_gap();
+    for (std::size_t k = n; k-- > 0;) queued_.push_back(l0 + (l1 - l0) * at[k] / sum);
+    lambda_ = l1;  // the free process (after the last segment) continues from its end
+  }
+  if (!queued_.empty()) {
+    const double l = queued_.back();
+    queued_.pop_back();
+    const auto t_s = invert(l);
+    if (!t_s) return std::nullopt;
+    return static_cast<std::int64_t>(std::llround(*t_s * 1e9));
   }
   lambda_ += draw_gap();
   const auto t_s = invert(lambda_);

@@ -98,6 +98,8 @@ struct StepRun {
   std::unordered_map<std::uint64_t, RequestCanceller*> cancellers;
   std::vector<std::int64_t> timer_lags;
   RefusalTracker refusals;
+  // Credential header values: never in an error message (StreamRecorder, issue 23).
+  std::vector<std::string> secrets = credential_values(spec.target.headers);
   std::int64_t epoch = 0;
   std::int64_t window_start = 0;  // absolute steady ns
   std::int64_t window_end = 0;
@@ -231,6 +233,7 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     rc.idle_timeout_ns = spec.deadlines.idle_ms * kMs;
     rc.total_timeout_ns = spec.deadlines.total_ms * kMs;
     rc.record_token_times = spec.record_token_times;
+    rc.secrets = &secrets;
     StreamRecorder recorder(rc, sample);
     RequestCanceller canceller;
     cancellers.emplace(index, &canceller);
@@ -312,6 +315,9 @@ asio::awaitable<void> StepRun::closed_worker() {
 asio::awaitable<void> StepRun::open_scheduler() {
   ArrivalProcess arrivals(spec.load.rate, spec.load.inter_arrival, spec.load.burstiness,
                           spec.seed ^ 0xa5a5a5a5ULL);
+  // The window carries exactly the planned number of arrivals (arrival_process.h): the rate a
+  // step is judged at is the rate it offered, not a Poisson draw ±10 % around it.
+  arrivals.set_exact_count_segments({spec.warmup_s, spec.warmup_s + spec.duration_s});
   while (!stopping) {
     const auto next = arrivals.next();
     if (!next) break;

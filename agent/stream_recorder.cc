@@ -1,6 +1,7 @@
 #include "agent/stream_recorder.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "agent/chunk_decoder.h"
 
@@ -12,6 +13,64 @@ namespace {
 
 constexpr std::size_t kMaxMessageBytes = 256;
 constexpr std::size_t kMaxNonStreamedBody = 16 * 1024 * 1024;
+
+constexpr std::string_view kRedacted = "[redacted]";
+constexpr std::size_t kMinSecretPrefix = 4;  // shorter cut-off tails are not worth hiding
+
+// Length of the valid UTF-8 sequence at s[i], 0 when invalid or cut short.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4;
+  else
+    return 0;
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xC0) != 0x80) return 0;
+  }
+  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F))) return 0;
+  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F))) return 0;
+  return n;
+}
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+void redact(std::string& s, const std::vector<std::string>* secrets) {
+  if (!secrets) return;
+  for (const auto& v : *secrets) {
+    if (v.size() < kMinSecretPrefix) continue;
+    for (std::size_t at = s.find(v); at != std::string::npos; at = s.find(v, at + kRedacted.size()))
+      s.replace(at, v.size(), kRedacted);
+    // A secret cut short by the end of the text (a clipped body): its prefix goes too.
+    for (std::size_t k = std::min(v.size() - 1, s.size()); k >= kMinSecretPrefix; --k) {
+      if (s.compare(s.size() - k, k, v, 0, k) == 0) {
+        s.replace(s.size() - k, k, kRedacted);
+        break;
+      }
+    }
+  }
+}
 
 std::string clip(std::string_view s, std::size_t n) {
   return std::string(s.substr(0, std::min(s.size(), n)));
@@ -26,6 +85,31 @@ ErrorClass class_of_status(int status) {
 
 }  // namespace
 
+std::vector<std::string> credential_values(
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : headers) {
+    std::string lower(name);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "authorization" && lower != "proxy-authorization" && lower != "x-api-key" &&
+        lower != "api-key")
+      continue;
+    out.push_back(value);
+    const auto space = value.find(' ');
+    if (space != std::string::npos && space + 1 < value.size())
+      out.push_back(value.substr(space + 1));
+  }
+  return out;
+}
+
+std::string message_excerpt(std::string_view text, std::size_t max_bytes,
+                            const std::vector<std::string>* secrets) {
+  std::string s(text);
+  redact(s, secrets);
+  if (s.size() > max_bytes) s.resize(max_bytes);
+  return valid_utf8(s);
+}
+
 StreamRecorder::StreamRecorder(RecorderConfig config, analysis::RequestSample& sample)
     : config_(config), sample_(sample) {}
 
@@ -33,8 +117,8 @@ void StreamRecorder::set_error(ErrorClass error, std::string message) {
   if (error_set_) return;
   error_set_ = true;
   sample_.error = error;
-  if (message.size() > kMaxMessageBytes) message.resize(kMaxMessageBytes);
-  sample_.error_message = std::move(message);
+  // Every message passes here: secrets out (before the clip), then valid UTF-8 (issue 23).
+  sample_.error_message = message_excerpt(message, kMaxMessageBytes, config_.secrets);
 }
 
 void StreamRecorder::on_headers(int status, std::string_view content_type, std::int64_t t_ns) {
@@ -90,8 +174,8 @@ bool StreamRecorder::on_event(const SseEventView& event) {
   }
   if (complete()) return true;  // after the whole answer (finish + usage) only [DONE] matters
   if (c.malformed) {
-    set_error(ErrorClass::kProtocol,
-              "malformed JSON in SSE event (" + c.malformed_reason + "): " + clip(event.data, 200));
+    set_error(ErrorClass::kProtocol, "malformed JSON in SSE event (" + c.malformed_reason +
+                                         "): " + message_excerpt(event.data, 200, config_.secrets));
     return false;
   }
   if (response_id_.empty() && !c.id.empty()) response_id_ = c.id;
@@ -101,7 +185,8 @@ bool StreamRecorder::on_event(const SseEventView& event) {
       ec = ErrorClass::kHttp429;
     else if (c.server_error_code >= 400 && c.server_error_code < 500)
       ec = ErrorClass::kHttp4xx;
-    set_error(ec, "error event in stream: " + clip(c.server_error_message, 200));
+    set_error(ec, "error event in stream: " +
+                      message_excerpt(c.server_error_message, 200, config_.secrets));
     return false;
   }
   if (c.is_token) {
@@ -174,14 +259,14 @@ void StreamRecorder::finish(const ExchangeResult& x) {
         // A reset after the whole answer lost nothing: the response was complete.
       } else if (x.error == ErrorClass::kTruncated && status_ > 0 && !answered) {
         // An error response whose body was cut is still that error.
-        set_error(class_of_status(status_),
-                  "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
+        set_error(class_of_status(status_), "HTTP " + std::to_string(status_) + ": " +
+                                                message_excerpt(error_body_, 200, config_.secrets));
       } else {
         set_error(x.error, x.error_message);
       }
     } else if (status_ < 200 || status_ >= 300) {
-      set_error(class_of_status(status_),
-                "HTTP " + std::to_string(status_) + ": " + clip(error_body_, 200));
+      set_error(class_of_status(status_), "HTTP " + std::to_string(status_) + ": " +
+                                              message_excerpt(error_body_, 200, config_.secrets));
     } else if (config_.streaming && data_events_ == 0) {
       // A 2xx event stream that ended without one data event (not even [DONE]) answered
       // nothing: counting it ok would add a zero-token success to goodput.
@@ -190,11 +275,12 @@ void StreamRecorder::finish(const ExchangeResult& x) {
     } else if (!config_.streaming) {
       const DecodedChunk c = ChunkDecoder::decode(error_body_, config_.api, false);
       if (c.malformed) {
-        set_error(ErrorClass::kProtocol, "malformed JSON response (" + c.malformed_reason +
-                                             "): " + clip(error_body_, 200));
+        set_error(ErrorClass::kProtocol, "malformed JSON response (" + c.malformed_reason + "): " +
+                                             message_excerpt(error_body_, 200, config_.secrets));
       } else if (c.server_error) {
-        set_error(class_of_status(c.server_error_code >= 400 ? c.server_error_code : 500),
-                  "error response: " + clip(c.server_error_message, 200));
+        set_error(
+            class_of_status(c.server_error_code >= 400 ? c.server_error_code : 500),
+            "error response: " + message_excerpt(c.server_error_message, 200, config_.secrets));
       } else if (c.finish_reason == analysis::FinishReason::kUnknown) {
         set_error(ErrorClass::kTruncated, "response without a finish_reason (" +
                                               std::to_string(error_body_.size()) + " body bytes)");

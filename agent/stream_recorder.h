@@ -20,6 +20,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/api_kind.h"
@@ -40,7 +42,22 @@ struct RecorderConfig {
   std::int64_t idle_timeout_ns = 0;         // gap between events after the first token; 0 = none
   std::int64_t total_timeout_ns = 0;        // 0 = none
   bool record_token_times = false;
+  // Values that must never appear in an error message (credential header values, e.g. the
+  // plan's api_key): replaced before any clipping, also when a clip cut one short. Not owned;
+  // outlives the recorder (the step's list).
+  const std::vector<std::string>* secrets = nullptr;
 };
+
+// The secret values of credential headers (Authorization, Proxy-Authorization, X-Api-Key,
+// Api-Key): the whole value and, for "Bearer x"/"Basic x", x alone.
+std::vector<std::string> credential_values(
+    const std::vector<std::pair<std::string, std::string>>& headers);
+
+// Error-message text as stored: secrets replaced by "[redacted]" (a secret cut at the end of
+// `text` too), clipped to max_bytes, then invalid UTF-8 (also a character the clip split)
+// replaced by U+FFFD, so every export can encode it.
+std::string message_excerpt(std::string_view text, std::size_t max_bytes,
+                            const std::vector<std::string>* secrets);
 
 class StreamRecorder final : public ResponseObserver, private SseSink {
  public:

@@ -23,6 +23,7 @@
 #include "server/rest_api.h"
 #include "server/shard_hub.h"
 #include "storage/database.h"
+#include "storage/disk_space.h"
 #include "storage/migration.h"
 #include "storage/migrator.h"
 #include "storage/sample_writer.h"
@@ -142,6 +143,7 @@ void Daemon::start() {
       DatasetPolicy{true, config_.dataset_dir,
                     static_cast<std::uint64_t>(config_.max_dataset_mib * 1024 * 1024)});
   runner_->set_shard_hub(shards_.get());
+  runner_->set_database_file(config_.database, storage::file_identity(config_.database));
   JobRunner* runner = runner_.get();
   scheduler_ = std::make_unique<JobScheduler>(
       JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs},
@@ -173,9 +175,10 @@ void Daemon::start() {
     }
     lowered.wait();
   }
-  api_ = std::make_unique<RestApi>(RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_,
-                                               shutting_down_, shards_.get(), database_check_},
-                                   *blocking_);
+  api_ = std::make_unique<RestApi>(
+      RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_, shutting_down_, shards_.get(),
+                  database_check_, storage::file_identity(config_.database)},
+      *blocking_);
   net::HttpServerOptions ho;
   ho.address = config_.listen_address;
   ho.port = config_.port;
@@ -203,6 +206,12 @@ void Daemon::start() {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
+  if (config_.open_to_network())
+    log()->warn(
+        "SECURITY: the API listens on {} with no admin_tokens or read_tokens: anyone who can "
+        "reach this port can submit load tests and read results (set admin_tokens, or listen on "
+        "127.0.0.1; docs/security.md)",
+        config_.listen_address);
   log()->info("llmcapd listening on http://{}:{} (database {})", config_.listen_address,
               http_->port(), config_.database);
 }

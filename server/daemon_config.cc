@@ -40,6 +40,13 @@ void DaemonConfig::bind(Settings& s) {
   s.add("k8s_api_timeout_ms", "deadline of one Kubernetes API request", &k8s_api_timeout_ms);
 }
 
+bool DaemonConfig::open_to_network() const {
+  if (!auth_disabled()) return false;
+  const std::string& a = listen_address;
+  const bool loopback = a == "localhost" || a == "::1" || a == "[::1]" || a.rfind("127.", 0) == 0;
+  return !loopback;
+}
+
 std::string DaemonConfig::validate() const {
   if (io_threads < 1 || io_threads > 64) return "io_threads: must be in [1, 64]";
   if (max_body_bytes < 1024) return "max_body_bytes: must be at least 1024";

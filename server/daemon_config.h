@@ -74,6 +74,9 @@ struct DaemonConfig {
   std::string validate() const;
   // True when no token is configured: the API is open (loopback default).
   bool auth_disabled() const { return admin_tokens.empty() && read_tokens.empty(); }
+  // No tokens and an address other machines can reach (not loopback): anyone who can reach the
+  // port may submit jobs. Warned at start and in /readyz (docs/security.md).
+  bool open_to_network() const;
 };
 
 }  // namespace llmcap::server

@@ -19,6 +19,7 @@
 #include "server/plan_executor.h"
 #include "server/sample_codec.h"
 #include "server/shard_hub.h"
+#include "storage/disk_space.h"
 #include "storage/job_store.h"
 #include "storage/sample_writer.h"
 
@@ -91,6 +92,9 @@ class DaemonSink final : public ExecutionSink {
         redactor_(redactor) {}
 
   void set_after_step(std::function<void()> f) { after_step_ = std::move(f); }
+  // Before each step is stored: "" when storage is sound, else why the job must stop (the
+  // database file was deleted or replaced under the daemon).
+  void set_storage_check(std::function<std::string()> f) { storage_check_ = std::move(f); }
 
   void on_step_started(const StepContext& ctx) override {
     storage::NewStep s;
@@ -131,6 +135,12 @@ class DaemonSink final : public ExecutionSink {
   bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
                         const std::vector<agent::TelemetryPoint>& telemetry, const json& step_json,
                         std::string& error) override {
+    if (storage_check_) {
+      if (auto problem = storage_check_(); !problem.empty()) {
+        error = "storage: " + problem + "; nothing more of this job can be kept";
+        return false;
+      }
+    }
     last_dropped_ = 0;
     metrics_.set_in_flight(ctx.target, 0);
     for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
@@ -234,6 +244,7 @@ class DaemonSink final : public ExecutionSink {
   JobEvents& events_;
   const SecretRedactor& redactor_;
   std::function<void()> after_step_;  // called once each step is stored
+  std::function<std::string()> storage_check_;
   std::int64_t step_id_ = -1;
   std::string begin_error_;
   std::uint64_t last_dropped_ = 0;
@@ -394,6 +405,8 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   std::stop_source stop_after_step;
   std::stop_callback forward_stop(stop, [&stop_after_step] { stop_after_step.request_stop(); });
   DaemonSink sink(job_id, store_, writer_, metrics_, events_, *redactor);
+  sink.set_storage_check(
+      [this] { return storage::database_file_problem(database_path_, database_file_); });
   sink.set_after_step([this, &stop_after_step] {
     if (shutting_down_) stop_after_step.request_stop();
   });

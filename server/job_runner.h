@@ -14,10 +14,12 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <stop_token>
 #include <string>
 
 #include "server/dataset_policy.h"
+#include "storage/disk_space.h"
 
 namespace llmcap::storage {
 class JobStore;
@@ -51,6 +53,12 @@ class JobRunner {
   // its stored relative dataset paths again when it starts, and its steps read at most
   // max_bytes. Set before run().
   void set_dataset_policy(DatasetPolicy policy) { dataset_policy_ = std::move(policy); }
+  // The database file and its identity at start: a job whose database file is deleted or
+  // replaced under it fails at its next step instead of "succeeding" into an orphan file.
+  void set_database_file(std::string path, std::optional<storage::FileIdentity> at_start) {
+    database_path_ = std::move(path);
+    database_file_ = at_start;
+  }
 
  private:
   void run_job(const std::string& job_id, std::stop_token stop);
@@ -65,6 +73,8 @@ class JobRunner {
   double telemetry_interval_s_;
   ShardHub* shard_hub_ = nullptr;
   DatasetPolicy dataset_policy_{true, "", 256ULL << 20};
+  std::string database_path_;
+  std::optional<storage::FileIdentity> database_file_;
   std::atomic<bool> shutting_down_{false};
 };
 

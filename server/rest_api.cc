@@ -360,6 +360,9 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   // Why the database cannot take new work now ("" when it can): a read-only filesystem, or
   // less free space than min_free_disk_mib.
   std::string write_blocker(bool* disk_full = nullptr) const {
+    if (auto gone = storage::database_file_problem(deps.config.database, deps.database_file);
+        !gone.empty())
+      return gone;
     const auto disk = storage::disk_state_for(deps.config.database);
     if (!disk) return "";
     if (disk->read_only) return "the database's filesystem is read-only";
@@ -847,6 +850,10 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
                 {"queued_jobs", deps.scheduler.queued()},
                 {"running_jobs", deps.scheduler.running()}};
       if (!blocked.empty()) body["reason"] = blocked;
+      if (deps.config.open_to_network())
+        body["warnings"] = json::array(
+            {"the API listens on " + deps.config.listen_address +
+             " with no tokens: anyone who can reach it can submit jobs (docs/security.md)"});
       if (deps.database_check != "ok")
         body["reason"] = "database quick_check at start: " + deps.database_check;
       return json_response(ready ? 200 : 503, body);
@@ -1025,7 +1032,10 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
       if (csv)
         chunk += sample_csv_line(r, seq_of[r.step_id]);
       else
-        chunk += sample_json(r, seq_of[r.step_id]).dump() + "\n";
+        // Invalid UTF-8 stored by an older version must not end the export (issue 23 #11).
+        chunk +=
+            sample_json(r, seq_of[r.step_id]).dump(-1, ' ', false, json::error_handler_t::replace) +
+            "\n";
     }
     remaining -= static_cast<int>(page.value().rows.size());
     next = page.value().next_after_id;
@@ -1035,7 +1045,14 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::stream_requests(
     co_await asio::post(blocking, asio::use_awaitable);
     page = deps.store.read_samples(id, step_id, cursor, std::min(remaining, 5000));
     co_await asio::post(io, asio::use_awaitable);
-    if (!page.ok()) break;  // headers are gone: end the stream early
+    if (!page.ok()) {
+      // Headers are gone: the stream is cut without its last chunk, so a client sees an
+      // incomplete export, never a short one that looks whole.
+      log()->error("job {}: sample export cut after {} rows: {}", id, limit - remaining,
+                   page.status().to_string());
+      out.reset();
+      co_return std::nullopt;
+    }
   }
   co_await out.finish();
   co_return std::nullopt;

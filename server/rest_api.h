@@ -12,8 +12,10 @@
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
+#include <optional>
 
 #include "net/http_server.h"
+#include "storage/disk_space.h"
 
 namespace llmcap::storage {
 class JobStore;
@@ -37,6 +39,8 @@ struct RestApiDeps {
   ShardHub* shards = nullptr;  // agent fleets (/v1/jobs/{id}/shards/...); null: 404
   // PRAGMA quick_check of the database at start: "ok", or what it found (then /readyz is 503).
   std::string database_check = "ok";
+  // The database file at start: deleted or replaced later means not ready (issue 23 #12).
+  std::optional<storage::FileIdentity> database_file;
 };
 
 class RestApi {

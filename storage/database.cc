@@ -3,10 +3,12 @@
 #include <sqlite3.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -91,6 +93,9 @@ Status status_from_sqlite(int rc, sqlite3* db, std::string_view context) {
 Result<Database> Database::open(const std::string& path, const DatabaseOptions& options) {
   int flags = SQLITE_OPEN_NOMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  const bool on_disk = !path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0;
+  std::error_code exists_ec;
+  const bool created = on_disk && !options.read_only && !std::filesystem::exists(path, exists_ec);
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   // Even on failure SQLite usually hands back a handle that must be closed; Database owns it.
@@ -100,6 +105,9 @@ Result<Database> Database::open(const std::string& path, const DatabaseOptions& 
   }
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  // The database holds target secrets while jobs run: a new file is readable by its owner only
+  // (SQLite gives its -wal and -shm files the same mode).
+  if (created) ::chmod(path.c_str(), 0600);
   // The first statement reads the header: a non-database file fails here with kCorrupt.
   if (!options.read_only) {
     if (Status s = db.exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
@@ -108,6 +116,11 @@ Result<Database> Database::open(const std::string& path, const DatabaseOptions& 
     if (Status s = db.exec("SELECT count(*) FROM sqlite_schema"); !s.ok()) return s;
   }
   if (Status s = db.exec("PRAGMA foreign_keys=ON"); !s.ok()) return s;
+  // Deleted rows (secrets of finished jobs, deleted jobs) are overwritten, not left in free
+  // pages.
+  if (!options.read_only) {
+    if (Status s = db.exec("PRAGMA secure_delete=ON"); !s.ok()) return s;
+  }
   return db;
 }
 

@@ -1,6 +1,7 @@
 #include "storage/disk_space.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -9,6 +10,23 @@
 #include <filesystem>
 
 namespace llmcap::storage {
+
+std::optional<FileIdentity> file_identity(const std::string& db_path) {
+  if (db_path.empty() || db_path == ":memory:" || db_path.rfind("file:", 0) == 0)
+    return std::nullopt;
+  struct stat st {};
+  if (::stat(db_path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
+std::string database_file_problem(const std::string& db_path,
+                                  const std::optional<FileIdentity>& at_start) {
+  if (!at_start) return "";  // in-memory database, or none to compare with
+  const auto now = file_identity(db_path);
+  if (!now) return "the database file " + db_path + " was deleted while llmcapd runs";
+  if (*now != *at_start) return "the database file " + db_path + " was replaced while llmcapd runs";
+  return "";
+}
 
 std::optional<DiskState> disk_state_for(const std::string& db_path) {
   if (db_path.empty() || db_path == ":memory:" || db_path.rfind("file:", 0) == 0)
@@ -22,7 +40,8 @@ std::optional<DiskState> disk_state_for(const std::string& db_path) {
   struct statvfs st {};
   if (::statvfs(where.c_str(), &st) != 0) return std::nullopt;
   DiskState out;
-  out.free_bytes = static_cast<std::uint64_t>(st.f_bavail) * static_cast<std::uint64_t>(st.f_frsize);
+  out.free_bytes =
+      static_cast<std::uint64_t>(st.f_bavail) * static_cast<std::uint64_t>(st.f_frsize);
   out.read_only = (st.f_flag & ST_RDONLY) != 0;
   if (!out.read_only) {
     const std::filesystem::path dir =

@@ -19,6 +19,19 @@ struct DiskState {
   std::string write_error;
 };
 
+// Which file a path names now (device and inode): a database file deleted or replaced under a
+// running daemon is detected by comparing it with the identity taken at start (issue 23).
+struct FileIdentity {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+// nullopt when the path does not exist (or for ":memory:" / URI databases: see below).
+std::optional<FileIdentity> file_identity(const std::string& db_path);
+// "" when `db_path` still names the file identified at start (`at_start`); else why not.
+std::string database_file_problem(const std::string& db_path,
+                                  const std::optional<FileIdentity>& at_start);
+
 // The filesystem of `db_path` (its directory when the file does not exist yet). nullopt for
 // ":memory:" / URI databases or when statvfs fails. Creates, writes one byte to and removes a
 // probe file in the database's directory (SQLite needs that directory writable for its WAL).

@@ -493,6 +493,14 @@ Result<JobRecord> SqliteJobStore::update_state_once(std::string_view job_id, Job
                          .bind(":error", error_message)
                          .bind(":id", job_id)
                          .run());
+  if (is_terminal(to)) {
+    // A finished job never sends another request: its target secrets go with the state, in
+    // the same transaction (secure_delete zeroes their pages; docs/security.md). Only an
+    // interrupted job, which may resume, keeps them.
+    Result<Statement> del = writer_.prepare("DELETE FROM job_secrets WHERE job_id = ?");
+    if (!del.ok()) return del.status();
+    LLMCAP_STORAGE_TRY(del->bind(1, job_id).run());
+  }
   Result<JobRecord> job = read_job(writer_, job_id);
   if (!job.ok()) return job.status();
   LLMCAP_STORAGE_TRY(tx->commit());

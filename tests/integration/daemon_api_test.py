@@ -497,6 +497,23 @@ class DatasetTest(unittest.TestCase, ProblemAssertions):
                            ["completed_ok"], 0)
 
 
+class OpenToNetworkTest(unittest.TestCase):
+    def test_no_tokens_beyond_loopback_is_warned_at_start_and_in_readyz(self):
+        # Issue 23 #5: listening on 0.0.0.0 without tokens no longer starts silently.
+        d = Daemon(BINARY, args=["--listen-address", "0.0.0.0"], log_level="info")
+        self.addCleanup(d.cleanup)
+        d.start()
+        ready = d.get_json("/readyz")
+        self.assertEqual(ready["status"], "ready")
+        self.assertIn("no tokens", ready["warnings"][0])
+        self.assertIn("SECURITY:", d.log_text())
+        quiet = Daemon(BINARY, log_level="info")  # loopback: nothing to warn about
+        self.addCleanup(quiet.cleanup)
+        quiet.start()
+        self.assertNotIn("warnings", quiet.get_json("/readyz"))
+        self.assertNotIn("SECURITY:", quiet.log_text())
+
+
 class AuthTest(unittest.TestCase, ProblemAssertions):
     def test_tokens(self):
         d = Daemon(BINARY, args=["--admin-tokens", ADMIN, "--read-tokens", READ],

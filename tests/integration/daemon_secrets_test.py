@@ -145,6 +145,20 @@ class SecretsTest(unittest.TestCase):
                     d.check_body(f.read() + cp.stdout, "llmcapd report --format " + fmt)
         d.signal(signal.SIGTERM)
         self.assertEqual(d.wait(20), 0)
+        # Issue 23 #3: the database is its owner's only, and a finished job's secrets are gone
+        # from it — rows and bytes (secure_delete), main file and WAL.
+        self.assertEqual(os.stat(d.db_path).st_mode & 0o777, 0o600)
+        import sqlite3
+        db = sqlite3.connect(d.db_path)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM job_secrets").fetchone()[0], 0)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        for suffix in ("", "-wal"):
+            if os.path.exists(d.db_path + suffix):
+                with open(d.db_path + suffix, "rb") as f:
+                    raw = f.read()
+                for s in (SIM_KEY, ECHO_KEY, ECHO_HEADER):
+                    self.assertNotIn(s.encode(), raw, "secret %r in %s" % (s, suffix or "db"))
         log = d.all_logs()
         self.assertIn(job_id, log)  # the log is really written (debug level)
         for s in SECRETS:

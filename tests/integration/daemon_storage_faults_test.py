@@ -270,6 +270,32 @@ class StorageFaultTest(unittest.TestCase):
         self.assertEqual(d.request("GET", "/readyz").status, 200)
 
 
+class DeletedDatabaseTest(unittest.TestCase):
+    def test_deleting_the_database_mid_job_fails_it_loudly(self):
+        # Issue 23 #12: the job and later jobs once "succeeded" into an unlinked file, /readyz
+        # stayed ready, and after a restart nothing existed.
+        tmp = tempfile.mkdtemp(prefix="llmcap-unlink-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db_path = os.path.join(tmp, "llmcap.db")
+        d = Daemon(BINARY, db_path=db_path, args=["--shutdown-grace-s", "2"], log_level="info")
+        self.addCleanup(d.cleanup)
+        d.start()
+        job_id = d.submit(fault_plan("unlinked"))
+        d.wait_job(job_id, lambda j: done_at_least(j, 0), 60, "first step")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db_path + suffix):
+                os.unlink(db_path + suffix)
+        job = d.wait_job(job_id, lambda j: j["state"] in ("failed", "succeeded", "cancelled"),
+                         30, "a final state after the database file was deleted")
+        self.assertEqual(job["state"], "failed", job)
+        self.assertIn("deleted", job["error"])
+        r = d.request("GET", "/readyz")
+        self.assertEqual(r.status, 503, r.body)
+        self.assertIn("deleted", r.json()["reason"])
+        self.assertEqual(d.request("POST", "/v1/jobs", fault_plan("after")).status, 503)
+        self.assertIn("was deleted", d.log_text())
+
+
 class CorruptPageTest(unittest.TestCase):
     def test_a_corrupted_page_is_reported_by_readyz_at_start(self):
         # Issue 24 #4: PRAGMA quick_check runs at start; a corrupted page makes /readyz 503

@@ -37,6 +37,43 @@ TEST(ArrivalProcess, PoissonMeanRateAndExponentialGaps) {
   for (std::size_t i = 1; i < t.size(); ++i) ASSERT_GE(t[i], t[i - 1]);
 }
 
+TEST(ArrivalProcess, ExactCountSegmentsCarryThePlannedCountAndKeepTheirShape) {
+  // Issue 17: a 40 s window at 1.4 rps (56 planned) carried 46 Poisson arrivals in one run and
+  // a step at the SLA boundary passed by that luck. With exact counts every window holds
+  // round(rate × length) arrivals, for every seed; the gaps stay exponential (CV ≈ 1) or keep
+  // their gamma burstiness.
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    ArrivalProcess a(RateProfile::constant(1.4), InterArrival::kPoisson, 1, seed);
+    a.set_exact_count_segments({15, 55});
+    const auto warm = a.until(15 * kSec);
+    const auto window = a.until(55 * kSec);
+    EXPECT_EQ(warm.size(), 21u) << seed;    // 1.4 × 15
+    EXPECT_EQ(window.size(), 56u) << seed;  // 1.4 × 40
+    for (const auto t : window) {
+      EXPECT_GE(t, 15 * kSec);
+      EXPECT_LT(t, 55 * kSec);
+    }
+    const auto after = a.until(100 * kSec);  // the free process continues afterwards
+    EXPECT_GT(after.size(), 40u);
+    EXPECT_LT(after.size(), 90u);
+  }
+  ArrivalProcess p(RateProfile::constant(100), InterArrival::kPoisson, 1, 7);
+  p.set_exact_count_segments({1000});
+  const auto t = p.until(1000 * kSec);
+  EXPECT_EQ(t.size(), 100000u);
+  EXPECT_NEAR(cv(gaps_s(t)), 1.0, 0.02);
+  for (std::size_t i = 1; i < t.size(); ++i) ASSERT_GE(t[i], t[i - 1]);
+  ArrivalProcess g(RateProfile::constant(100), InterArrival::kGamma, 0.25, 7);
+  g.set_exact_count_segments({1000});
+  const auto tg = g.until(1000 * kSec);
+  EXPECT_EQ(tg.size(), 100000u);
+  EXPECT_NEAR(cv(gaps_s(tg)), 2.0, 0.1);  // 1 / sqrt(0.25)
+  // A ramp: the count follows the integral of the rate.
+  ArrivalProcess r(RateProfile::ramp(0, 10, 20), InterArrival::kPoisson, 1, 3);
+  r.set_exact_count_segments({20});
+  EXPECT_EQ(r.until(20 * kSec).size(), 100u);
+}
+
 TEST(ArrivalProcess, SeededDeterminism) {
   ArrivalProcess a(RateProfile::constant(50), InterArrival::kPoisson, 1, 7);
   ArrivalProcess b(RateProfile::constant(50), InterArrival::kPoisson, 1, 7);

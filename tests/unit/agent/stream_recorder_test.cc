@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/unit/agent/test_util.h"
 
 namespace llmcap::agent {
@@ -231,6 +233,47 @@ TEST(StreamRecorder, HttpErrorsAreClassified) {
     EXPECT_EQ(s.error_message, "HTTP " + std::to_string(status) + ": {\"error\":\"busy\"}");
     EXPECT_EQ(s.http_status, status);
   }
+}
+
+TEST(StreamRecorder, ErrorBodiesNeverLeakSecretsNotEvenCutOnes) {
+  // Issue 23 #3: a 500 body that echoes the request's Authorization header. The body is kept to
+  // 256 bytes and the message to 200, so a clip can cut the key: the whole key and a cut-off
+  // prefix of it are both redacted, before any clipping.
+  const std::string key = "sk-live-0123456789abcdefghijklmnop";
+  const std::vector<std::string> secrets =
+      credential_values({{"Authorization", "Bearer " + key}, {"Content-Type", "x"}});
+  ASSERT_EQ(secrets.size(), 2u);
+  for (const std::size_t pad : {0, 150, 180, 190, 230, 245}) {
+    RequestSample s;
+    RecorderConfig c = config(ApiKind::kChat);
+    c.secrets = &secrets;
+    StreamRecorder r(c, s);
+    r.on_headers(500, "text/plain", kEpoch);
+    r.on_body(std::string(pad, '.') + "echo: Authorization: Bearer " + key + " end", kEpoch + 1);
+    r.finish(ok_exchange(500));
+    EXPECT_EQ(s.error, ErrorClass::kHttp5xx);
+    for (std::size_t n = 4; n <= key.size(); ++n)
+      EXPECT_EQ(s.error_message.find(key.substr(0, n)), std::string::npos)
+          << "pad " << pad << ": " << s.error_message;
+  }
+}
+
+TEST(StreamRecorder, ErrorMessagesAreValidUtf8EvenWhenTheBodyIsNot) {
+  // Issue 23 #11: a 503 body cut mid-character once emptied the NDJSON export.
+  RequestSample s;
+  StreamRecorder r(config(ApiKind::kChat), s);
+  r.on_headers(503, "text/plain", kEpoch);
+  std::string body(198, 'x');
+  body += "\xE2\x82\xAC\xE2\x82\xAC";  // two euro signs; the 200-byte clip splits the first
+  body += "\xFF\xC0\x80";              // and invalid bytes after it
+  r.on_body(body, kEpoch + 1);
+  r.finish(ok_exchange(503));
+  EXPECT_EQ(s.error, ErrorClass::kHttp5xx);
+  const nlohmann::json j = s.error_message;  // throws on invalid UTF-8 when dumped
+  EXPECT_NO_THROW((void)j.dump());
+  EXPECT_NE(s.error_message.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_EQ(message_excerpt("ok \xC3\xA9", 100, nullptr), "ok \xC3\xA9");  // valid stays
+  EXPECT_EQ(message_excerpt("\xED\xA0\x80", 100, nullptr), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST(StreamRecorder, WrongContentTypeIsAProtocolError) {
