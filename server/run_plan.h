@@ -1,5 +1,5 @@
 // RunPlan: a validated plan in the shape the executor needs — agent step specs, analysis SLA,
-// phases — built from the API's plan (api/plan.h) by to_run_plan() in plan_conversion.h.
+// phases — built from the API's plan (api/test_plan.h) by to_run_plan() in plan_conversion.h.
 // Plain values.
 #pragma once
 
