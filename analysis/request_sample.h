@@ -1,5 +1,6 @@
-// RequestSample: what the load generator records about one request (DOMAIN.md §2).
-// A plain value: produced by agent/, summarised by analysis/, persisted by server/ via storage/.
+// RequestSample: what the load generator records about one request (README.md, "What is measured,
+// and how"). A plain value: produced by agent/, summarised by analysis/, persisted by server/ via
+// storage/.
 //
 // Clock: every t_* field is nanoseconds on one monotonic clock (steady_clock), relative to the
 // epoch of the step that produced the sample (t = 0 at the step's start). -1 means "did not

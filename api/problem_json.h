@@ -1,4 +1,4 @@
-// The ONE place that maps project error codes to HTTP (STYLE.md §12). Add an ApiErrorCode →
+// The ONE place that maps project error codes to HTTP. Add an ApiErrorCode →
 // add its row to the table in problem_json.cc in the same change. Errors go out as
 // application/problem+json (RFC 9457) with a stable `type` URI, a title, the status, a human
 // `detail` and, for invalid input, every offending JSON path at once in `errors`.

@@ -1,6 +1,6 @@
 // Router: the REST API's route table — rows of {method, path pattern, route name} — and the
 // matcher that turns a request path into a route and its path parameters. 404 and 405 (with
-// the Allow header's methods) fall out of the table without code (STYLE.md §5).
+// the Allow header's methods) fall out of the table without code.
 //
 // Patterns are '/'-separated segments; "{name}" matches one non-empty segment, and a segment
 // like "{id}:cancel" matches "<value>:cancel" (Google AIP-136 custom methods).

@@ -1,7 +1,7 @@
 // The resource GET /v1/jobs/{id}/agents/manifest: the Kubernetes Indexed Job of a job's agent
 // fleet, from its stored plan's `agents` and the daemon's k8s_* settings — what the daemon
 // creates through the API, or what an operator applies by hand when it has no service account
-// (deploy/k8s/README.md). A pure function so RestApi stays a thin dispatcher (STYLE.md §5).
+// (deploy/k8s/README.md). A pure function so RestApi stays a thin dispatcher.
 // Thread-safety: pure; reads the service account's namespace file when k8s_namespace is empty.
 #pragma once
 

@@ -1,4 +1,4 @@
-// DaemonConfig: every setting of `llmcapd serve`, with its default and meaning (STYLE.md §13).
+// DaemonConfig: every setting of `llmcapd serve`, with its default and meaning.
 // Filled once at start-up from defaults < config file < LLMCAP_* environment < flags, validated
 // by validate(), then split into the per-module option structs.
 #pragma once

@@ -1,5 +1,5 @@
 // DaemonMetrics: every Prometheus metric llmcapd exports, declared together and created once
-// (STYLE.md §14), served at /metrics through our own HTTP listener with prometheus-cpp's
+// and served at /metrics through our own HTTP listener with prometheus-cpp's
 // TextSerializer. Names follow Prometheus conventions: llmcap_ prefix, base units (seconds),
 // _total for counters. Labels are bounded: target names, phases, outcomes, routes and status
 // codes — never job or request ids.

@@ -5,7 +5,7 @@
 // when the daemon has no service account. make_agent_launcher() picks one from K8sOptions.
 //
 // Calls block (HTTPS to the API server, seconds at worst): call them from a scheduler worker
-// or the blocking pool, never from an I/O thread (STYLE.md §10). Expected failures (RBAC,
+// or the blocking pool, never from an I/O thread. Expected failures (RBAC,
 // conflict, unreachable API) are values, never exceptions.
 // Thread-safety: implementations are safe to call from several threads at once.
 #pragma once

@@ -1,7 +1,7 @@
 // RestApi: llmcapd's REST resources (docs/openapi.json) on top of the route table
 // (api/router.h), the plan reader, the job store and the scheduler. Each request is parsed on
 // the connection's strand, then handled on the blocking pool (SQLite never runs on an I/O
-// thread, STYLE.md §10), and the response goes back through the connection. Streaming routes
+// thread), and the response goes back through the connection. Streaming routes
 // (/events, /requests) alternate between the pool (reads) and the strand (writes).
 //
 // Auth: bearer tokens from the config; with none configured the API is open (the loopback

@@ -1,7 +1,7 @@
 // Settings: binds the fields of a configuration struct to names, so one table drives the
 // config file (JSON object), the environment (LLMCAP_<KEY>) and command-line flags
 // (--<key-with-dashes>), plus the help text. Precedence: defaults < file < environment < flags.
-// Unknown keys are errors that name the key (STYLE.md §13). Not thread-safe; used at start-up.
+// Unknown keys are errors that name the key. Not thread-safe; used at start-up.
 #pragma once
 
 #include <cstdint>
