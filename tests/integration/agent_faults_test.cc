@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -176,19 +177,37 @@ StepResult run_with_at_least(std::unique_ptr<Target>& target, std::size_t min_sa
 
 // ---- Connection-level faults: every request fails the same way; the step still ends.
 
+// A loopback port of ours that answers nothing: bound but not listening (connections are
+// refused), or listening (the backlog completes the handshake) but never accepting or answering.
+struct LoopbackPort {
+  int fd = -1;
+  int port = 0;
+  explicit LoopbackPort(bool listening) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    if (listening) ::listen(fd, 128);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~LoopbackPort() {
+    if (fd >= 0) ::close(fd);
+  }
+  LoopbackPort(const LoopbackPort&) = delete;
+  LoopbackPort& operator=(const LoopbackPort&) = delete;
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
 TEST(AgentFaults, ConnectionRefusedOnAPortWithNothingListening) {
   // A bound but not listening socket: the port is ours, and connecting to it is refused.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string port = std::to_string(ntohs(a.sin_port));
-  const StepResult r = StepRunner().run(spec_for("http://127.0.0.1:" + port, 0.1));
-  ::close(fd);
+  std::optional<LoopbackPort> refusing(std::in_place, false);
+  ASSERT_GT(refusing->port, 0);
+  const std::string port = std::to_string(refusing->port);
+  const StepResult r = StepRunner().run(spec_for(refusing->url(), 0.1));
+  refusing.reset();
   expect_counts_add_up(r);
   ASSERT_FALSE(r.samples.empty());
   EXPECT_EQ(r.counts.failed, r.samples.size());
@@ -609,21 +628,15 @@ TEST(AgentFaults, AnUnreachableTargetEndsTheStepAsAnErrorAfterBackingOff) {
   // 64 closed-loop slots against a port nobody listens on: refusals back off (10 ms doubling
   // to 1 s, shared by the slots) and the step ends with "target unreachable" once 2 s passed
   // without an answer — not tens of thousands of connects and a measured step.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  StepSpec spec = spec_for("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)), 10);
+  std::optional<LoopbackPort> refusing(std::in_place, false);
+  ASSERT_GT(refusing->port, 0);
+  StepSpec spec = spec_for(refusing->url(), 10);
   spec.load.concurrency = 64;
   const auto t0 = std::chrono::steady_clock::now();
   const StepResult r = StepRunner().run(spec);
   const double took_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ::close(fd);
+  refusing.reset();
   EXPECT_TRUE(contains(r.fatal_error, "target unreachable")) << r.fatal_error;
   EXPECT_LT(took_s, 5.0);
   // 64 slots × (1 + ~8 backed-off retries in 2 s) at most: hundreds, not tens of thousands.
@@ -631,31 +644,12 @@ TEST(AgentFaults, AnUnreachableTargetEndsTheStepAsAnErrorAfterBackingOff) {
   EXPECT_GE(r.samples.size(), RefusalTracker::kMinRefusals);
 }
 
-// A port that completes TCP handshakes (the listen backlog) and never answers anything.
-struct SilentPort {
-  int fd = -1;
-  int port = 0;
-  SilentPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd, 128);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~SilentPort() { ::close(fd); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
-};
-
 TEST(AgentFaults, CalibrationProbesAreBoundedByThePlansTimeoutAndGiveUpOnSilence) {
   // Issue 24 #3 / issue 23 #8: a target that answers nothing held a 1 s step for 62 s (60 s
   // probes). A probe waits at most the plan's first-token timeout, and the first unanswered
   // probe ends calibration (the default ratio is used).
-  SilentPort silent;
-  ASSERT_GE(silent.fd, 0);
+  LoopbackPort silent(true);
+  ASSERT_GT(silent.port, 0);
   StepSpec spec = spec_for(silent.url(), 0.3);
   spec.workload.calibrate = true;
   spec.deadlines.first_token_ms = 300;
@@ -671,8 +665,8 @@ TEST(AgentFaults, CalibrationProbesAreBoundedByThePlansTimeoutAndGiveUpOnSilence
 }
 
 TEST(AgentFaults, CancelInterruptsACalibrationProbeAtOnce) {
-  SilentPort silent;
-  ASSERT_GE(silent.fd, 0);
+  LoopbackPort silent(true);
+  ASSERT_GT(silent.port, 0);
   StepSpec spec = spec_for(silent.url(), 10);
   spec.workload.calibrate = true;
   spec.deadlines.first_token_ms = 120'000;  // the probe alone would wait 60 s
