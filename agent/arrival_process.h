@@ -1,5 +1,5 @@
 // ArrivalProcess: the open-loop arrival schedule of a step, computed ahead of time and never
-// slowed by the server (coordinated-omission correct, DOMAIN §2/§7.2). Pure and seeded: the
+// slowed by the server (coordinated-omission correct, docs/metrics.md §2.1). Pure and seeded: the
 // same profile, kind, burstiness and seed give the same times on every machine.
 //
 // Method (time change of a renewal process): draw unit-mean gaps in "operational time"

@@ -1,8 +1,8 @@
 // ChunkDecoder: decodes the `data:` payload of one OpenAI-compatible streaming event (or a whole
-// non-streaming response body) into what measurement needs (DOMAIN §2): does it carry a
+// non-streaming response body) into what measurement needs (docs/metrics.md §1.2): does it carry a
 // generated token, finish reason, usage, response id, an in-stream error.
 //
-// Token rule (§2): completions: some choices[i].text non-empty; chat: some
+// Token rule (docs/metrics.md §1.2): completions: some choices[i].text non-empty; chat: some
 // choices[i].delta.content, delta.reasoning_content or delta.reasoning non-empty. Role-only,
 // empty, finish-only and usage-only chunks are not tokens. Usage may sit in the last chunk
 // that still has choices (llama.cpp) or in a separate `choices: []` chunk (vLLM); both read.
@@ -27,7 +27,7 @@ struct DecodedChunk {
   bool done = false;             // the `[DONE]` sentinel
   bool malformed = false;        // not JSON / not an object: a protocol error of the request
   std::string malformed_reason;  // parser message when malformed
-  bool is_token = false;         // carries ≥ 1 generated token (§2)
+  bool is_token = false;         // carries ≥ 1 generated token (metrics.md §1.2)
   std::uint32_t text_bytes = 0;  // bytes of generated text in this chunk
   analysis::FinishReason finish_reason = analysis::FinishReason::kUnknown;  // kUnknown = none
   std::int32_t prompt_tokens = -1;      // usage.prompt_tokens when present

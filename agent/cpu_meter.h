@@ -1,7 +1,7 @@
-// CpuMeter: the load generator's own CPU use (DOMAIN §1, §3: a saturated client makes a step
-// inconclusive). Thread CPU (CLOCK_THREAD_CPUTIME_ID of the thread that calls start/stop —
-// the agent's I/O thread), process CPU (getrusage RUSAGE_SELF: user + system) and wall time.
-// start() and stop() must be called on the same thread; not thread-safe otherwise.
+// CpuMeter: the load generator's own CPU use (docs/metrics.md §8.2, §4.1: a saturated client
+// makes a step inconclusive). Thread CPU (CLOCK_THREAD_CPUTIME_ID of the thread that calls
+// start/stop — the agent's I/O thread), process CPU (getrusage RUSAGE_SELF: user + system) and wall
+// time. start() and stop() must be called on the same thread; not thread-safe otherwise.
 #pragma once
 
 #include <cstdint>

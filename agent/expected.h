@@ -1,4 +1,4 @@
-// Expected<T>: a value or an error message, for expected failures (STYLE §11) in agent/.
+// Expected<T>: a value or an error message, for expected failures in agent/.
 // A plain value type; not thread-safe beyond what T is.
 #pragma once
 

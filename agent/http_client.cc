@@ -83,8 +83,9 @@ struct Attempt {
 
 // A Beast body type that hands de-chunked body bytes straight to the ResponseObserver as the
 // parser finds them in the connection's read buffer: no intermediate body buffer, no copy.
-// Every read is stamped once, at its first body byte (steady_clock, DOMAIN §2): the caller
-// resets t_ns to -1 before each socket read, so all events of one read share its arrival time.
+// Every read is stamped once, at its first body byte (steady_clock, docs/metrics.md §1.1): the
+// caller resets t_ns to -1 before each socket read, so all events of one read share its arrival
+// time.
 struct ObserverBody {
   struct value_type {
     ResponseObserver* observer = nullptr;

@@ -5,9 +5,9 @@
 // TLS handshake), writes the request, and hands the response to a ResponseObserver as bytes
 // arrive, straight from the connection's read buffer (no body copy), each read stamped once
 // with steady_clock as its completion is parsed. The observer decides the deadline (first-token
-// / idle / total, DOMAIN §2) of the write and header read, and of the body through one watchdog
-// timer that re-reads it (no timer re-arm per read), so timeouts are classified as the error
-// the observer names. Name resolution runs on Asio's
+// / idle / total, docs/metrics.md §2.3) of the write and header read, and of the body through
+// one watchdog timer that re-reads it (no timer re-arm per read), so timeouts are classified as
+// the error the observer names. Name resolution runs on Asio's
 // resolver thread and is raced against the deadline and the canceller, so a DNS server that never
 // answers cannot hold a request past its deadline (a failed answer is kConnect, no answer in time
 // the deadline's class). A kept-alive connection that the

@@ -1,5 +1,5 @@
 // LengthCalibrator: maps a target input length in tokens (of the target's tokenizer) to a
-// number of synthetic words, tokens ≈ overhead + tokens_per_word × words (DOMAIN §7.5).
+// number of synthetic words, tokens ≈ overhead + tokens_per_word × words (docs/metrics.md §9.1).
 //
 // fit() sets both coefficients from probes (the target's /tokenize, or usage.prompt_tokens of
 // 1-token requests); observe() then keeps adjusting tokens_per_word from the usage of real

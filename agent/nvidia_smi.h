@@ -1,6 +1,6 @@
 // nvidia_smi: an optional inventory of the local GPUs from `nvidia-smi --query-gpu=name,
 // memory.total,driver_version,power.limit --format=csv,noheader,nounits`, recorded with a job
-// so reports can say what hardware measured it (DOMAIN §5 names the GPU profiles).
+// so reports can say what hardware measured it (docs/metrics.md §8.2; §11 names the GPU profiles).
 //
 // query_gpus() runs the tool with a bounded wait; a missing tool (no NVIDIA driver on this host,
 // the normal case for remote targets) is "skipped" with a note, never an error. Parsing is a

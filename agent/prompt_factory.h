@@ -1,5 +1,5 @@
 // PromptFactory: synthetic prompts whose input lengths follow a LengthDistribution and whose
-// output lengths (max_tokens) follow another, seeded and reproducible (DOMAIN §7.5, §7.9).
+// output lengths (max_tokens) follow another, seeded and reproducible (docs/metrics.md §9).
 //
 // A prompt is `shared prefix words` (identical across requests, only when asked) followed by
 // a unique header (the request's index spelled in vocabulary words, so no two prompts share

@@ -1,9 +1,10 @@
 // RequestBuilder: builds the JSON body of an OpenAI-compatible completions/chat request.
 //
-// Streaming requests ask for usage (`stream_options.include_usage`, DOMAIN §2) so output
+// Streaming requests ask for usage (`stream_options.include_usage`, docs/metrics.md §1.3) so output
 // tokens come from the server's tokenizer. Output length is enforced with max_tokens +
-// ignore_eos (+ min_tokens when asked, §7.6). `extra_body` (a JSON object) is merged last at
-// the top level, so a plan can override or add any field (e.g. "cache_prompt": false).
+// ignore_eos (+ min_tokens when asked, docs/metrics.md §9.2). `extra_body` (a JSON object) is
+// merged last at the top level, so a plan can override or add any field (e.g. "cache_prompt":
+// false).
 //
 // Pure functions; thread-safe. Fails (as a value) when messages or extra_body are not valid
 // JSON of the right shape.

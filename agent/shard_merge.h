@@ -14,7 +14,8 @@
 //   window         the earliest window start and latest window end (shards start together,
 //                  so these agree within the clock offset); end = the latest shard end;
 //   client CPU     reported per shard; the merged figure is the busiest shard's (each shard
-//                  is a separate client, and one saturated client already biases latency, §3).
+//                  is a separate client, and one saturated client already biases latency,
+//                  docs/metrics.md §4).
 // Times in shard results are nanoseconds since each shard's own step start; the shards start
 // at one wall-clock instant, so the epochs agree within the measured clock offset.
 // Pure function; thread-safe.

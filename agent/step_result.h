@@ -14,7 +14,8 @@
 
 namespace llmcap::agent {
 
-// Exact order statistics of schedule lag (t_send − t_intended, §2) over sent requests.
+// Exact order statistics of schedule lag (t_send − t_intended, docs/metrics.md §3.4) over sent
+// requests.
 struct LagStats {
   std::uint64_t count = 0;
   double mean_ns = 0;
@@ -47,8 +48,8 @@ struct StepCounts {
   std::uint64_t failed = 0;         // errors incl. timeouts, excl. cancelled
   std::uint64_t cancelled = 0;      // cancelled at drain or by stop (reported, never dropped)
   std::uint64_t output_tokens = 0;  // sum of output_tokens of ok samples
-  // ok samples whose output_tokens differ from the planned max_tokens (§7.6: the server did
-  // not honour the length; with ignore_eos this should be 0) and how many had no usage.
+  // ok samples whose output_tokens differ from the planned max_tokens (docs/metrics.md §9.2: the
+  // server did not honour the length; with ignore_eos this should be 0) and how many had no usage.
   std::uint64_t output_length_mismatch = 0;
   std::uint64_t usage_missing = 0;
 };
@@ -61,7 +62,7 @@ struct StepResult {
 
   std::vector<analysis::RequestSample> samples;  // sorted by index
   std::vector<std::string> response_ids;         // parallel to samples: server's response id
-  analysis::LogHistogram itl_ns;       // ITL gaps of ok requests intended in the window (§2)
+  analysis::LogHistogram itl_ns;                 // ITL gaps of ok requests intended in the window
   std::uint64_t dropped_arrivals = 0;  // open loop: arrivals of the window refused at the cap
   std::uint64_t dropped_arrivals_warmup = 0;  // ... and those of the warm-up (reported only)
   std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series;  // (t_ns, in flight)
@@ -75,10 +76,10 @@ struct StepResult {
 
   CpuUsage cpu;                       // agent thread and process CPU over the step
   double client_cpu_utilisation = 0;  // cpu.thread_utilisation()
-  LagStats schedule_lag;              // t_send − t_intended over sent requests (§2; includes
+  LagStats schedule_lag;              // t_send − t_intended over sent requests (includes
                                       // connect + TLS of requests that opened a connection)
   LagStats dispatch_lag;              // the same minus connect and TLS time: the agent's own
-                                      // delay (use this one to judge client saturation, §3)
+                                      // delay (judges client saturation, docs/metrics.md §4.1)
   LagStats timer_lag;                 // open loop: wake-up time − scheduled arrival
   CalibrationInfo calibration;
   StepCounts counts;

@@ -301,7 +301,7 @@ asio::awaitable<void> StepRun::closed_worker() {
     if (now >= window_end) break;
     const std::uint64_t index = next_index++;
     ++result.counts.intended;
-    // Closed loop: t_intended is when the slot freed, i.e. now (§2).
+    // Closed loop: t_intended is when the slot freed, i.e. now (docs/metrics.md §2.1).
     const bool refused = co_await run_one(index, now);
     if (refused && !stopping) {
       // A refused connection frees the slot at once: without a pause, N workers would hammer
@@ -329,7 +329,8 @@ asio::awaitable<void> StepRun::open_scheduler() {
       if (stopping) break;
     }
     // The schedule never waits for the server: when we wake late, every due arrival is sent
-    // at once and keeps its planned time as t_intended (coordinated-omission correct, §7.2).
+    // at once and keeps its planned time as t_intended (coordinated-omission correct,
+    // docs/metrics.md §2.1).
     timer_lags.push_back(HttpClient::now_ns() - at);
     ++result.counts.intended;
     if (in_flight >= static_cast<std::uint64_t>(spec.load.in_flight_cap)) {
@@ -613,7 +614,7 @@ void StepRun::finalize() {
   if (result.counts.output_length_mismatch > 0) {
     logger()->warn(
         "{} of {} ok requests returned a different output length than planned "
-        "(max_tokens{}): the target may not honour the length (DOMAIN §7.6)",
+        "(max_tokens{}): the target may not honour the length (docs/metrics.md §9.2)",
         result.counts.output_length_mismatch, result.counts.ok,
         spec.workload.ignore_eos ? " + ignore_eos" : "");
   }

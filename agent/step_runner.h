@@ -1,6 +1,6 @@
 // StepRunner: runs one step of load against an OpenAI-compatible target and returns what was
-// measured (DOMAIN §2): closed loop (N in flight, replaced on completion, t_intended = when
-// the slot freed) or open loop (arrivals from a seeded ArrivalProcess computed ahead and never
+// measured (docs/metrics.md §2): closed loop (N in flight, replaced on completion, t_intended =
+// when the slot freed) or open loop (arrivals from a seeded ArrivalProcess computed ahead and never
 // slowed by the server; latency from t_intended; an in-flight cap whose refusals are counted).
 // Warm-up, measurement window, drain (wait or cancel), then the result.
 //

@@ -42,7 +42,7 @@ struct WorkloadSpec {
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(256);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(128);
   std::int32_t shared_prefix_tokens = 0;  // identical prefix across prompts (prefix-cache tests)
-  bool ignore_eos = true;                 // enforce output length (§7.6)
+  bool ignore_eos = true;                 // enforce output length (docs/metrics.md §9.2)
   bool send_min_tokens = false;           // also send min_tokens = max_tokens (vLLM)
   std::optional<double> temperature = 0.0;
   std::string extra_body_json;                     // JSON object merged into every body

@@ -1,5 +1,7 @@
 #include "agent/stream_recorder.h"
 
+#include "net/http_message.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -89,11 +91,7 @@ std::vector<std::string> credential_values(
     const std::vector<std::pair<std::string, std::string>>& headers) {
   std::vector<std::string> out;
   for (const auto& [name, value] : headers) {
-    std::string lower(name);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "authorization" && lower != "proxy-authorization" && lower != "x-api-key" &&
-        lower != "api-key")
-      continue;
+    if (!net::is_credential_header(name)) continue;
     out.push_back(value);
     const auto space = value.find(' ');
     if (space != std::string::npos && space + 1 < value.size())
@@ -306,7 +304,7 @@ void StreamRecorder::finish(const ExchangeResult& x) {
     sample_.output_tokens = usage_completion_;
     sample_.output_tokens_estimated = false;
   } else if (config_.streaming) {
-    // §2: without usage, count token events and say the count is estimated.
+    // docs/metrics.md §1.3: without usage, count token events and say the count is estimated.
     sample_.output_tokens = static_cast<std::int32_t>(sample_.token_events);
     sample_.output_tokens_estimated = true;
   } else {

@@ -1,5 +1,5 @@
 // StreamRecorder: turns one streamed (or non-streamed) OpenAI-compatible response into the
-// fields of an analysis::RequestSample (DOMAIN §2): first/last token event arrival, token
+// fields of an analysis::RequestSample (docs/metrics.md §1): first/last token event arrival, token
 // event count, ITL gaps and their maximum, usage tokens (or an estimated count), finish
 // reason, HTTP status and the error class. It is the ResponseObserver of one exchange and also
 // decides the deadline of every socket operation (first token, idle gap, total).

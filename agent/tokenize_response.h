@@ -1,5 +1,5 @@
 // TokenizeResponse: reads the token count out of a target's /tokenize response body, for the
-// input-length calibration (DOMAIN §7.5). Two dialects are understood:
+// input-length calibration (docs/metrics.md §9.1). Two dialects are understood:
 //   vLLM       request {"model", "prompt"}  -> {"count": N, "tokens": [...], ...}
 //   llama.cpp  request {"content"}          -> {"tokens": [...]}
 // A real llama-server answers the vLLM-shaped request with 200 {"tokens": []}: it reads only

@@ -1,4 +1,4 @@
-// Burst recovery (DOMAIN §3): after a burst (rate × k for T seconds), how long until the
+// Burst recovery (docs/metrics.md §5.5): after a burst (rate × k for T seconds), how long until the
 // windowed P95 TTFT is back under its bound AND the backlog has drained to the pre-burst level.
 // "Did not recover within the observation window" is a valid answer.
 //

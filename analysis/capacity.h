@@ -1,7 +1,8 @@
-// Qualified capacity of one target from its judged steps (DOMAIN §3): the highest offered
-// rate whose CONFIRMING run passed (open loop) and the highest concurrency whose step passed
-// (closed loop), with throughput and latency there. "No qualified capacity" is a valid, stated
-// result, and then the best evidence short of it is reported separately (never as capacity).
+// Qualified capacity of one target from its judged steps (docs/metrics.md §5.1): the highest
+// offered rate whose CONFIRMING run passed (open loop) and the highest concurrency whose step
+// passed (closed loop), with throughput and latency there. "No qualified capacity" is a valid,
+// stated result, and then the best evidence short of it is reported separately (never as
+// capacity).
 //
 // Rules:
 // * Open-loop steps are keyed by their PLANNED rate (JudgedStep::planned_rate_rps, the rate the

@@ -1,5 +1,5 @@
 // CapacitySearch: a pure state machine that finds the highest passing offered rate
-// (DOMAIN §3 "found by bracketing and bisection, confirmed by a longer repeat").
+// (docs/metrics.md §5.2: bracketing and bisection, confirmed by a longer repeat).
 // It never runs anything: the caller runs each step it asks for and reports the verdict.
 //
 //   CapacitySearch search(options);

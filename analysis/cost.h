@@ -1,12 +1,12 @@
-// Cost per token, target comparison and demand planning (DOMAIN §4). All figures use the
+// Cost per token, target comparison and demand planning (docs/metrics.md §6). All figures use the
 // QUALIFIED output tokens/s (capacity.h), never the peak.
 //
 // * cost per million output tokens = H / (T × 3600) × 10⁶ (H: price per hour, T: tokens/s).
 // * comparison of a target against a baseline: throughput ratio = T / T_base, price ratio =
-//   H / H_base, relative cost per token = price ratio / throughput ratio (DOMAIN: 1.5 / 1.24
+//   H / H_base, relative cost per token = price ratio / throughput ratio (e.g. 1.5 / 1.24
 //   ≈ 1.21: 1.5× the price for 1.24× the throughput costs 1.21× per token).
 // * demand: required tokens/s = requests per minute × mean output tokens / 60 × (1 + headroom)
-//   (DOMAIN: 90 × 240 / 60 = 360 → 468 with 30%); instances = ceil(required / T), with a
+//   (e.g. 90 × 240 / 60 = 360 → 468 with 30%); instances = ceil(required / T), with a
 //   1e-9 relative slack so that 468.0000000001 / 468 is one instance, not two; hourly cost =
 //   instances × H; monthly = hourly × hours_per_month (default 730 = 8760 h / 12).
 // Prices are in whatever currency the caller uses (consistent across targets).

@@ -1,5 +1,5 @@
-// Knee of a concurrency sweep (DOMAIN §1): the concurrency after which adding streams stops
-// paying — the marginal throughput gain per added stream falls below a fraction of the
+// Knee of a concurrency sweep (docs/metrics.md §5.3): the concurrency after which adding streams
+// stops paying — the marginal throughput gain per added stream falls below a fraction of the
 // initial per-stream gain while latency rises.
 //
 // Method: points sorted by concurrency. Initial per-stream gain g0 = T(N0) / N0 (what one

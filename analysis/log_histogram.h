@@ -1,9 +1,9 @@
 // LogHistogram: a mergeable, log-bucketed histogram of non-negative values (DDSketch-style
 // bucketing) with a relative error of at most 1% on every quantile it returns.
 //
-// Used where keeping every value is too costly: ITL gaps pooled over all requests (DOMAIN §2),
-// shards merged across agents. Exact percentiles over stored per-request values live in
-// summary.h; this type is the approximate, mergeable counterpart.
+// Used where keeping every value is too costly: ITL gaps pooled over all requests
+// (docs/metrics.md §1.4), shards merged across agents. Exact percentiles over stored
+// per-request values live in summary.h; this type is the approximate, mergeable counterpart.
 //
 // Buckets: value v ≥ 1 goes to bucket i = ceil(log(v) / log(γ)), γ = (1 + α) / (1 − α), α = 0.01;
 // the bucket's representative 2γ^i / (γ + 1) is within α of every value in (γ^(i-1), γ^i].

@@ -1,6 +1,6 @@
-// MemoryFit: how a model fits on a GPU under a vLLM-style memory budget (DOMAIN §4). Shared by
-// the simulator (sim/, to size its KV pool and refuse to start) and the API (a fit estimate
-// endpoint). Pure arithmetic, no I/O. Thread safety: free functions over values.
+// MemoryFit: how a model fits on a GPU under a vLLM-style memory budget (docs/metrics.md §7).
+// Shared by the simulator (sim/, to size its KV pool and refuse to start) and the API (a fit
+// estimate endpoint). Pure arithmetic, no I/O. Thread safety: free functions over values.
 //
 // Budget: KV pool = utilisation × memory − weights − activation reserve; the pool is cut into
 // paged blocks of block_tokens tokens; a request of C cached tokens needs ceil(C / block) blocks.

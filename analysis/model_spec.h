@@ -1,6 +1,6 @@
 // ModelSpec, HardwareSpec and Dtype: the facts about a transformer model and a GPU that the
 // memory-fit estimator (memory_fit.h) and the simulator's roofline (sim/roofline.h) compute
-// from. Plain values; figures come from DOMAIN §5–6 via sim/profiles/*.json (parsed in sim/,
+// from. Plain values; figures (docs/metrics.md §11) come via sim/profiles/*.json (parsed in sim/,
 // analysis/ does no I/O). Thread safety: values, freely copyable.
 #pragma once
 
@@ -19,7 +19,7 @@ enum class Dtype { kBf16, kFp16, kFp8, kInt8, kInt4 };
 std::optional<Dtype> parse_dtype(std::string_view text);
 std::string_view to_string(Dtype dtype);
 
-// Bytes stored per parameter, including quantisation metadata (DOMAIN §4 "plus scales"):
+// Bytes stored per parameter, including quantisation metadata (docs/metrics.md §7):
 //   bf16/fp16: 2;  fp8: 1 (per-tensor/per-channel scales, negligible);
 //   int8: 1 (per-channel scales, negligible);
 //   int4: 0.5 + 1/32 — group size 128 with one fp16 scale and one fp16 zero point per group
@@ -37,7 +37,7 @@ struct ModelSpec {
   std::int64_t ffn = 0;                 // MLP intermediate width
   std::int64_t vocab = 0;               // vocabulary size
   std::int64_t max_context_tokens = 0;  // longest sequence the model supports
-  // Peak activations + CUDA context + graphs reserved outside the KV pool (DOMAIN §4:
+  // Peak activations + CUDA context + graphs reserved outside the KV pool (docs/metrics.md §7:
   // ≈ 4–7 GiB for 7–9B models); bytes.
   double activation_reserve_bytes = 0;
 };
@@ -53,7 +53,7 @@ struct HardwareSpec {
   double tdp_watts = 0;
   std::string form_factor;   // "PCIe", "SXM"
   std::string interconnect;  // e.g. "PCIe 4, no NVLink"
-  // Achieved fractions of peak (DOMAIN §5): weight streaming ≈ 0.75–0.85, large GEMMs ≈
+  // Achieved fractions of peak (docs/metrics.md §11): weight streaming ≈ 0.75–0.85, large GEMMs ≈
   // 0.70–0.80; plus a fixed per-step cost (scheduling, sampling, launches).
   double bandwidth_efficiency = 0.8;
   double compute_efficiency = 0.75;
@@ -66,7 +66,7 @@ struct HardwareSpec {
 double compute_flops_per_s(const HardwareSpec& hw, Dtype dtype);
 
 // KV cache bytes per cached token: 2 × layers × KV heads × head dim × bytes per element
-// (DOMAIN §4; KV heads, not query heads).
+// (docs/metrics.md §7; KV heads, not query heads).
 double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element = 2.0);
 
 // Weight bytes: params × bytes_per_param(dtype).

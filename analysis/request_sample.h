@@ -45,13 +45,13 @@ FinishReason parse_finish_reason(std::string_view s);  // "stop", "length", else
 
 struct RequestSample {
   std::uint64_t index = 0;         // order of intention within the step (0, 1, ...)
-  std::int64_t t_intended_ns = 0;  // when the schedule meant to send it (§2)
+  std::int64_t t_intended_ns = 0;  // when the schedule meant to send it (metrics.md §1.1)
   std::int64_t t_send_ns = -1;     // first byte of the request written
   std::int64_t connect_ns =
       -1;                    // duration of TCP connect; -1 when a kept-alive connection was reused
   std::int64_t tls_ns = -1;  // duration of the TLS handshake; -1 when none
   std::int64_t t_headers_ns = -1;      // response status line + headers received
-  std::int64_t t_first_token_ns = -1;  // arrival of the first token event (§2)
+  std::int64_t t_first_token_ns = -1;  // arrival of the first token event (metrics.md §1.2)
   std::int64_t t_last_token_ns = -1;   // arrival of the last token event
   std::int64_t t_end_ns = -1;          // end of the response (stream end, error or cancel)
 
@@ -72,30 +72,32 @@ struct RequestSample {
   std::vector<std::int64_t> token_times_ns;
 
   bool ok() const { return error == ErrorClass::kNone; }
-  // TTFT from the intended send time (§2); nullopt when no token arrived.
+  // TTFT from the intended send time (docs/metrics.md §1.4); nullopt when no token arrived.
   std::optional<std::int64_t> ttft_ns() const {
     if (t_first_token_ns < 0) return std::nullopt;
     return t_first_token_ns - t_intended_ns;
   }
-  // TTFT from the actual send (ttft_service, §2).
+  // TTFT from the actual send (ttft_service, docs/metrics.md §1.4).
   std::optional<std::int64_t> ttft_service_ns() const {
     if (t_first_token_ns < 0 || t_send_ns < 0) return std::nullopt;
     return t_first_token_ns - t_send_ns;
   }
-  // E2E = last token event (or end of stream) − t_intended (§2).
+  // E2E = last token event (or end of stream) − t_intended (docs/metrics.md §1.4).
   std::optional<std::int64_t> e2e_ns() const {
     const std::int64_t end = t_last_token_ns >= 0 ? t_last_token_ns : t_end_ns;
     if (end < 0) return std::nullopt;
     return end - t_intended_ns;
   }
-  // TPOT = (last − first token event) / (output tokens − 1), when output tokens ≥ 2 (§2).
+  // TPOT = (last − first token event) / (output tokens − 1), when output tokens ≥ 2
+  // (docs/metrics.md §1.4).
   std::optional<double> tpot_ns() const {
     if (output_tokens < 2 || t_first_token_ns < 0 || t_last_token_ns < t_first_token_ns)
       return std::nullopt;
     return static_cast<double>(t_last_token_ns - t_first_token_ns) / (output_tokens - 1);
   }
   std::int64_t schedule_lag_ns() const { return t_send_ns < 0 ? 0 : t_send_ns - t_intended_ns; }
-  // The client's own part of the schedule lag: minus TCP connect and TLS handshake (§2).
+  // The client's own part of the schedule lag: minus TCP connect and TLS handshake
+  // (docs/metrics.md §1.1).
   std::int64_t dispatch_lag_ns() const {
     if (t_send_ns < 0) return 0;
     return std::max<std::int64_t>(0, schedule_lag_ns() - std::max<std::int64_t>(0, connect_ns) -

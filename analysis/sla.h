@@ -1,5 +1,5 @@
-// SlaSpec: the service-level agreement a step is judged against (DOMAIN §3), plus the
-// thresholds of the verdict rules, and the per-request SLO check used for goodput (DOMAIN §2).
+// SlaSpec: the service-level agreement a step is judged against (docs/metrics.md §4), plus the
+// thresholds of the verdict rules, and the per-request SLO check used for goodput (§3.3 there).
 //
 // A bound says "percentile P of metric M must be ≤ limit_ms". Percentiles are the ones a
 // Summary stores: 50, 90, 95, 99, 99.9. Every threshold has a documented default; validate()
@@ -20,7 +20,7 @@ namespace llmcap::analysis {
 
 enum class SlaMetric : std::uint8_t {
   kTtft,         // TTFT; which one (intended / service) is SlaSpec::ttft_definition
-  kTtftService,  // ttft_service = first token − t_send, always (DOMAIN §2)
+  kTtftService,  // ttft_service = first token − t_send, always (docs/metrics.md §1.4)
   kTpot,         // per-request TPOT distribution
   kItl,          // pooled inter-token gaps (step level); per request: its largest gap
   kE2e,          // end-to-end latency from t_intended
@@ -28,8 +28,8 @@ enum class SlaMetric : std::uint8_t {
 std::string_view to_string(SlaMetric m);  // "ttft", "ttft_service", "tpot", "itl", "e2e"
 std::optional<SlaMetric> parse_sla_metric(std::string_view s);
 
-// Which TTFT a kTtft bound (and goodput) uses. Default from t_intended (DOMAIN §2: coordinated
-// omission would otherwise hide queueing).
+// Which TTFT a kTtft bound (and goodput) uses. Default from t_intended (docs/metrics.md §1.4:
+// coordinated omission would otherwise hide queueing).
 enum class TtftDefinition : std::uint8_t { kIntended, kService };
 std::string_view to_string(TtftDefinition d);  // "intended", "service"
 std::optional<TtftDefinition> parse_ttft_definition(std::string_view s);
@@ -43,7 +43,7 @@ struct SlaBound {
 struct SlaSpec {
   // Latency bounds; all must hold for a pass. An empty list judges only the rules below.
   std::vector<SlaBound> bounds;
-  // Error rate = (failed + timed-out) / intended must be ≤ this (DOMAIN §2, §3). The same
+  // Error rate = (failed + timed-out) / intended must be ≤ this (docs/metrics.md §2.4). The same
   // limit applies to the share of requests still incomplete at step end.
   double max_error_rate = 0.01;
   TtftDefinition ttft_definition = TtftDefinition::kIntended;
@@ -74,19 +74,19 @@ struct SlaSpec {
 // one of 50, 90, 95, 99, 99.9 (got 97)".
 std::optional<std::string> validate(const SlaSpec& spec);
 
-// A spec with the DOMAIN §3 example bounds: P95 TTFT ≤ 1000 ms, P95 TPOT ≤ 35 ms.
+// A spec with the docs/metrics.md §4 example bounds: P95 TTFT ≤ 1000 ms, P95 TPOT ≤ 35 ms.
 SlaSpec example_interactive_sla();
 
-// This request's own value for a metric, in ns (DOMAIN §2): TTFT per the definition,
+// This request's own value for a metric, in ns (docs/metrics.md §1.4): TTFT per the definition,
 // ttft_service, TPOT, its largest inter-token gap (max_itl_ns) for kItl, E2E. nullopt when the
 // request has no such value (no token, fewer than 2 tokens for TPOT/ITL).
 std::optional<double> request_metric_ns(const RequestSample& sample, SlaMetric metric,
                                         TtftDefinition ttft_definition);
 
-// Per-request SLO check for goodput (DOMAIN §2): true when the request succeeded and each of
-// its own values is ≤ every bound's limit (the bound's percentile is irrelevant per request).
-// A request without a TTFT or E2E value misses (the user never got output); a missing TPOT or
-// ITL (fewer than 2 tokens/events) is "not applicable" and holds.
+// Per-request SLO check for goodput (docs/metrics.md §3.3): true when the request succeeded and
+// each of its own values is ≤ every bound's limit (the bound's percentile is irrelevant per
+// request). A request without a TTFT or E2E value misses (the user never got output); a missing
+// TPOT or ITL (fewer than 2 tokens/events) is "not applicable" and holds.
 bool meets_slos(const RequestSample& sample, const SlaSpec& spec);
 
 }  // namespace llmcap::analysis

@@ -1,5 +1,6 @@
 // StepStats: everything measured about one load step, computed from the agent's raw samples
-// (DOMAIN §2). Pure function of its input; the verdict (verdict.h) is judged from the result.
+// (docs/metrics.md §2, §3). Pure function of its input; the verdict (verdict.h) is judged from
+// the result.
 //
 // Choices (normative for llmcap reports):
 // * Window: [window_start_ns, window_end_ns), after warm-up and before drain, same clock as
@@ -14,7 +15,7 @@
 //     failed      — every other error class.
 //   errors_by_class counts all non-kNone classes (incl. timeouts and cancelled).
 // * Latency summaries (TTFT, TTFT-service, TPOT, E2E) cover completed_ok requests only, so
-//   errors do not pollute them (DOMAIN §7.10). Schedule lag covers every sent request.
+//   errors do not pollute them (docs/metrics.md §2.3). Schedule lag covers every sent request.
 //   All latencies are in ns.
 // * Client saturation (verdict.h) is judged on the requests that belong, from their DISPATCH
 //   lag: t_send − t_intended − connect − TLS (connection set-up is the network's and the
@@ -23,26 +24,26 @@
 //   is divided by time_scale again (a 3 ms hiccup stays 3 ms). schedule_lag_p99_ns is that P99;
 //   client_lag_max_ns the largest dispatch lag in the samples' own (scaled-back) time, which is
 //   how much the client's delay can have added to any one measured latency.
-// * ITL: quantiles of the pooled histogram the agent recorded (every gap, DOMAIN §2).
-// * Throughput (DOMAIN §2 "tokens whose events fall in the window"): over ALL samples, not only
-//   the belonging ones, counting only successful requests. A request's output tokens are
-//   spread over its token events: with token_times_ns recorded (one per event), each event
-//   carries output_tokens / events; otherwise the tokens are apportioned UNIFORMLY over
-//   [t_first_token, t_last_token] and the part overlapping the window counts (all at once
-//   when first == last). Input tokens count at the first token event (prefill done then);
-//   requests without usage.prompt_tokens contribute none. requests_per_s = successful
+// * ITL: quantiles of the pooled histogram the agent recorded (every gap, docs/metrics.md §3.1).
+// * Throughput (docs/metrics.md §3.2): over ALL samples ("tokens whose events fall in the
+//   window"), not only the belonging ones, counting only successful requests. A request's
+//   output tokens are spread over its token events: with token_times_ns recorded (one per
+//   event), each event carries output_tokens / events; otherwise the tokens are apportioned
+//   UNIFORMLY over [t_first_token, t_last_token] and the part overlapping the window counts
+//   (all at once when first == last). Input tokens count at the first token event (prefill
+//   done then); requests without usage.prompt_tokens contribute none. requests_per_s = successful
 //   requests whose end (last token, else t_end) lies in the window / window length.
 //   completion_rate_rps counts every finished request (ok or error, not cancelled) likewise.
 // * achieved_rate_rps = requests whose t_send lies in the window / window length.
 // * goodput_rps = belonging requests that meet every per-request SLO (sla.h meets_slos) /
 //   window length; sla_attainment = that count / (belonging requests + dropped arrivals):
-//   errors, timeouts, incomplete and dropped arrivals are misses (DOMAIN §2).
+//   errors, timeouts, incomplete and dropped arrivals are misses (docs/metrics.md §3.3).
 // * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended.
 // * in_flight_slope_rps: least-squares slope of the in-flight points inside the window, in
 //   requests per second; nullopt with fewer than 2 points at distinct times.
 // * short_output_share: among completed_ok belonging requests with a planned output length,
 //   the share whose output_tokens < planned (servers not honouring max_tokens/ignore_eos,
-//   DOMAIN §7.6); warn above kShortOutputWarnShare.
+//   docs/metrics.md §9.2); warn above kShortOutputWarnShare.
 //
 // Fails by throwing std::invalid_argument only for a broken input invariant (window end ≤
 // start). Pure function; thread-safe.
@@ -74,7 +75,7 @@ struct StepInput {
   std::int64_t window_end_ns = 0;
   double offered_rate_rps = 0;         // open loop; 0 for closed loop
   std::int32_t concurrency = 0;        // closed loop; 0 for open loop
-  LogHistogram itl_ns;                 // pooled ITL gaps of the step (DOMAIN §2)
+  LogHistogram itl_ns;                 // pooled ITL gaps of the step (docs/metrics.md §1.4)
   std::uint64_t dropped_arrivals = 0;  // arrivals not sent because the in-flight cap was hit
   std::optional<double> client_cpu_utilisation;  // 0..1 of the cores the agent used
   // Samples of simulated targets ran this many times faster than the times they carry (the

@@ -1,4 +1,4 @@
-// Summary: exact descriptive statistics over a set of stored values (DOMAIN §2 "Percentiles").
+// Summary: exact descriptive statistics over a set of stored values (docs/metrics.md §3.1).
 //
 // Method (stated once, used everywhere in llmcap): percentiles are computed by LINEAR
 // INTERPOLATION BETWEEN CLOSEST RANKS on the sorted values (Hyndman & Fan type 7, the method of

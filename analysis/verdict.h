@@ -1,4 +1,4 @@
-// StepVerdict: pass / fail / inconclusive for one step (DOMAIN §3), with one reason per check.
+// StepVerdict: pass / fail / inconclusive for one step (docs/metrics.md §4), one reason per check.
 //
 // Checks, each yielding a VerdictReason (stable machine-readable `code`, human `text`):
 //   bound            one per SLA bound: measured percentile vs limit_ms (ITL from the pooled
@@ -6,10 +6,10 @@
 //   error_rate       (failed + timed-out) / intended ≤ max_error_rate.
 //   incomplete_rate  incomplete / intended ≤ max_error_rate (unfinished is not success).
 //   completion_rate  open loop: successful+failed completions/s ≥ offered × (1 − tol).
-//                    DOMAIN §3's "achieved rate within tolerance": the server kept up.
+//                    docs/metrics.md §4.1, "achieved rate within tolerance": the server kept up.
 //   backlog          open loop: in-flight slope not growing (SlaSpec backlog_* thresholds);
 //                    not evaluated without in-flight points.
-//   -- client-side checks (a miss makes the step inconclusive, DOMAIN §3) --
+//   -- client-side checks (a miss makes the step inconclusive, docs/metrics.md §4.2) --
 //   send_rate        open loop: sent/s within tol of offered (the agent delivered the load).
 //   schedule_lag     P99 DISPATCH lag of the window's requests ≤ max_schedule_lag_p99_ms, in
 //                    wall-clock time (step_stats.h: connection set-up and warm-up excluded,

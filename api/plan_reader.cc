@@ -1,5 +1,8 @@
 #include "api/plan_reader.h"
 
+#include "analysis/fnv1a.h"
+#include "net/http_message.h"
+
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
@@ -170,13 +173,10 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Headers whose values are credentials: redacted in the normalised plan (like secrets).
-// Must stay the same set the daemon stores as secrets when it saves a job
-// (server/rest_api.cc, "header:<name>"), or a redacted value would be sent as "***".
-bool sensitive_header(std::string_view name) {
-  const std::string n = lower(name);
-  return n == "authorization" || n == "x-api-key";
-}
+// Headers whose values are credentials (net::is_credential_header) are redacted in the
+// normalised plan (like secrets); the daemon stores the same set as job secrets
+// ("header:<name>"), so a redacted value is never sent as "***".
+bool sensitive_header(std::string_view name) { return net::is_credential_header(name); }
 
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
@@ -829,17 +829,6 @@ void cap_errors(std::vector<FieldError>& errors) {
   errors.push_back({"", "and " + std::to_string(more) + " more errors"});
 }
 
-std::string fnv1a_hex(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 }  // namespace
 
 int json_nesting_depth(std::string_view text) {
@@ -1143,7 +1132,7 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
                              " s give few samples for tail percentiles");
   }
   out.estimated_duration_s = duration;
-  // Fingerprint: what must be equal for two runs to be comparable (DOMAIN §1).
+  // Fingerprint: what must be equal for two runs to be comparable (docs/metrics.md §8.1).
   json fp{{"workload", workload_json(plan.workload)}};
   std::set<std::string> models, precisions;
   bool overridden = false;
@@ -1160,9 +1149,9 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   }
   fp["models"] = models;
   fp["precisions"] = precisions;
-  // "Same-config" needs the same workload, model and precision on every target (DOMAIN §1);
-  // known-different models or precisions (an unknown one, "", proves nothing) make the
-  // comparison per-target optimised just like a workload override.
+  // "Same-config" needs the same workload, model and precision on every target
+  // (docs/metrics.md §8.1); known-different models or precisions (an unknown one, "", proves
+  // nothing) make the comparison per-target optimised just like a workload override.
   auto known = [](const std::set<std::string>& s) {
     return std::count_if(s.begin(), s.end(), [](const std::string& x) { return !x.empty(); });
   };
@@ -1173,7 +1162,7 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
         std::string("targets differ in ") +
         (mixed_models ? (mixed_precisions ? "model and precision" : "model") : "precision") +
         ": results are labelled per-target optimised, not same-config");
-  out.fingerprint = fnv1a_hex(fp.dump());
+  out.fingerprint = analysis::fnv1a_64_hex(fp.dump());
   out.normalized = plan_to_json(plan, true);
   out.plan = std::move(plan);
   return out;

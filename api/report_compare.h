@@ -3,12 +3,12 @@
 // usual. Capacity rows of every job appear together; each target is renamed
 // "<job id>/<target name>" (keeping `job_id` and `source_name`) so equal target names of two
 // jobs stay apart. The comparison and the demand plan are recomputed over all qualified targets
-// with the first target as the baseline (DOMAIN §4).
+// with the first target as the baseline (docs/metrics.md §6.2).
 //
 // A job's id is read from `job.id` (the REST results document), else `job_id`, else
 // "job <index>". Jobs are comparable only when their `workload_fingerprint`s are equal (same
-// model, precision, lengths and generation rules, DOMAIN §1); otherwise compare_results fails
-// naming the jobs, unless allow_different_workloads is set, in which case the document is
+// model, precision, lengths and generation rules, docs/metrics.md §8.1); otherwise compare_results
+// fails naming the jobs, unless allow_different_workloads is set, in which case the document is
 // labelled "different workloads" and carries `workloads_differ: true`.
 // Pure function; thread-safe.
 #pragma once

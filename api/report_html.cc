@@ -271,7 +271,8 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
                    "are the plan's SLA bounds." +
                    std::string(
                        metric == "ttft"
-                           ? " TTFT is measured from the intended send time (DOMAIN §2) unless the "
+                           ? " TTFT is measured from the intended send time (docs/metrics.md §1.4) "
+                             "unless the "
                              "plan says otherwise."
                            : " TPOT is per request: (last − first token) / (output tokens − 1).")));
   }
@@ -548,7 +549,7 @@ std::string capacity_table(const json& results) {
   out += "</tbody></table></div>";
   out +=
       "<p class=\"caption\">Qualified capacity = the highest load whose step passed every SLA "
-      "bound (DOMAIN §3), "
+      "bound (docs/metrics.md §5.1), "
       "at the open-loop (offered rate) point when one exists, otherwise the closed-loop "
       "(concurrency) point. "
       "Cost per million output tokens = price per hour / (qualified output tokens/s × 3600) × 10⁶, "
@@ -583,7 +584,7 @@ std::string comparison_section(const json& results) {
   out +=
       "</tbody></table></div><p class=\"caption\">Relative cost per token = price ratio / "
       "throughput ratio at the qualified "
-      "points (DOMAIN §4); below ×1.00 the target is cheaper per output token than the "
+      "points (docs/metrics.md §6.2); below ×1.00 the target is cheaper per output token than the "
       "baseline.</p></section>";
   return out;
 }
@@ -696,7 +697,7 @@ std::string steps_section(const json& results) {
          "<p class=\"caption\">Latencies in milliseconds. Reasons list the checks that missed or "
          "could not be evaluated; "
          "an inconclusive step means the load generator, not the target, was the bottleneck "
-         "(DOMAIN §3).</p></section>";
+         "(docs/metrics.md §4.2).</p></section>";
 }
 
 // Scale-out with region labels: each step's overall client-side latency beside each region's.
@@ -756,7 +757,7 @@ std::string hardware_section(const json& results) {
       for (const auto& [k, v] : hw.items()) row(k, value_text(v));
     }
     if (!hw.is_object() || hw.empty()) row("Hardware", "not recorded in the plan");
-    // Load generator's own CPU use (DOMAIN §1: record it with every result).
+    // Load generator's own CPU use (docs/metrics.md §8.2: record it with every result).
     double cpu_max = -1, lag_max = -1;
     for (const auto& p : json_member(t, "phases").is_array() ? t["phases"] : json::array()) {
       for (const auto& s : json_member(p, "steps").is_array() ? p["steps"] : json::array()) {

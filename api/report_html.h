@@ -1,6 +1,6 @@
 // The capacity report as one self-contained HTML page: inline CSS, charts as inline SVG
 // (svg_chart.h), no scripts, no external assets, so it works offline and can be mailed or
-// archived as a single file. Input is a results document (server/plan_executor.cc,
+// archived as a single file. Input is a results document (server/engine/plan_executor.cc,
 // api/result_json.h) or the combined document of report_compare.h.
 //
 // Sections (stable ids/classes for tests and styling):

@@ -1,5 +1,5 @@
 // The tables of a capacity report, extracted from a results document (the JSON written by
-// server/plan_executor.cc and api/result_json.h; also the combined document of
+// server/engine/plan_executor.cc and api/result_json.h; also the combined document of
 // report_compare.h) and rendered as Markdown or CSV. report_html.h renders the same rows as
 // HTML, so every format shows the same figures.
 //
@@ -17,7 +17,7 @@
 
 namespace llmcap::api {
 
-// One target's qualified-capacity point (DOMAIN §3, §4): the seed of every decision.
+// One target's qualified-capacity point (docs/metrics.md §5, §6): the seed of every decision.
 struct CapacityRow {
   std::string target;
   std::string job_id;  // set in combined (compare) documents

@@ -245,4 +245,18 @@ json memory_fit_json(const analysis::MemoryFit& m) {
               {"explanation", m.explanation}};
 }
 
+json region_latency_json(const std::map<std::string, analysis::RegionLatency>& regions) {
+  json out = json::object();
+  auto pct = [](const analysis::Summary& s) {
+    return s.empty() ? json{{"p50", nullptr}, {"p95", nullptr}}
+                     : json{{"p50", s.p50}, {"p95", s.p95}};
+  };
+  for (const auto& [region, r] : regions)
+    out[region] = json{{"requests", r.requests},
+                       {"ttft_ms", pct(r.ttft_ms)},
+                       {"tpot_ms", pct(r.tpot_ms)},
+                       {"e2e_ms", pct(r.e2e_ms)}};
+  return out;
+}
+
 }  // namespace llmcap::api

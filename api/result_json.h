@@ -10,6 +10,7 @@
 #include "analysis/capacity_search.h"
 #include "analysis/cost.h"
 #include "analysis/memory_fit.h"
+#include "analysis/region_latency.h"
 #include "analysis/step_stats.h"
 #include "analysis/target_verdict.h"
 #include "analysis/verdict.h"
@@ -28,5 +29,8 @@ nlohmann::json search_json(const analysis::CapacitySearchResult& r);
 nlohmann::json demand_plan_json(const analysis::DemandPlan& p);
 nlohmann::json comparison_json(const analysis::TargetComparison& c);
 nlohmann::json memory_fit_json(const analysis::MemoryFit& m);
+// {region: {requests, ttft_ms: {p50, p95}, tpot_ms: {...}, e2e_ms: {...}}}; null percentiles
+// where a region had no value.
+nlohmann::json region_latency_json(const std::map<std::string, analysis::RegionLatency>& regions);
 
 }  // namespace llmcap::api

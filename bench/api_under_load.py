@@ -21,7 +21,8 @@ Method (one run):
   same schedule in Python threads, kept for comparison. Under --rt the client runs at
   SCHED_FIFO 5, below the daemon, unless `--client-prio` puts the C++ one elsewhere;
 - from the job's results: each step's agent schedule lag P99 (steps[].client.
-  schedule_lag_p99_ms, DOMAIN §2: t_send − t_intended) and the step's achieved request rate.
+  schedule_lag_p99_ms, docs/metrics.md §3.4: t_send − t_intended) and the step's achieved
+  request rate.
 Prints one line per run and a table of medians over --runs runs.
 
 Usage: bench/api_under_load.py [--llmcapd build-bench/server/llmcapd] [--runs 3] [--rate 500]

@@ -7,8 +7,9 @@
 // real stamps, so INT32_MIN marks "absent" and keeps the -1 sentinel of RequestSample).
 // index is implied by the position in the step's sample vector (samples are sorted by index),
 // error_message moves to a sparse side table (only failed requests have one), per-token
-// times are excluded as the target says. Cost: µs resolution on durations — DOMAIN §2
-// tolerances are ≥ 1 ms, so 1 µs is 1000× finer than any judgement made on them.
+// times are excluded as the target says. Cost: µs resolution on durations — the verdicts'
+// tolerances (docs/metrics.md §4) are ≥ 1 ms, so 1 µs is 1000× finer than any judgement made
+// on them.
 // A plain value; thread-safe to read.
 #pragma once
 

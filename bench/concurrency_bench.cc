@@ -1,9 +1,9 @@
 // bench_concurrency: many simultaneous paced streams (issue 10). A firehose child process in
 // paced mode sends one token event per stream every --interval-ms on absolute deadlines, so
 // the true inter-token latency is exactly the interval; one StepRunner holds --streams
-// requests in flight (closed loop) and its pooled ITL histogram (DOMAIN §2) is compared with
-// the truth. Also reports the agent's memory per in-flight request: peak RSS while all
-// streams are open minus RSS before the step, divided by the stream count (this includes the
+// requests in flight (closed loop) and its pooled ITL histogram (docs/metrics.md §3.1) is
+// compared with the truth. Also reports the agent's memory per in-flight request: peak RSS while
+// all streams are open minus RSS before the step, divided by the stream count (this includes the
 // StepResult's growing sample vector; per-token timestamps are off).
 // Targets: 10,000 streams held; ITL P99 within 1 ms of truth; ≤ 16 KiB per in-flight request.
 // Usage: bench_concurrency [--streams=10000] [--interval-ms=50] [--tokens=100] [--seconds=10]
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     }
     const double truth_ms = interval_ms;
     if (token_times) {
-      // Exact gaps of ok requests intended in the window (the histogram's population, §2).
+      // Exact gaps of ok requests intended in the window (the histogram's population).
       std::vector<std::int64_t> gaps;
       for (const auto& r : results)
         for (const auto& s : r.samples) {

@@ -1,7 +1,8 @@
 // bench_micro: Google Benchmark micro-benchmarks of per-event and per-sample costs not covered
-// by bench_agent_sse_decode (issue 10): LogHistogram::record (pooled ITL, DOMAIN §2), the cost
-// of storing a RequestSample (copy into the result vector) against the 64-byte CompactSample
-// prototype, and SSE framing of a stream split into small reads. Results: bench/RESULTS.md.
+// by bench_agent_sse_decode (issue 10): LogHistogram::record (pooled ITL, docs/metrics.md §3.1),
+// the cost of storing a RequestSample (copy into the result vector) against the 64-byte
+// CompactSample prototype, and SSE framing of a stream split into small reads. Results:
+// bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include <memory>

@@ -1,8 +1,9 @@
 // bench_open_loop: the open-loop scheduler at a high offered rate (issue 10). A firehose child
 // process answers each request with --tokens events at once; one StepRunner offers --rate
 // requests/s (constant and Poisson inter-arrivals) for --seconds. Reports schedule lag
-// (t_send − t_intended, §2), dispatch lag (the same minus connect time), timer lag (wake-up −
-// scheduled arrival), and the achieved send rate in the window against the offered one.
+// (t_send − t_intended, docs/metrics.md §1.1), dispatch lag (the same minus connect time), timer
+// lag (wake-up − scheduled arrival), and the achieved send rate in the window against the offered
+// one.
 // Targets: 5,000 requests/s with schedule lag P99 ≤ 1 ms and achieved rate within 1 %.
 // Usage: bench_open_loop [--rate=5000] [--seconds=10] [--tokens=4] [--repeat=3]
 #include <algorithm>

@@ -13,6 +13,11 @@ std::string to_lower_ascii(std::string_view s) {
   return out;
 }
 
+bool is_credential_header(std::string_view name) {
+  const std::string n = to_lower_ascii(name);
+  return n == "authorization" || n == "proxy-authorization" || n == "x-api-key" || n == "api-key";
+}
+
 bool constant_time_equal(std::string_view a, std::string_view b) {
   // Every byte of the longer one is visited; the length difference is folded in, not
   // returned early. volatile keeps the compiler from turning the loop into an early exit.

@@ -40,6 +40,10 @@ struct HttpResponse {
 
 // Lower-cases ASCII letters.
 std::string to_lower_ascii(std::string_view s);
+// True for the headers whose values are credentials (Authorization, Proxy-Authorization,
+// X-Api-Key, Api-Key; any case): the plan reader redacts them, the daemon stores them as job
+// secrets, and the load generator keeps their values out of error messages.
+bool is_credential_header(std::string_view name);
 // Compares two secrets (bearer tokens) in time that depends only on their lengths, never on
 // where they first differ, so a caller cannot find a token byte by byte from response times.
 bool constant_time_equal(std::string_view a, std::string_view b);

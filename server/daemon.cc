@@ -16,12 +16,12 @@
 #include "migrations/migrations.h"
 #include "net/http_server.h"
 #include "server/daemon_metrics.h"
-#include "server/embedded_sims.h"
-#include "server/job_events.h"
+#include "server/engine/embedded_sims.h"
+#include "server/fleet/shard_hub.h"
 #include "server/job_runner.h"
-#include "server/job_scheduler.h"
-#include "server/rest_api.h"
-#include "server/shard_hub.h"
+#include "server/jobs/job_events.h"
+#include "server/jobs/job_scheduler.h"
+#include "server/rest/rest_api.h"
 #include "storage/database.h"
 #include "storage/disk_space.h"
 #include "storage/migration.h"
@@ -39,8 +39,8 @@ std::shared_ptr<spdlog::logger> log() {
 
 // The API's threads (HTTP I/O and the blocking pool) yield the CPU to the load generator, so
 // a flood of API requests cannot delay a running job's sends (issue 9: measurement must not be
-// disturbed; DOMAIN §2 schedule lag). Called on the thread itself. Under a real-time policy
-// (llmcapd started under `chrt -f P`) the thread goes one priority below the rest of the
+// disturbed; schedule lag, docs/metrics.md §3.4). Called on the thread itself. Under a real-time
+// policy (llmcapd started under `chrt -f P`) the thread goes one priority below the rest of the
 // process (P−1, or SCHED_OTHER when P is 1), so a waking agent thread always preempts it while
 // the API still runs ahead of ordinary processes; otherwise its nice value goes to kApiNice
 // (CFS weight 110 vs 1024 for the agent's nice 0). No privilege is needed for either; a failure
@@ -176,8 +176,8 @@ void Daemon::start() {
     lowered.wait();
   }
   api_ = std::make_unique<RestApi>(
-      RestApiDeps{config_, *store_, *scheduler_, *metrics_, *events_, shutting_down_, shards_.get(),
-                  database_check_, storage::file_identity(config_.database)},
+      RestApiDeps{config_.rest_options(), *store_, *scheduler_, *metrics_, *events_, shutting_down_,
+                  shards_.get(), database_check_, storage::file_identity(config_.database)},
       *blocking_);
   net::HttpServerOptions ho;
   ho.address = config_.listen_address;

@@ -76,6 +76,29 @@ std::string DaemonConfig::validate() const {
   return "";
 }
 
+RestOptions DaemonConfig::rest_options() const {
+  RestOptions o;
+  o.plan_limits.max_targets = max_targets;
+  o.plan_limits.max_concurrency = max_concurrency;
+  o.plan_limits.max_rate_rps = max_rate_rps;
+  o.plan_limits.max_duration_s = max_job_duration_s;
+  o.plan_limits.max_bytes = static_cast<std::size_t>(max_body_bytes);
+  o.admin_tokens = admin_tokens;
+  o.read_tokens = read_tokens;
+  o.open_health = open_health;
+  o.open_metrics = open_metrics;
+  o.target_allowlist = target_allowlist;
+  o.dataset_dir = dataset_dir;
+  o.max_dataset_mib = max_dataset_mib;
+  o.database = database;
+  o.min_free_disk_mib = min_free_disk_mib;
+  o.max_queued_jobs = max_queued_jobs;
+  o.listen_address = listen_address;
+  o.open_to_network = open_to_network();
+  o.k8s = k8s_options();
+  return o;
+}
+
 K8sOptions DaemonConfig::k8s_options() const {
   K8sOptions o;
   o.mode = k8s_mode;

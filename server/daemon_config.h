@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "server/k8s_launcher.h"
+#include "server/fleet/k8s_launcher.h"
+#include "server/rest/rest_api.h"
 #include "server/settings.h"
 
 namespace llmcap::server {
@@ -68,8 +69,10 @@ struct DaemonConfig {
 
   // Registers every field above with `settings` (keys are the field names).
   void bind(Settings& settings);
-  // The k8s_* fields as the launcher's options (server/k8s_launcher.h).
+  // The k8s_* fields as the launcher's options (server/fleet/k8s_launcher.h).
   K8sOptions k8s_options() const;
+  // The REST API's options (server/rest/rest_api.h).
+  RestOptions rest_options() const;
   // Returns "" or the first invalid field with the reason.
   std::string validate() const;
   // True when no token is configured: the API is open (loopback default).

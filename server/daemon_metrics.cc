@@ -51,7 +51,7 @@ struct DaemonMetrics::Families {
                          .Register(r)),
         ttft(prometheus::BuildHistogram()
                  .Name("llmcap_ttft_seconds")
-                 .Help("Time to first token from the intended send time (DOMAIN §2)")
+                 .Help("Time to first token from the intended send time (docs/metrics.md §1.4)")
                  .Register(r)),
         tpot(prometheus::BuildHistogram()
                  .Name("llmcap_tpot_seconds")

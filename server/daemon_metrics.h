@@ -15,6 +15,7 @@
 #include <string>
 
 #include "analysis/request_sample.h"
+#include "server/rest/rest_api.h"
 
 namespace prometheus {
 class Registry;
@@ -27,7 +28,7 @@ class Family;
 
 namespace llmcap::server {
 
-class DaemonMetrics {
+class DaemonMetrics final : public ApiMetrics {
  public:
   DaemonMetrics();
   ~DaemonMetrics();
@@ -60,10 +61,10 @@ class DaemonMetrics {
   // --- process ---
   void set_storage_queue_depth(double n);
   void observe_storage_batch_seconds(double seconds);
-  void observe_api_request(const std::string& route, int status, double seconds);
+  void observe_api_request(const std::string& route, int status, double seconds) override;
 
   // Prometheus text exposition format (version 0.0.4).
-  std::string serialize() const;
+  std::string serialize() const override;
 
  private:
   struct Families;

@@ -13,12 +13,12 @@
 #include "agent/nvidia_smi.h"
 #include "api/plan_reader.h"
 #include "server/daemon_metrics.h"
-#include "server/embedded_sims.h"
-#include "server/job_events.h"
-#include "server/plan_conversion.h"
-#include "server/plan_executor.h"
-#include "server/sample_codec.h"
-#include "server/shard_hub.h"
+#include "server/engine/embedded_sims.h"
+#include "server/engine/plan_conversion.h"
+#include "server/engine/plan_executor.h"
+#include "server/engine/sample_codec.h"
+#include "server/fleet/shard_hub.h"
+#include "server/jobs/job_events.h"
 #include "storage/disk_space.h"
 #include "storage/job_store.h"
 #include "storage/sample_writer.h"
@@ -204,7 +204,7 @@ class DaemonSink final : public ExecutionSink {
   void on_phase_finished(const StepContext& ctx, const json& phase) override {
     storage::CapacityRecord r;
     r.job_id = job_id_;
-    r.target = std::string(kPhaseKeyPrefix) +
+    r.target = std::string(storage::kPhaseKeyPrefix) +
                phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
     r.result_json = redactor_.redacted(phase.dump());
     if (auto st = store_.save_capacity(r); !st.ok())
@@ -390,8 +390,8 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     resume.completed_steps = *resumed_from + 1;
     if (auto caps = store_.list_capacity(job_id); caps.ok()) {
       for (const auto& c : caps.value()) {
-        if (c.target.rfind(kPhaseKeyPrefix, 0) == 0)
-          resume.completed_phases[c.target.substr(std::string(kPhaseKeyPrefix).size())] =
+        if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
+          resume.completed_phases[c.target.substr(std::string(storage::kPhaseKeyPrefix).size())] =
               json::parse(c.result_json, nullptr, false);
       }
     }
@@ -432,8 +432,8 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
                               : result.cancelled    ? "stopped"
                                                     : "finished");
   result.results["job_id"] = job_id;
-  // The load generator's host GPUs, when llmcapd runs on the GPU host (DOMAIN §1: record the
-  // hardware with every result). Absent nvidia-smi is noted, never an error.
+  // The load generator's host GPUs, when llmcapd runs on the GPU host (docs/metrics.md §8.2: record
+  // the hardware with every result). Absent nvidia-smi is noted, never an error.
   const auto gpus = agent::query_gpus();
   json host{{"available", gpus.available}, {"note", gpus.note}};
   json list = json::array();
@@ -448,7 +448,8 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   host["gpus"] = list;
   result.results["host_gpus"] = host;
 
-  storage::CapacityRecord doc{job_id, kResultsKey, redactor->redacted(result.results.dump()), 0};
+  storage::CapacityRecord doc{job_id, storage::kResultsKey,
+                              redactor->redacted(result.results.dump()), 0};
   check(store_.save_capacity(doc), job_id, "save results");
   // The verdict beside the state (GET /v1/jobs/{id}), stored before the final state so a
   // client that sees the job finished sees its verdict too.

@@ -18,7 +18,7 @@
 #include <stop_token>
 #include <string>
 
-#include "server/dataset_policy.h"
+#include "server/engine/dataset_policy.h"
 #include "storage/disk_space.h"
 
 namespace llmcap::storage {
@@ -33,9 +33,6 @@ class EmbeddedSimulators;
 class JobEvents;
 class ShardHub;
 
-inline constexpr const char* kResultsKey = "#results";
-inline constexpr const char* kPhaseKeyPrefix = "#phase:";
-
 class JobRunner {
  public:
   // telemetry_interval_s: scrape period of the targets' metrics (DaemonConfig).
@@ -49,8 +46,8 @@ class JobRunner {
   void set_shard_hub(ShardHub* hub) { shard_hub_ = hub; }
   // Set before the scheduler is shut down: stopped jobs become interrupted, not cancelled.
   void set_shutting_down() { shutting_down_ = true; }
-  // Where plans' dataset files live (the REST policy, server/dataset_policy.h): a job resolves
-  // its stored relative dataset paths again when it starts, and its steps read at most
+  // Where plans' dataset files live (the REST policy, server/engine/dataset_policy.h): a job
+  // resolves its stored relative dataset paths again when it starts, and its steps read at most
   // max_bytes. Set before run().
   void set_dataset_policy(DatasetPolicy policy) { dataset_policy_ = std::move(policy); }
   // The database file and its identity at start: a job whose database file is deleted or

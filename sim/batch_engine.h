@@ -1,8 +1,8 @@
 // BatchEngine: a virtual-time model of a vLLM-style continuous-batching scheduler (V1 style,
-// DOMAIN §4). Each step() is one iteration: it schedules running requests first (oldest first,
-// one decode token each or a prefill chunk), then admits waiting requests FIFO while there are
-// sequence slots (max_num_seqs), token budget (max_num_batched_tokens, chunked prefill) and free
-// KV blocks; when a running request needs a block and the pool is empty it preempts the newest
+// docs/metrics.md §7). Each step() is one iteration: it schedules running requests first (oldest
+// first, one decode token each or a prefill chunk), then admits waiting requests FIFO while there
+// are sequence slots (max_num_seqs), token budget (max_num_batched_tokens, chunked prefill) and
+// free KV blocks; when a running request needs a block and the pool is empty it preempts the newest
 // running request (frees its blocks; it is recomputed later from its prompt plus the tokens
 // generated so far). A request whose computed tokens catch up with its known tokens emits one
 // new token at the end of the step. The step's duration comes from the Roofline.

@@ -1,5 +1,5 @@
 // FaultInjector: decides, per request and reproducibly from a seed, which misbehaviour the
-// simulator shows (for testing clients and the load generator, STYLE §15): HTTP 500, HTTP 429
+// simulator shows (for testing clients and the load generator): HTTP 500, HTTP 429
 // with Retry-After, a stall after N tokens (stop sending, keep the connection), a TCP reset
 // after N tokens, a malformed chunk after N tokens, and slow headers (a delay before the status
 // line). Each decision depends only on (seed, request index), so a test replays exactly.

@@ -1,5 +1,5 @@
 // Roofline: the duration of one serving-engine iteration (one forward pass over a batch) for a
-// model on a GPU, from a roofline with explicit efficiency factors (DOMAIN §5):
+// model on a GPU, from a roofline with explicit efficiency factors (docs/metrics.md §11):
 //
 //   t = max(FLOPs / (peak FLOP/s × compute_efficiency),
 //           bytes / (peak bandwidth × bandwidth_efficiency)) + step_overhead

@@ -1,6 +1,6 @@
 // SimMetrics: the simulator's Prometheus metrics under vLLM's names (so dashboards and the
 // load generator's scraper treat it like vLLM), every series labelled model_name. Created once
-// per SimServer; handles cached (STYLE §14). Times are wall-clock seconds as a client sees them
+// per SimServer; handles cached. Times are wall-clock seconds as a client sees them
 // (already divided by time_scale).
 // Thread safety: prometheus-cpp metrics are thread-safe; serialize() may run concurrently.
 #pragma once

@@ -1,4 +1,4 @@
-// SimOptions: every setting of the simulated inference server, with its default (STYLE §13).
+// SimOptions: every setting of the simulated inference server, with its default.
 // The lead's CLI (`llmcapd sim`, `sim://<hardware>/<model>` targets) fills it from flags or
 // from JSON via sim_options_from_json(). Validated by SimServer::start().
 #pragma once

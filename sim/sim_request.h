@@ -1,6 +1,6 @@
 // SimRequest: parsing and validation of an OpenAI-style /v1/completions or
 // /v1/chat/completions body into what the simulator needs (prompt length under SimTokenizer,
-// output length, streaming flags). Kept apart from HTTP so it is unit-testable (STYLE §5).
+// output length, streaming flags). Kept apart from HTTP so it is unit-testable.
 // Pure; thread-safe.
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "sim/sim_tokenizer.h"
 
+#include "analysis/fnv1a.h"
+
 #include <array>
 
 namespace llmcap::sim {
@@ -7,15 +9,6 @@ namespace llmcap::sim {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -38,7 +31,7 @@ std::vector<std::int64_t> SimTokenizer::tokenize(std::string_view text) const {
     const std::size_t start = i;
     while (i < text.size() && !is_space(text[i])) ++i;
     if (i > start) {
-      ids.push_back(static_cast<std::int64_t>(fnv1a(text.substr(start, i - start)) %
+      ids.push_back(static_cast<std::int64_t>(analysis::fnv1a_64(text.substr(start, i - start)) %
                                               static_cast<std::uint64_t>(vocab_)));
     }
   }

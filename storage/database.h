@@ -9,7 +9,7 @@
 // Ownership: owns the connection; move-only. Statements prepared from it must not outlive it.
 // Thread safety: a Database and its Statements may be used by ONE thread at a time (opened with
 // SQLITE_OPEN_NOMUTEX); use one connection per thread, as SqliteJobStore and SampleWriter do.
-// All calls block on SQLite I/O: never call them on an Asio I/O thread (STYLE §10).
+// All calls block on SQLite I/O: never call them on an Asio I/O thread.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // and SQLite. SqliteJobStore is the implementation; tests of other modules may fake this.
 //
 // Every method is synchronous and may block on disk: call it from a storage/worker thread, never
-// from an Asio I/O thread (STYLE §10). Failures are values (Status/Result); see each method.
+// from an Asio I/O thread. Failures are values (Status/Result); see each method.
 // Thread safety of implementations: every method may be called from any thread.
 #pragma once
 

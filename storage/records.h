@@ -126,9 +126,14 @@ struct TelemetryRow {
   friend bool operator==(const TelemetryRow&, const TelemetryRow&) = default;
 };
 
+// Keys of the capacity table besides target names: the job's whole results document, and each
+// finished phase's result (resume skips those phases).
+inline constexpr const char* kResultsKey = "#results";
+inline constexpr const char* kPhaseKeyPrefix = "#phase:";
+
 struct CapacityRecord {
   std::string job_id;
-  std::string target;
+  std::string target;  // a target's name, kResultsKey, or kPhaseKeyPrefix + the phase's name
   std::string result_json;
   std::int64_t created_at_ms = 0;  // set by the store on save
 };

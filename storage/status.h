@@ -1,4 +1,4 @@
-// Status / Result<T>: how storage reports expected failures (STYLE §11) without exceptions.
+// Status / Result<T>: how storage reports expected failures without exceptions.
 //
 // A Status is a code plus a human message (for SQLite failures the message carries sqlite's own
 // text, e.g. "database or disk is full"). Result<T> holds either a value or a non-ok Status.

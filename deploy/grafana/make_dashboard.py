@@ -232,7 +232,7 @@ def build():
         L, "In-flight requests",
         [target("llmcap_in_flight_requests{%s}" % T, "{{target}}")],
         desc="Requests in flight now. A growing trend at a fixed offered rate is a growing "
-             "backlog: the step cannot pass (DOMAIN §3)."))
+             "backlog: the step cannot pass (docs/metrics.md §4.1)."))
     panels.append(timeseries(
         L, "Offered vs achieved arrival rate",
         [target("llmcap_offered_rate_rps{%s}" % T, "offered {{target}}", "A"),
@@ -256,7 +256,7 @@ def build():
                 "{{target}}")],
         unit="percentunit", bound=0.01,
         desc="Failed and timed-out requests / finished requests over 1 minute. Dashed line: "
-             "the 1% error-rate bound of the default SLA (DOMAIN §3)."))
+             "the 1% error-rate bound of the default SLA (docs/metrics.md §4)."))
     panels.append(timeseries(
         L, "Dropped arrivals",
         [target("sum by (target) (rate(llmcap_dropped_arrivals_total{%s}[1m]))" % T,
@@ -289,16 +289,16 @@ def build():
         + [target("vector($sla_ttft_p95_s)", "SLA P95 TTFT", "D")],
         unit="s", w=12, bound=1,
         overrides=[sla_series_override("SLA P95 TTFT")],
-        desc="Time to first token from t_intended (DOMAIN §2). Dashed threshold: the default "
-             "SLA bound (1 s); red series: the sla_ttft_p95_s variable."))
+        desc="Time to first token from t_intended (docs/metrics.md §1.4). Dashed threshold: the "
+             "default SLA bound (1 s); red series: the sla_ttft_p95_s variable."))
     panels.append(timeseries(
         L, "TPOT P50 / P95 / P99",
         quantiles("llmcap_tpot_seconds")
         + [target("vector($sla_tpot_p95_s)", "SLA P95 TPOT", "D")],
         unit="s", w=12, bound=0.035,
         overrides=[sla_series_override("SLA P95 TPOT")],
-        desc="Per-request time per output token after the first (DOMAIN §2). Dashed threshold: "
-             "the default SLA bound (35 ms); red series: the sla_tpot_p95_s variable."))
+        desc="Per-request time per output token after the first (docs/metrics.md §1.4). Dashed "
+             "threshold: the default SLA bound (35 ms); red series: the sla_tpot_p95_s variable."))
     panels.append(timeseries(
         L, "ITL P50 / P95 / P99", quantiles("llmcap_itl_seconds"), unit="s", w=12,
         desc="Gaps between consecutive token events, pooled over requests. Differs from TPOT "
@@ -346,7 +346,7 @@ def build():
         L, "Qualified capacity", [target("llmcap_qualified_capacity_rps{%s}" % T, "{{target}}",
                                          instant=True)],
         unit="reqps",
-        desc="Highest offered rate whose step passed, per target (DOMAIN §3)."))
+        desc="Highest offered rate whose step passed, per target (docs/metrics.md §5.1)."))
     panels.append(bargauge(
         L, "Output tokens/s at qualified capacity",
         [target("llmcap_qualified_output_tokens_per_second{%s}" % T, "{{target}}",
@@ -356,8 +356,8 @@ def build():
         L, "Cost per million output tokens",
         [target("llmcap_cost_per_million_output_tokens{%s}" % T, "{{target}}", instant=True)],
         unit="currencyUSD",
-        desc="Hourly price / (qualified output tokens/s × 3600) × 10^6 (DOMAIN §4). Lower is "
-             "better."))
+        desc="Hourly price / (qualified output tokens/s × 3600) × 10^6 (docs/metrics.md §6.1). "
+             "Lower is better."))
     panels.append({
         "type": "table",
         "id": L.id(),
@@ -457,7 +457,7 @@ def build():
                 "(rate(llmcap_ttft_seconds_bucket{%s}[1m])))" % T, "client {{target}}", "B")],
         unit="s", w=12,
         desc="The gap is network, connection set-up, streaming buffers and client queueing "
-             "(DOMAIN §1: keep both)."))
+             "(docs/metrics.md §8.3: keep both)."))
     panels.append(timeseries(
         L, "Output tokens/s: server side vs client side",
         [target("sum by (model_name) (rate(vllm:generation_tokens_total{%s}[1m]))" % M,
@@ -500,9 +500,9 @@ def templating():
         query_var("model", "Model (target telemetry)",
                   "label_values(vllm:num_requests_running, model_name)"),
         textbox("sla_ttft_p95_s", "SLA P95 TTFT (s)", "1",
-                "P95 TTFT bound drawn on the TTFT panel (DOMAIN §3 default 1 s)"),
+                "P95 TTFT bound drawn on the TTFT panel (docs/metrics.md §4 default 1 s)"),
         textbox("sla_tpot_p95_s", "SLA P95 TPOT (s)", "0.035",
-                "P95 TPOT bound drawn on the TPOT panel (DOMAIN §3 default 35 ms)"),
+                "P95 TPOT bound drawn on the TPOT panel (docs/metrics.md §4 default 35 ms)"),
     ]}
 
 

@@ -228,7 +228,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   headers.emplace_back("Cache-Control", "no-cache");
   if (!(co_await out.start(200, std::move(headers)))) co_return std::nullopt;
   if (chat) {
-    // Role-only first chunk (not a token event, DOMAIN §2).
+    // Role-only first chunk (not a token event, docs/metrics.md §1.2).
     json c{{"id", rec.id},
            {"object", "chat.completion.chunk"},
            {"model", options.model},

@@ -17,6 +17,7 @@
 
 #include "agent/chunk_decoder.h"
 #include "agent/sse_parser.h"
+#include "analysis/fnv1a.h"
 
 namespace {
 
@@ -24,12 +25,6 @@ using llmcap::agent::ApiKind;
 using llmcap::agent::ChunkDecoder;
 using llmcap::agent::SseEvent;
 using llmcap::agent::SseParser;
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // splitmix64: the split positions.
 std::uint64_t next(std::uint64_t& state) {
@@ -81,7 +76,7 @@ Run parse(std::string_view body, std::size_t limit, std::uint64_t seed, bool spl
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  const std::uint64_t h = fnv1a(body);
+  const std::uint64_t h = llmcap::analysis::fnv1a_64(body);
   const std::size_t limits[] = {16, 256, 4096, 4 * 1024 * 1024};
   const std::size_t limit = limits[h % 4];
 

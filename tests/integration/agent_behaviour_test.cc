@@ -106,7 +106,8 @@ TEST(AgentBehaviour, MisbehavingTargetsGiveTheRightErrorClass) {
       EXPECT_LE(x.error_message.size(), 256u);
     }
     EXPECT_EQ(r.counts.failed, r.samples.size()) << c.name;
-    EXPECT_EQ(r.itl_ns.count(), 0u) << c.name;  // failed requests never pollute ITL (§7.10)
+    EXPECT_EQ(r.itl_ns.count(), 0u)
+        << c.name;  // failed requests never pollute ITL (docs/metrics.md §2.3)
     if (c.expected == ErrorClass::kProtocol && std::string(c.name) == "malformed") {
       EXPECT_EQ(r.samples[0].token_events, 2u);  // what arrived before the bad event is kept
     }

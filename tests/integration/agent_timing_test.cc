@@ -65,7 +65,8 @@ Accuracy compare(const StepResult& r, const std::vector<ServedStream>& served) {
     const auto& s = r.samples[i];
     EXPECT_TRUE(s.ok()) << s.error_message;
     if (!s.ok()) continue;
-    // As reported results do (§2): only requests intended in the measurement window.
+    // As reported results do (docs/metrics.md §2.2): only requests intended in the measurement
+    // window.
     if (s.t_intended_ns < r.window_start_ns || s.t_intended_ns >= r.window_end_ns) continue;
     const auto it = by_id.find(r.response_ids[i]);
     EXPECT_NE(it, by_id.end()) << "unknown response id '" << r.response_ids[i] << "'";
@@ -137,7 +138,8 @@ TEST_P(AgentTiming, TokenEventTimesWithinOneMillisecondOfTheTruth) {
                                 concurrency == 1     ? 2.0
                                 : concurrency >= 512 ? 1.2
                                                      : 0.8);
-    spec.warmup_s = concurrency >= 512 ? 0.3 : 0.1;  // connection set-up burst excluded (§2)
+    spec.warmup_s =
+        concurrency >= 512 ? 0.3 : 0.1;  // connection set-up burst excluded (metrics.md §2.2)
     const StepResult r = runner.run(spec);
     ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
     ASSERT_TRUE(r.completed);

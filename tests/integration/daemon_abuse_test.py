@@ -17,10 +17,11 @@ embedded simulator; steps 0 and 2 run undisturbed, step 1 runs while 24 idle con
 slowloris clients and 4 flooding client processes (GET job/results/requests/metrics in a loop,
 ≈ 700 req/s here) hit the
 API. The agent's own schedule lag P99 of step 1 (results: steps[].client.schedule_lag_p99_ms,
-DOMAIN §2: t_send − t_intended) must stay within 1 ms of the undisturbed steps before and after
-it (which bracket the machine's own noise) — 1 ms being issue 10's bound on open-loop schedule
-lag P99, so a disturbance the test lets through is one llmcap's own accuracy target allows —
-and no step may be client-bound (the verdict's own test of a disturbed load generator). The
+docs/metrics.md §1.1: t_send − t_intended) must stay within 1 ms of the undisturbed steps
+before and after it (which bracket the machine's own noise) — 1 ms being issue 10's bound on
+open-loop schedule lag P99, so a disturbance the test lets through is one llmcap's own
+accuracy target allows — and no step may be client-bound (the verdict's own test of a
+disturbed load generator). The
 daemon runs under `chrt -f 10` where permitted (see realtime_wrapper). Loopback only; ~30 s.
 """
 

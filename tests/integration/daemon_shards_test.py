@@ -154,7 +154,7 @@ class ShardsTest(unittest.TestCase):
                                places=3)
         # Exactness of the merge, end to end: the merged step's percentiles are those of the
         # union of the shards' stored samples (type-7 percentiles over ok requests intended
-        # in the window, DOMAIN §2), as a single agent would have computed them.
+        # in the window, docs/metrics.md §3), as a single agent would have computed them.
         samples = self.samples(job_id)
         self.assertEqual(len(samples), 17)
         self.assertEqual(sorted(x["index"] for x in samples), list(range(17)))

@@ -18,7 +18,8 @@ the daemon keeps answering reads (job, results, stored samples, health), the sam
 stored before the fault are intact, and PRAGMA integrity_check is ok afterwards. After disk
 space is freed, a new job runs to `succeeded` (the writer recovers).
 
-Without mount rights (not root, no tmpfs/loop/ext4) the tests print "SKIPPED: ..." and pass.
+Without mount rights (not root, no tmpfs/loop/ext4) the tests print "SKIPPED: ..." and the run
+exits 77, which CTest reports as skipped (SKIP_RETURN_CODE); a failure still exits 1.
 Each test needs ~15 s.
 """
 
@@ -338,4 +339,9 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
         sys.exit("usage: daemon_storage_faults_test.py PATH/TO/llmcapd [unittest args]")
     BINARY = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
+    result = unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # Skipped cases make the whole test "skipped" to CTest, not "passed": a run that could not
+    # mount anything proved nothing about storage faults.
+    sys.exit(77 if result.skipped else 0)

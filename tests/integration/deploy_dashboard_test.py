@@ -121,7 +121,8 @@ def main():
             err("variable %s: default %r is not a number" % (name, v.get("query")))
             continue
         if sla_defaults[name] != want:
-            err("variable %s: default %r, want %g (DOMAIN §3)" % (name, v.get("query"), want))
+            err("variable %s: default %r, want %g (docs/metrics.md §4)"
+                % (name, v.get("query"), want))
 
     exprs = []  # (where, expr)
     for name, v in variables.items():

@@ -3,7 +3,7 @@
 # job runs; the test then asks Prometheus' HTTP API (/api/v1/query) whether the load
 # generator's series (llmcap_requests_total, llmcap_ttft_seconds_bucket) were collected and grew
 # over time. Usage: prometheus_scrape_test.sh <path to llmcapd>
-# Prints "SKIPPED: ..." (and exits 0) when prometheus, curl or jq is missing. Every wait is
+# Prints "SKIPPED: ..." and exits 77 (CTest: skipped) when prometheus, curl or jq is missing. Every wait is
 # bounded; the trap stops both processes and removes the temp directory on any exit.
 set -euo pipefail
 
@@ -12,7 +12,7 @@ PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
 for tool in "$PROMETHEUS" curl jq python3; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "SKIPPED: $tool not installed"
-    exit 0
+    exit 77  # CTest: SKIP_RETURN_CODE
   fi
 done
 

@@ -110,7 +110,7 @@ std::vector<std::string> sse_data(const std::string& body) {
   return out;
 }
 
-// A completions chunk carries a token when choices[0].text is non-empty (DOMAIN §2).
+// A completions chunk carries a token when choices[0].text is non-empty (docs/metrics.md §1.2).
 bool is_token_event(const std::string& data) {
   if (data == "[DONE]") return false;
   const json j = json::parse(data, nullptr, false);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-server (CPU only, offline) once into a cache folder and prints
 # the binary's path on stdout. The source comes from the npm package node-llama-cpp, whose
-# llama/gitRelease.bundle is a git bundle of llama.cpp (DOMAIN §8). Rerunning with the
+# llama/gitRelease.bundle is a git bundle of llama.cpp (tests/real/README.md). Rerunning with the
 # binary already built does nothing but print the path.
 #
 # Environment:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes a small random-weight llama-architecture GGUF model for the real-server lane.
 
-llama.cpp's llama-server needs a real GGUF file and none ships as a Debian package (DOMAIN §8),
-so this script builds one with the gguf-py package from the llama.cpp source tree and numpy:
+llama.cpp's llama-server needs a real GGUF file and none ships as a Debian package
+(tests/real/README.md), so this script builds one with the gguf-py package from the llama.cpp source tree and numpy:
 the tokenizer (llama SentencePiece, 32,000 tokens) is copied from a vocabulary file in the
 source's models/ folder; the weights are seeded Gaussian noise scaled 1/sqrt(fan_in) so
 activations stay finite. Random weights still do the full prefill/decode arithmetic, so the

@@ -8,7 +8,7 @@ REST API, then checks llmcap's per-request samples against the server's own per-
 timings, which llama-server logs for every finished task ("print_timing: ... task N | prompt
 eval time = X ms / P tokens" and "eval time = Y ms / G tokens").
 
-What is comparable (llama.cpp server-common.h, server_slot_stats; DOMAIN §2):
+What is comparable (llama.cpp server-common.h, server_slot_stats; docs/metrics.md §1):
   * server prompt_ms  = slot starts the prompt -> first token sampled. It is nested inside
     llmcap's ttft_service (request sent -> first token event arrived); the difference is HTTP,
     tokenisation, the wait for the slot (queueing when all slots are busy, and otherwise up to
@@ -52,7 +52,7 @@ def free_port():
 
 
 def pct(values, p):
-    """Percentile with linear interpolation between closest ranks (as llmcap, DOMAIN §2)."""
+    """Percentile, linear interpolation between closest ranks (llmcap's, docs/metrics.md §3.1)."""
     v = sorted(values)
     if not v:
         return None
@@ -301,7 +301,7 @@ def main():
                          "output_tokens_per_s": st["stats"].get("output_tokens_per_s"),
                          "verdict": st["verdict"]["outcome"]} for st in steps]
 
-    # ---- token counts (DOMAIN §7.6: the server honours max_tokens + ignore_eos) ----
+    # ---- token counts (docs/metrics.md §9.2: the server honours max_tokens + ignore_eos) ----
     ok = [s for s in samples if s["error"] == "none"]
     bad = [s for s in samples if s["error"] != "none"]
     summary["samples"] = {"total": len(samples), "ok": len(ok),

@@ -30,7 +30,7 @@ TEST(ChunkDecoder, VllmCompletionsTokensEmptyChunkAndSeparateUsage) {
   EXPECT_TRUE(c[0].is_token);
   EXPECT_EQ(c[0].text_bytes, 4u);
   EXPECT_EQ(c[0].id, "cmpl-7f3a");
-  EXPECT_FALSE(c[1].is_token);  // empty text is not a token event (§2)
+  EXPECT_FALSE(c[1].is_token);  // empty text is not a token event (docs/metrics.md §1.2)
   EXPECT_TRUE(c[2].is_token);
   EXPECT_TRUE(c[3].is_token);
   EXPECT_EQ(c[3].finish_reason, FinishReason::kLength);

@@ -15,7 +15,7 @@ TEST(Cost, CostPerMillionOutputTokens) {
 }
 
 TEST(Cost, RelativeCostIsPriceRatioOverThroughputRatio) {
-  // DOMAIN §4: 1.5× the price for 1.24× the throughput → 1.5 / 1.24 ≈ 1.21 per token.
+  // docs/metrics.md §6.2: 1.5× the price for 1.24× the throughput → 1.5 / 1.24 ≈ 1.21 per token.
   const TargetOffer a{"a100", 2.0, 1000};
   const TargetOffer h{"h100", 3.0, 1240};
   const auto c = compare_targets(a, h);
@@ -32,7 +32,7 @@ TEST(Cost, RelativeCostIsPriceRatioOverThroughputRatio) {
 }
 
 TEST(Cost, DemandFromDomainExample) {
-  // DOMAIN §4: 90 rpm × 240 tokens / 60 = 360 tok/s; with 30% headroom 468 tok/s.
+  // docs/metrics.md §6.3: 90 rpm × 240 tokens / 60 = 360 tok/s; with 30% headroom 468 tok/s.
   const Demand d{90, 240, 0.30};
   EXPECT_DOUBLE_EQ(demand_output_tokens_per_s(d), 360);
   EXPECT_NEAR(required_output_tokens_per_s(d), 468, 1e-9);

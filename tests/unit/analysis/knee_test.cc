@@ -33,7 +33,7 @@ TEST(Knee, ThresholdIsConfigurable) {
 }
 
 TEST(Knee, DomainRtx4090SweepHasNoKneeYet) {
-  // DOMAIN §6: Mistral-7B on an RTX 4090, 210/377/644/975/1190 tok/s at 4/8/16/32/48.
+  // docs/metrics.md §11: Mistral-7B on an RTX 4090, 210/377/644/975/1190 tok/s at 4/8/16/32/48.
   std::vector<SweepPoint> pts = {{4, 210, 53e6, 0},
                                  {8, 377, 100e6, 0},
                                  {16, 644, 200e6, 0},

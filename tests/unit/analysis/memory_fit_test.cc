@@ -1,4 +1,4 @@
-// Hand-calculated checks of the memory-fit arithmetic (DOMAIN §4, §6).
+// Hand-calculated checks of the memory-fit arithmetic (docs/metrics.md §7, §11).
 #include "analysis/memory_fit.h"
 
 #include <gtest/gtest.h>

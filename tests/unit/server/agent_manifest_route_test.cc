@@ -1,4 +1,4 @@
-#include "server/agent_manifest_route.h"
+#include "server/fleet/agent_manifest_route.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/dataset_policy.h"
+#include "server/engine/dataset_policy.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "server/job_scheduler.h"
+#include "server/jobs/job_scheduler.h"
 
 #include <gtest/gtest.h>
 

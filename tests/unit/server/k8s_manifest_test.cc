@@ -1,4 +1,4 @@
-#include "server/k8s_manifest.h"
+#include "server/fleet/k8s_manifest.h"
 
 #include <gtest/gtest.h>
 

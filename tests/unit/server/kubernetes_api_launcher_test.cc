@@ -1,7 +1,7 @@
 // KubernetesApiLauncher against a fake Kubernetes API server on 127.0.0.1 (plain HTTP). The
 // fake checks the method, the path, the bearer token and the body, and answers what each test
 // scripts. One test checks the cluster-CA verification over TLS against `openssl s_server`.
-#include "server/kubernetes_api_launcher.h"
+#include "server/fleet/kubernetes_api_launcher.h"
 
 #include <gtest/gtest.h>
 #include <spawn.h>

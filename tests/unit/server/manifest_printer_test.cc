@@ -1,4 +1,4 @@
-#include "server/manifest_printer.h"
+#include "server/fleet/manifest_printer.h"
 
 #include <gtest/gtest.h>
 

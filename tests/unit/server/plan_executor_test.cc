@@ -2,7 +2,7 @@
 // A stop that lands before the step's measurement window opened (model discovery, calibration,
 // warm-up) must end the job cancelled with no step, never throw (it once did: the empty
 // window reached compute_step_stats, and the job stayed "running" forever).
-#include "server/plan_executor.h"
+#include "server/engine/plan_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "api/plan_reader.h"
-#include "server/embedded_sims.h"
-#include "server/plan_conversion.h"
+#include "server/engine/embedded_sims.h"
+#include "server/engine/plan_conversion.h"
 
 namespace llmcap::server {
 namespace {

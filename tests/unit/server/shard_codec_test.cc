@@ -1,6 +1,6 @@
-// Tests of the agent wire format (server/shard_codec.h): spec and result round trips keep every
-// field; a wrong codec version and malformed documents are refused with a reason.
-#include "server/shard_codec.h"
+// Tests of the agent wire format (server/fleet/shard_codec.h): spec and result round trips keep
+// every field; a wrong codec version and malformed documents are refused with a reason.
+#include "server/fleet/shard_codec.h"
 
 #include <gtest/gtest.h>
 

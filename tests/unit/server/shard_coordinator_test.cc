@@ -1,13 +1,13 @@
-// Tests of ShardCoordinator (server/shard_coordinator.h) driven directly, with fake agents on
+// Tests of ShardCoordinator (server/fleet/shard_coordinator.h) driven directly, with fake agents on
 // threads: the step is split and merged, a duplicate upload is stored once, a clock offset
 // over the bound and missing agents fail the step with reasons naming the shards.
-#include "server/shard_coordinator.h"
+#include "server/fleet/shard_coordinator.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "server/shard_codec.h"
+#include "server/fleet/shard_codec.h"
 
 namespace llmcap::server {
 namespace {

@@ -1,7 +1,7 @@
-// Tests of ShardHub (server/shard_hub.h): coordinators by job id, closed jobs answer "done",
+// Tests of ShardHub (server/fleet/shard_hub.h): coordinators by job id, closed jobs answer "done",
 // and the Kubernetes launcher from K8sOptions: mode "print" launches (renders the manifest) and
 // a bad setting fails the step with the launcher's message; mode "off" says none is configured.
-#include "server/shard_hub.h"
+#include "server/fleet/shard_hub.h"
 
 #include <gtest/gtest.h>
 

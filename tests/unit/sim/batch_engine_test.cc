@@ -180,8 +180,8 @@ double closed_loop_tokens_per_s(const Roofline& r, std::int64_t concurrency, std
 }
 
 TEST(BatchEngineTest, ThroughputGrowsWithConcurrencyLikePublishedFigures) {
-  // DOMAIN §6: RTX 4090, vLLM, Mistral-7B BF16, 256 in / 128 out: 210 / 377 / 644 / 975 / 1190
-  // output tok/s at concurrency 4 / 8 / 16 / 32 / 48. Checked for shape, not fitted.
+  // docs/metrics.md §11: RTX 4090, vLLM, Mistral-7B BF16, 256 in / 128 out: 210 / 377 / 644 / 975 /
+  // 1190 output tok/s at concurrency 4 / 8 / 16 / 32 / 48. Checked for shape, not fitted.
   const ProfileCatalog c = ProfileCatalog::builtin();
   const Roofline r(*c.model("mistral-7b"), *c.hardware("rtx4090-24g"), analysis::Dtype::kBf16);
   double previous = 0;

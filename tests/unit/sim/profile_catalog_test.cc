@@ -34,7 +34,7 @@ TEST(ProfileCatalogTest, BuiltinFiguresMatchDomainTables) {
   const auto m24 = *c.hardware("rtx4090-24g");
   EXPECT_EQ(m48.bandwidth_bytes_per_s, m24.bandwidth_bytes_per_s);  // only capacity differs
   EXPECT_EQ(m48.memory_bytes, 2 * m24.memory_bytes);
-  // KV bytes/token at 16 bits, DOMAIN §6 last column.
+  // KV bytes/token at 16 bits, docs/metrics.md §11, last column.
   const std::pair<const char*, double> kv[] = {
       {"llama-3.1-8b", 128}, {"llama-3.1-70b", 320}, {"qwen2.5-7b", 56},  {"qwen2.5-14b", 192},
       {"qwen2.5-32b", 256},  {"qwen2.5-72b", 320},   {"mistral-7b", 128}, {"llama-2-7b", 512}};

@@ -1,0 +1,92 @@
+// `llmcapd report FILE|JOB --out report.html`: renders a results document (a file written by
+// `llmcapd run --out`, or a job of a running daemon) as the self-contained HTML report, or as
+// Markdown / CSV tables.
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "api/report_html.h"
+#include "api/report_tables.h"
+#include "net/blocking_client.h"
+#include "server/cli/command_line.h"
+#include "server/cli/commands.h"
+#include "server/cli/exit_codes.h"
+#include "server/settings.h"
+
+namespace llmcap::server {
+
+std::string read_file(const std::string& path, std::string& error);  // cmd_run.cc
+
+int cmd_report(const std::vector<std::string>& args) {
+  std::string out_path;
+  std::string format = "html";
+  std::uint16_t port = 8080;
+  bool help = false;
+  Settings s("");
+  s.add("out", "write the report here (default: standard output)", &out_path);
+  s.add("format", "html, markdown or csv", &format);
+  s.add("port", "port of the local llmcapd when a job id is given", &port);
+  s.add("help", "show this help", &help);
+  std::vector<std::string> positional;
+  const CommandLine cl{"report",
+                       "Usage: llmcapd report RESULTS.json|JOB_ID [flags]\n\nRenders the capacity "
+                       "report (HTML with inline SVG charts, or Markdown/CSV tables).",
+                       1};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
+  if (positional.size() != 1) {
+    std::cerr << "llmcapd report: expected one results file or job id\n";
+    return kExitUsage;
+  }
+  if (format != "html" && format != "markdown" && format != "csv") {
+    std::cerr << "llmcapd report: format: expected html, markdown or csv\n";
+    return kExitUsage;
+  }
+  std::string text;
+  const std::string& source = positional[0];
+  if (source.rfind("job_", 0) == 0) {
+    const net::BlockingClient daemon("http://127.0.0.1:" + std::to_string(port), "");
+    auto r = daemon.request("GET", "/v1/jobs/" + source + "/results");
+    if (r.status != 200) {
+      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/results on port " << port << ": "
+                << (r.status ? std::to_string(r.status) : r.error) << "\n";
+      return r.status == 404 ? kExitUsage : kExitRuntime;
+    }
+    text = r.body;
+  } else {
+    std::string error;
+    text = read_file(source, error);
+    if (!error.empty()) {
+      std::cerr << "llmcapd report: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  const auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("targets")) {
+    std::cerr << "llmcapd report: " << source << " is not a results document\n";
+    return kExitUsage;
+  }
+  std::string rendered;
+  if (format == "markdown")
+    rendered = api::render_markdown(doc);
+  else if (format == "csv")
+    rendered = api::render_capacity_csv(doc);
+  else {
+    api::ReportOptions o;
+    if (doc.contains("job_id") && doc["job_id"].is_string()) o.job_id = doc["job_id"];
+    rendered = api::render_report_html(doc, o);
+  }
+  if (out_path.empty()) {
+    std::cout << rendered;
+    return kExitOk;
+  }
+  std::ofstream out(out_path, std::ios::binary);
+  out << rendered;
+  if (!out) {
+    std::cerr << "llmcapd report: cannot write '" << out_path << "'\n";
+    return kExitRuntime;
+  }
+  std::cerr << "wrote " << out_path << " (" << rendered.size() << " bytes)\n";
+  return kExitOk;
+}
+
+}  // namespace llmcap::server

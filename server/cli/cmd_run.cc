@@ -1,0 +1,162 @@
+// `llmcapd run PLAN.json [--out results.json]`: runs a plan once, without a daemon, with the
+// same parser, executor and analysis as the daemon; prints a line per step and the
+// qualified-capacity table. Embedded simulators serve sim:// targets.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include "api/plan_reader.h"
+#include "server/cli/command_line.h"
+#include "server/cli/commands.h"
+#include "server/cli/console_sink.h"
+#include "server/cli/exit_codes.h"
+#include "server/engine/dataset_policy.h"
+#include "server/engine/embedded_sims.h"
+#include "server/engine/plan_conversion.h"
+#include "server/engine/plan_executor.h"
+#include "server/logging.h"
+#include "server/settings.h"
+
+namespace llmcap::server {
+
+namespace {
+std::stop_source* g_stop = nullptr;
+extern "C" void on_signal(int) {
+  if (g_stop) g_stop->request_stop();
+}
+}  // namespace
+
+std::string read_file(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read '" + path + "'";
+    return {};
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Parses and converts a plan file; prints every error with its path. Returns kExitOk or kExitUsage.
+int load_plan(const std::string& path, const std::string& text, api::PlanParse& parse,
+              RunPlan& plan, const char* who) {
+  parse = api::parse_plan(text);
+  if (!parse.errors.empty()) {
+    std::cerr << who << ": " << path << ": invalid plan (" << parse.errors.size() << " error"
+              << (parse.errors.size() == 1 ? "" : "s") << ")\n";
+    for (const auto& e : parse.errors) {
+      std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message << "\n";
+    }
+    return kExitUsage;
+  }
+  // Dataset files are read and parsed now, so a missing or malformed one is a plan error.
+  if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized, DatasetPolicy{});
+      !problems.empty()) {
+    std::cerr << who << ": " << path << ": dataset not usable\n";
+    for (const auto& e : problems) std::cerr << "  " << e.path << ": " << e.message << "\n";
+    return kExitUsage;
+  }
+  if (auto err = to_run_plan(parse, plan); !err.empty()) {
+    std::cerr << who << ": " << path << ": " << err << "\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  std::string out_path;
+  bool help = false;
+  bool quiet = false;
+  LogOptions log;
+  log.level = "warn";
+  Settings s("");
+  s.add("out", "write the results document (JSON) to this file", &out_path);
+  s.add("quiet", "print only the final table", &quiet);
+  s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
+  s.add("log_json", "write logs as JSON lines", &log.json);
+  s.add("help", "show this help", &help);
+  std::vector<std::string> positional;
+  const CommandLine cl{
+      "run",
+      "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
+      "and prints the qualified-capacity table.\nExit 0 when the verdict is pass (every "
+      "target has a confirmed qualified capacity), 1 when a target failed its SLA, 2 for a "
+      "bad plan, 3 on runtime errors (target unreachable), 4 when inconclusive.",
+      1};
+  if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
+  if (positional.size() != 1) {
+    std::cerr << "llmcapd run: expected exactly one plan file (see llmcapd run --help)\n";
+    return kExitUsage;
+  }
+  if (auto err = setup_logging(log); !err.empty()) {
+    std::cerr << "llmcapd run: " << err << "\n";
+    return kExitUsage;
+  }
+  std::string error;
+  const std::string text = read_file(positional[0], error);
+  if (!error.empty()) {
+    std::cerr << "llmcapd run: " << error << "\n";
+    return kExitUsage;
+  }
+  api::PlanParse parse;
+  RunPlan plan;
+  if (int rc = load_plan(positional[0], text, parse, plan, "llmcapd run"); rc != kExitOk) return rc;
+  if (parse.plan->agents) {
+    // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
+    // would silently measure a different set-up than the plan asks for.
+    std::cerr << "llmcapd run: " << positional[0]
+              << ": /agents: a plan with agents runs only in the daemon (llmcapd serve, then "
+                 "POST /v1/jobs); remove /agents to run it here with one in-process agent\n";
+    return kExitUsage;
+  }
+  for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
+  std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
+            << plan.targets.size() << " target(s), estimated at most "
+            << static_cast<long long>(parse.estimated_duration_s) << " s\n";
+
+  std::stop_source stop;
+  g_stop = &stop;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  EmbeddedSimulators sims;
+  std::ostringstream discard;
+  ConsoleSink sink(quiet ? static_cast<std::ostream&>(discard) : std::cerr);
+  PlanExecutor executor(sims, sink);
+  ExecutionResult result = executor.run(plan, stop.get_token());
+  g_stop = nullptr;
+  sims.stop();
+
+  result.results["plan_document"] = parse.normalized;
+  if (!out_path.empty()) {
+    std::ofstream out(out_path);
+    out << result.results.dump(2) << "\n";
+    if (!out) {
+      std::cerr << "llmcapd run: cannot write '" << out_path << "'\n";
+      return kExitRuntime;
+    }
+  }
+  std::cout << "\nQualified capacity (SLA:";
+  for (const auto& b : parse.plan->sla.bounds)
+    std::cout << " P" << b.percentile << " " << b.metric << " <= " << b.limit_ms << " ms;";
+  std::cout << " errors <= " << parse.plan->sla.max_error_rate * 100 << "%)\n"
+            << capacity_table_text(result.results);
+  if (!result.error.empty()) {
+    std::cerr << "llmcapd run: " << result.error << "\n";
+    return kExitRuntime;
+  }
+  if (result.cancelled) {
+    std::cerr << "llmcapd run: cancelled; results are partial\n";
+    return kExitRuntime;
+  }
+  switch (result.verdict) {
+    case analysis::Outcome::kPass: return kExitOk;
+    case analysis::Outcome::kFail: return kExitSlaFailed;
+    case analysis::Outcome::kInconclusive: break;
+  }
+  return kExitInconclusive;
+}
+
+}  // namespace llmcap::server

@@ -1,0 +1,1059 @@
+#include "server/engine/plan_executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "analysis/burst.h"
+#include "analysis/capacity.h"
+#include "analysis/capacity_search.h"
+#include "analysis/cost.h"
+#include "analysis/knee.h"
+#include "analysis/region_latency.h"
+#include "analysis/repeatability.h"
+#include "analysis/step_stats.h"
+#include "analysis/target_verdict.h"
+#include "analysis/verdict.h"
+#include "analysis/windowed.h"
+#include "api/result_json.h"
+#include "server/engine/embedded_sims.h"
+
+namespace llmcap::server {
+
+using nlohmann::json;
+
+const char* to_string(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::kConcurrencySweep: return "concurrency_sweep";
+    case PhaseKind::kRateSweep: return "rate_sweep";
+    case PhaseKind::kCapacitySearch: return "capacity_search";
+    case PhaseKind::kBurst: return "burst";
+    case PhaseKind::kSoak: return "soak";
+  }
+  return "unknown";
+}
+
+std::string phase_key(std::size_t target_index, std::size_t phase_index, int repeat_index) {
+  return std::to_string(target_index) + "/" + std::to_string(phase_index) + "/" +
+         std::to_string(repeat_index);
+}
+
+namespace {
+
+std::shared_ptr<spdlog::logger> log() {
+  if (auto l = spdlog::get("server")) return l;
+  return spdlog::default_logger();
+}
+
+constexpr double kNsPerS = 1e9;
+
+std::string rate_label(double rps) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f rps", rps);
+  return buf;
+}
+
+// Seeds differ per step but are equal across targets, so every target sees the same prompts.
+std::uint64_t step_seed(std::uint64_t plan_seed, std::size_t phase, int repeat, int step) {
+  std::uint64_t x = plan_seed ^ (0x9e3779b97f4a7c15ULL * (phase + 1)) ^
+                    (0xbf58476d1ce4e5b9ULL * static_cast<std::uint64_t>(repeat + 1)) ^
+                    (0x94d049bb133111ebULL * static_cast<std::uint64_t>(step + 1));
+  x ^= x >> 31;
+  return x;
+}
+
+// Time compression for simulated targets with time_scale k: the step runs k× faster (durations
+// ÷ k, rates × k) and every measured time is scaled back × k before analysis.
+agent::RateProfile compress(const agent::RateProfile& p, double k) {
+  std::vector<agent::RateProfile::Segment> segs = p.segments();
+  for (auto& s : segs) {
+    s.start_s /= k;
+    s.end_s /= k;
+    s.rate_start *= k;
+    s.rate_end *= k;
+  }
+  return agent::RateProfile::from_segments(std::move(segs));
+}
+
+void expand(agent::StepResult& r, double k) {
+  auto scale = [k](std::int64_t& t) {
+    if (t >= 0) t = static_cast<std::int64_t>(std::llround(static_cast<double>(t) * k));
+  };
+  for (auto& s : r.samples) {
+    scale(s.t_intended_ns);
+    scale(s.t_send_ns);
+    scale(s.connect_ns);
+    scale(s.tls_ns);
+    scale(s.t_headers_ns);
+    scale(s.t_first_token_ns);
+    scale(s.t_last_token_ns);
+    scale(s.t_end_ns);
+    scale(s.max_itl_ns);
+    for (auto& t : s.token_times_ns) scale(t);
+  }
+  analysis::LogHistogram itl;
+  for (const auto& b : r.itl_ns.buckets())
+    itl.record(analysis::LogHistogram::bucket_value(b.index) * k, b.count);
+  r.itl_ns = itl;
+  for (auto& [t, n] : r.in_flight_series) scale(t);
+  scale(r.window_start_ns);
+  scale(r.window_end_ns);
+  scale(r.end_ns);
+  // The client's own figures (schedule, dispatch and timer lag) stay in wall-clock time: they
+  // judge the load generator, which ran in real time (a 3 ms hiccup is 3 ms at any k).
+}
+
+// One judged step, kept for the target's capacity and the phase analyses.
+struct StepRecord {
+  analysis::JudgedStep judged;
+  analysis::StepVerdict verdict;
+  std::vector<analysis::RequestSample> samples;  // kept only for burst/soak analyses
+  std::vector<analysis::InFlightPoint> in_flight;
+};
+
+class TargetRun {
+ public:
+  TargetRun(const RunPlan& plan, const RunTarget& target, std::size_t target_index,
+            ExecutionSink& sink, std::stop_token stop, const ResumeState& resume,
+            std::int64_t& global_step, std::int64_t planned_steps, StepBackend& backend)
+      : plan_(plan),
+        target_(target),
+        target_index_(target_index),
+        sink_(sink),
+        stop_(std::move(stop)),
+        resume_(resume),
+        global_step_(global_step),
+        planned_steps_(planned_steps),
+        backend_(backend) {}
+
+  // Runs every phase; returns the target's results document.
+  json run(std::string& error, bool& cancelled);
+  // Simulated targets: reads the simulator's lost wall-clock time (EmbeddedSimulators).
+  void set_target_clock(std::function<std::int64_t()> lost_ns) {
+    clock_lost_ns_ = std::move(lost_ns);
+  }
+
+ private:
+  json run_phase(const RunPhase& phase, std::size_t phase_index, int repeat, std::string& error);
+  // Runs one step; nullopt when cancelled before it produced anything or the sink failed.
+  // role and planned_rate_rps say which capacity level the step is (analysis/capacity.h).
+  std::optional<StepRecord> run_step(const RunPhase& phase, std::size_t phase_index, int repeat,
+                                     int step_index, agent::LoadSpec load, double duration_s,
+                                     std::string label, json params, json& phase_steps,
+                                     std::string& error, analysis::StepRole role,
+                                     double planned_rate_rps, bool keep_samples = false);
+  // Steps of a phase resumed from its stored document, back into the capacity judgement.
+  void adopt_stored_steps(const json& phase_doc);
+  // Measured mean input/output tokens per completed request over every step of the target.
+  json measured_lengths() const;
+  json sweep_analysis(const std::vector<StepRecord>& steps);
+
+  const RunPlan& plan_;
+  const RunTarget& target_;
+  std::size_t target_index_;
+  ExecutionSink& sink_;
+  std::stop_token stop_;
+  const ResumeState& resume_;
+  std::int64_t& global_step_;
+  std::int64_t planned_steps_;
+  StepBackend& backend_;
+  std::string model_;
+  std::vector<analysis::JudgedStep> all_judged_;
+  std::vector<analysis::StepVerdict> all_verdicts_;  // parallel to all_judged_
+  std::optional<analysis::SweepPoint> knee_;
+  std::optional<double> qualified_rate_;
+  std::function<std::int64_t()> clock_lost_ns_;  // empty for real targets
+};
+
+std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t phase_index,
+                                              int repeat, int step_index, agent::LoadSpec load,
+                                              double duration_s, std::string label, json params,
+                                              json& phase_steps, std::string& error,
+                                              analysis::StepRole role, double planned_rate_rps,
+                                              bool keep_samples) {
+  if (stop_.stop_requested()) return std::nullopt;
+  StepContext ctx;
+  ctx.target_index = target_index_;
+  ctx.target = target_.name;
+  ctx.phase_index = phase_index;
+  ctx.phase = phase.name;
+  ctx.kind = phase.kind;
+  ctx.repeat_index = repeat;
+  ctx.step_index = step_index;
+  ctx.global_step = global_step_;
+  ctx.label = std::move(label);
+  ctx.params = std::move(params);
+  ctx.planned_s = phase.warmup_s + duration_s;
+  ctx.planned_steps = planned_steps_;
+
+  agent::StepSpec spec;
+  spec.target = target_.spec;
+  if (!model_.empty()) spec.target.model = model_;
+  spec.deadlines = plan_.deadlines;
+  spec.workload = target_.workload;
+  spec.load = std::move(load);
+  spec.warmup_s = phase.warmup_s;
+  spec.duration_s = duration_s;
+  const agent::RateProfile offered_profile = spec.load.rate;
+  const double k = target_.time_scale > 0 ? target_.time_scale : 1.0;
+  if (k != 1.0) {
+    spec.warmup_s /= k;
+    spec.duration_s /= k;
+    spec.drain_timeout_s /= k;
+    spec.load.rate = compress(spec.load.rate, k);
+    auto shrink = [k](std::int64_t& ms) {
+      if (ms > 0) ms = std::max<std::int64_t>(1, static_cast<std::int64_t>(ms / k));
+    };
+    shrink(spec.deadlines.first_token_ms);
+    shrink(spec.deadlines.idle_ms);
+    shrink(spec.deadlines.total_ms);
+  }
+  spec.drain = phase.drain;
+  spec.seed = step_seed(plan_.seed, phase_index, repeat, step_index);
+  sink_.on_step_started(ctx);
+
+  // Target telemetry (docs/metrics.md §8.2: the reason behind a verdict must be visible): the
+  // plan's metrics_url, or the embedded simulator's own /metrics.
+  std::string metrics_url = target_.metrics_url;
+  if (metrics_url.empty() && EmbeddedSimulators::is_sim_url(target_.base_url))
+    metrics_url = target_.spec.base_url + "/metrics";
+  std::optional<agent::TelemetryScraper> scraper;
+  const auto scrape_epoch = std::chrono::steady_clock::now().time_since_epoch();
+  if (!metrics_url.empty()) {
+    agent::TelemetryScraperOptions so;
+    so.metrics_url = metrics_url;
+    so.interval_ns = static_cast<std::int64_t>(plan_.telemetry_interval_s * 1e9 / k);
+    so.tls = target_.spec.tls;
+    scraper.emplace(so);
+    scraper->start(std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count());
+  }
+
+  auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
+  const std::int64_t clock_lost_before = clock_lost_ns_ ? clock_lost_ns_() : 0;
+  BackendStep produced = backend_.run(spec, ctx.global_step, stop_, progress);
+  const std::int64_t clock_lost = clock_lost_ns_ ? clock_lost_ns_() - clock_lost_before : 0;
+  agent::StepResult& result = produced.result;
+  agent::TelemetryResult telemetry;
+  if (scraper) {
+    telemetry = scraper->stop();
+    // Onto the samples' clock (the step epoch), then out of compressed time.
+    const std::int64_t offset =
+        result.epoch_steady_ns -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count();
+    for (auto& p : telemetry.points) {
+      p.t_ns = static_cast<std::int64_t>(static_cast<double>(p.t_ns - offset) * k);
+    }
+  }
+  ++global_step_;
+  if (!result.fatal_error.empty()) {
+    error =
+        "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " + result.fatal_error;
+    return std::nullopt;
+  }
+  if (model_.empty()) model_ = result.model;
+  if (result.cancelled && result.window_end_ns <= result.window_start_ns) {
+    // Stopped before its window opened (model discovery, calibration, warm-up): nothing was
+    // measured, so there is no step to judge or store.
+    return std::nullopt;
+  }
+  if (k != 1.0) expand(result, k);
+
+  analysis::StepInput input;
+  input.samples = result.samples;
+  input.window_start_ns = result.window_start_ns;
+  input.window_end_ns = result.window_end_ns;
+  if (spec.load.kind == agent::LoadKind::kOpen) {
+    // Offered rate over the measurement window (the profile may vary: bursts).
+    const double t0 = static_cast<double>(result.window_start_ns) / kNsPerS;
+    const double t1 = static_cast<double>(result.window_end_ns) / kNsPerS;
+    input.offered_rate_rps =
+        t1 > t0 ? (offered_profile.cumulative(t1) - offered_profile.cumulative(t0)) / (t1 - t0) : 0;
+  } else {
+    input.concurrency = spec.load.concurrency;
+  }
+  input.itl_ns = result.itl_ns;
+  input.dropped_arrivals = result.dropped_arrivals;
+  input.client_cpu_utilisation = result.client_cpu_utilisation;
+  // Client saturation is judged in wall-clock time on the window's requests (step_stats.h),
+  // not from the agent's whole-step lag (warm-up and connects included) scaled by k.
+  input.time_scale = k;
+  if (clock_lost_ns_) {
+    input.target_clock_lost_ns = static_cast<double>(clock_lost);
+    input.target_clock_span_ns = static_cast<double>(result.end_ns) / k;  // end_ns was × k
+  }
+  input.sla = plan_.sla;
+  for (const auto& [t, n] : result.in_flight_series) input.in_flight.push_back({t, double(n)});
+
+  StepRecord record;
+  record.judged.stats = analysis::compute_step_stats(input);
+  record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
+  record.judged.outcome =
+      result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
+  record.judged.role = role;
+  record.judged.planned_rate_rps = planned_rate_rps;
+  const bool client_bound = record.verdict.client_bound;
+
+  json step_json{
+      {"global_step", ctx.global_step},
+      {"target", target_.name},
+      {"phase", phase.name},
+      {"phase_kind", to_string(phase.kind)},
+      {"repeat", repeat},
+      {"step", step_index},
+      {"label", ctx.label},
+      {"params", ctx.params},
+      {"partial", result.cancelled || !result.completed},
+      {"model", result.model},
+      {"stats", api::step_stats_json(record.judged.stats)},
+      {"verdict", api::verdict_json(record.verdict)},
+      {"client_bound", client_bound},
+      {"insufficient_samples", record.verdict.insufficient_samples},
+      {"planned_rate_rps", planned_rate_rps > 0 ? json(planned_rate_rps) : json(nullptr)},
+      {"role", role == analysis::StepRole::kConfirm    ? "confirm"
+               : role == analysis::StepRole::kSoak     ? "soak"
+               : role == analysis::StepRole::kExcluded ? "excluded"
+                                                       : "level"},
+      {"time_scale", k},
+      {"client",
+       json{{"cpu_utilisation", result.client_cpu_utilisation},
+            // Wall clock, whole step (warm-up and connection set-up included); the verdict
+            // judges the window's dispatch lag (stats.client_dispatch_lag_p99_ms).
+            {"schedule_lag_p99_ms", static_cast<double>(result.schedule_lag.p99_ns) / 1e6},
+            {"schedule_lag_max_ms", static_cast<double>(result.schedule_lag.max_ns) / 1e6},
+            {"dispatch_lag_p99_ms", static_cast<double>(result.dispatch_lag.p99_ns) / 1e6},
+            {"dropped_arrivals_warmup", result.dropped_arrivals_warmup},
+            {"target_clock_lost_ms",
+             clock_lost_ns_ ? json(static_cast<double>(clock_lost) / 1e6) : json(nullptr)},
+            {"timer_lag_p99_ms", static_cast<double>(result.timer_lag.p99_ns) / 1e6},
+            {"connections_opened", result.connections_opened}}},
+      {"calibration",
+       json{{"method", result.calibration.method},
+            {"tokens_per_word", result.calibration.tokens_per_word_final},
+            {"planned_input_mean_tokens", result.calibration.planned_input_mean_tokens},
+            {"real_input_mean_tokens", result.calibration.real_input_mean_tokens},
+            {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
+            {"note", result.calibration.note}}},
+  };
+  if (!produced.extra.is_null()) {
+    // Scale-out (issue 11): per-shard figures, and client-side latency per region from the
+    // merged (time-expanded) samples, whose region labels come parallel to them.
+    json agents = produced.extra;
+    if (agents.contains("sample_regions")) {
+      const auto regions = agents["sample_regions"].get<std::vector<std::string>>();
+      agents.erase("sample_regions");
+      if (auto by_region = analysis::region_latency(result.samples, regions, result.window_start_ns,
+                                                    result.window_end_ns);
+          !by_region.empty())
+        step_json["regions"] = api::region_latency_json(by_region);
+    }
+    step_json["agents"] = std::move(agents);
+  }
+  if (scraper) {
+    step_json["telemetry"] =
+        json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
+    step_json["telemetry"]["source"] = metrics_url;
+    step_json["telemetry"]["errors"] = telemetry.errors;
+    if (k != 1.0)
+      step_json["telemetry"]["note"] = "server-side latencies are in compressed simulator time";
+  }
+  if (!sink_.on_step_finished(ctx, result, telemetry.points, step_json, error)) return std::nullopt;
+  phase_steps.push_back(step_json);
+  all_judged_.push_back(record.judged);
+  all_verdicts_.push_back(record.verdict);
+  if (keep_samples) {
+    record.samples = std::move(result.samples);
+    record.in_flight = input.in_flight;
+  }
+  log()->info(
+      "{} {} {}: {} — {:.1f} out tok/s, P95 TTFT {:.0f} ms, P95 TPOT {:.1f} ms, err {:.2f}%",
+      target_.name, phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
+      record.judged.stats.output_tokens_per_s, record.judged.stats.ttft_ns.p95 / 1e6,
+      record.judged.stats.tpot_ns.p95 / 1e6, record.judged.stats.error_rate * 100);
+  return record;
+}
+
+json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
+  std::vector<analysis::SweepPoint> points;
+  json skipped = json::array();
+  for (const auto& s : steps) {
+    const auto& st = s.judged.stats;
+    // A level where no request intended in the window completed says nothing about latency
+    // (the step was shorter than one request): leave it out of the knee and say so.
+    if (st.e2e_ns.empty()) {
+      skipped.push_back(st.concurrency);
+      continue;
+    }
+    points.push_back({st.concurrency, st.output_tokens_per_s, st.e2e_ns.p95, st.e2e_ns.mean});
+  }
+  auto knee = analysis::find_knee(points);
+  if (!knee) return json{{"found", false}, {"levels_without_data", skipped}};
+  if (knee->point.mean_e2e_ns > 0) knee_ = knee->point;
+  return json{{"found", knee->found},
+              {"concurrency", knee->point.concurrency},
+              {"output_tokens_per_s", knee->point.output_tokens_per_s},
+              {"mean_e2e_ms", knee->point.mean_e2e_ns / 1e6},
+              {"initial_gain_per_stream", knee->initial_gain_per_stream},
+              {"gain_after_per_stream", knee->gain_after_per_stream},
+              {"levels_without_data", skipped}};
+}
+
+json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int repeat,
+                          std::string& error) {
+  json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
+  json steps = json::array();
+  auto finish = [&](json extra) {
+    doc["steps"] = steps;
+    for (auto& [k, v] : extra.items()) doc[k] = v;
+    return doc;
+  };
+
+  switch (phase.kind) {
+    case PhaseKind::kConcurrencySweep: {
+      std::vector<StepRecord> records;
+      int i = 0;
+      for (const auto level : phase.levels) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kClosed;
+        load.concurrency = level;
+        auto r = run_step(phase, phase_index, repeat, i++, load, phase.duration_s,
+                          "c=" + std::to_string(level), json{{"concurrency", level}}, steps, error,
+                          analysis::StepRole::kLevel, 0);
+        if (!r) break;
+        records.push_back(std::move(*r));
+      }
+      return finish(json{{"knee", sweep_analysis(records)}});
+    }
+    case PhaseKind::kRateSweep: {
+      int i = 0;
+      for (const auto rate : phase.rates_rps) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kOpen;
+        load.rate = agent::RateProfile::constant(rate);
+        load.inter_arrival = phase.arrival;
+        load.burstiness = phase.burstiness;
+        load.in_flight_cap = phase.max_in_flight;
+        if (!run_step(phase, phase_index, repeat, i++, load, phase.duration_s, rate_label(rate),
+                      json{{"rate_rps", rate}}, steps, error, analysis::StepRole::kLevel, rate))
+          break;
+      }
+      return finish(json::object());
+    }
+    case PhaseKind::kCapacitySearch: {
+      analysis::CapacitySearchOptions o;
+      std::string start_reason;
+      if (phase.start_rps > 0) {
+        o.initial_rate_rps = phase.start_rps;
+        start_reason = "start_from";
+      } else if (phase.low_rps > 0 && phase.high_rps > phase.low_rps) {
+        o.initial_rate_rps = std::sqrt(phase.low_rps * phase.high_rps);
+        start_reason = "bracket midpoint (geometric)";
+      } else if (knee_) {
+        o.initial_rate_rps =
+            analysis::rate_from_knee(knee_->concurrency, knee_->mean_e2e_ns).value_or(1.0);
+        start_reason =
+            "Little's law at the sweep's knee (c=" + std::to_string(knee_->concurrency) + ")";
+      } else {
+        o.initial_rate_rps = 1.0;
+        start_reason = "no knee available: 1 rps";
+      }
+      if (phase.high_rps > 0) o.max_rate_rps = phase.high_rps;
+      if (phase.low_rps > 0) o.min_rate_rps = phase.low_rps;
+      o.initial_rate_rps = std::clamp(o.initial_rate_rps, o.min_rate_rps, o.max_rate_rps);
+      o.relative_resolution = phase.resolution;
+      o.max_steps = phase.max_steps;
+      o.confirm_duration_factor = phase.confirm_duration_s / std::max(1.0, phase.duration_s);
+      analysis::CapacitySearch search(o);
+      int i = 0;
+      while (auto next = search.next_rate()) {
+        agent::LoadSpec load;
+        load.kind = agent::LoadKind::kOpen;
+        load.rate = agent::RateProfile::constant(next->rate_rps);
+        load.inter_arrival = phase.arrival;
+        load.burstiness = phase.burstiness;
+        load.in_flight_cap = phase.max_in_flight;
+        const std::string label =
+            (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
+            (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
+        auto r = run_step(
+            phase, phase_index, repeat, i++, load, phase.duration_s * next->duration_factor, label,
+            json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps, error,
+            next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel,
+            next->rate_rps);
+        if (!r) break;
+        search.report(next->rate_rps, r->judged.outcome);
+      }
+      const auto& res = search.result();
+      if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;
+      json s = api::search_json(res);
+      s["start_rate_rps"] = o.initial_rate_rps;
+      s["start_reason"] = start_reason;
+      return finish(json{{"search", s}});
+    }
+    case PhaseKind::kBurst: {
+      // Pre-burst baseline of one window, the burst, then the observation period.
+      const double pre_s = phase.window_s;
+      const double total_s = pre_s + phase.burst_s + phase.observe_s;
+      agent::LoadSpec load;
+      load.kind = agent::LoadKind::kOpen;
+      load.rate = agent::RateProfile::burst(phase.base_rps, phase.multiplier,
+                                            phase.warmup_s + pre_s, phase.burst_s);
+      load.inter_arrival = phase.arrival;
+      load.burstiness = phase.burstiness;
+      load.in_flight_cap = phase.max_in_flight;
+      char label[64];
+      std::snprintf(label, sizeof label, "burst %.2f rps ×%.1f for %.0f s", phase.base_rps,
+                    phase.multiplier, phase.burst_s);
+      auto r = run_step(phase, phase_index, repeat, 0, load, total_s, label,
+                        json{{"base_rps", phase.base_rps},
+                             {"multiplier", phase.multiplier},
+                             {"burst_s", phase.burst_s},
+                             {"observe_s", phase.observe_s}},
+                        steps, error, analysis::StepRole::kExcluded, 0, /*keep_samples=*/true);
+      if (!r) return finish(json::object());
+      analysis::BurstRecoveryInput in;
+      in.samples = r->samples;
+      in.in_flight = r->in_flight;
+      in.burst_start_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s) * kNsPerS);
+      in.burst_end_ns =
+          static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
+      in.observation_end_ns = static_cast<std::int64_t>((phase.warmup_s + total_s) * kNsPerS);
+      in.window_ns = static_cast<std::int64_t>(phase.window_s * kNsPerS);
+      in.ttft_definition = plan_.sla.ttft_definition;
+      for (const auto& b : plan_.sla.bounds) {
+        if (b.metric == analysis::SlaMetric::kTtft && std::abs(b.percentile - 95) < 1e-9)
+          in.ttft_p95_limit_ms = b.limit_ms;
+      }
+      const auto rec = analysis::burst_recovery(in);
+      analysis::WindowOptions wo{0, in.observation_end_ns,
+                                 std::max<std::int64_t>(in.window_ns / 5, 1'000'000'000)};
+      json timeline = json::array();
+      for (const auto& p : analysis::windowed_p95_ttft(r->samples, wo, in.ttft_definition)) {
+        timeline.push_back(
+            json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
+                 {"count", p.count},
+                 {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6) : json(nullptr)}});
+      }
+      json in_flight = json::array();
+      for (const auto& p : r->in_flight) {
+        if (in_flight.empty() ||
+            p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
+          in_flight.push_back(json{{"t_ns", p.t_ns}, {"in_flight", p.in_flight}});
+      }
+      return finish(json{
+          {"burst",
+           json{{"recovered", rec.recovered},
+                {"recovery_s",
+                 rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS) : json(nullptr)},
+                {"latency_recovered_s", rec.latency_recovered_ns
+                                            ? json(double(*rec.latency_recovered_ns) / kNsPerS)
+                                            : json(nullptr)},
+                {"backlog_drained_s", rec.backlog_drained_ns
+                                          ? json(double(*rec.backlog_drained_ns) / kNsPerS)
+                                          : json(nullptr)},
+                {"pre_burst_in_flight", rec.pre_burst_in_flight},
+                {"peak_in_flight", rec.peak_in_flight},
+                {"statement", rec.recovered ? "recovered" : "did not recover within the window"},
+                {"timeline", timeline},
+                {"in_flight", in_flight}}}});
+    }
+    case PhaseKind::kSoak: {
+      double rate = phase.soak_rps;
+      if (phase.soak_at_qualified) {
+        if (!qualified_rate_) {
+          return finish(json{{"soak", json{{"skipped", true},
+                                           {"statement",
+                                            "no qualified rate to soak at (the "
+                                            "capacity search found none)"}}}});
+        }
+        rate = *qualified_rate_;
+      }
+      agent::LoadSpec load;
+      load.kind = agent::LoadKind::kOpen;
+      load.rate = agent::RateProfile::constant(rate);
+      load.inter_arrival = phase.arrival;
+      load.burstiness = phase.burstiness;
+      load.in_flight_cap = phase.max_in_flight;
+      auto r = run_step(phase, phase_index, repeat, 0, load, phase.duration_s,
+                        "soak " + rate_label(rate), json{{"rate_rps", rate}}, steps, error,
+                        analysis::StepRole::kSoak, rate, /*keep_samples=*/true);
+      if (!r) return finish(json::object());
+      analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
+                                 static_cast<std::int64_t>(phase.window_s * kNsPerS)};
+      const auto wc = analysis::windowed_compliance(r->samples, plan_.sla, wo);
+      json bounds = json::array();
+      for (const auto& b : wc.bounds) {
+        bounds.push_back(json{{"metric", std::string(analysis::to_string(b.bound.metric))},
+                              {"percentile", b.bound.percentile},
+                              {"limit_ms", b.bound.limit_ms},
+                              {"windows_with_data", b.windows_with_data},
+                              {"windows_held", b.windows_held},
+                              {"share_held", b.share_held}});
+      }
+      return finish(json{{"soak", json{{"rate_rps", rate},
+                                       {"window_s", phase.window_s},
+                                       {"windows", wc.windows.size()},
+                                       {"bounds", bounds},
+                                       {"error_rate_share_held", wc.error_rate_share_held},
+                                       {"all_held_share", wc.all_held_share}}}});
+    }
+  }
+  return finish(json::object());
+}
+
+void TargetRun::adopt_stored_steps(const json& phase_doc) {
+  if (!phase_doc.contains("steps") || !phase_doc["steps"].is_array()) return;
+  auto ms_summary = [](const json& j) {
+    analysis::Summary out;
+    if (!j.is_object()) return out;
+    out.count = j.value("count", std::uint64_t{0});
+    out.mean = j.value("mean", 0.0) * 1e6;
+    out.p50 = j.value("p50", 0.0) * 1e6;
+    out.p95 = j.value("p95", 0.0) * 1e6;
+    out.p99 = j.value("p99", 0.0) * 1e6;
+    return out;
+  };
+  auto token_summary = [](const json& j) {
+    analysis::Summary out;
+    if (!j.is_object()) return out;
+    out.count = j.value("count", std::uint64_t{0});
+    out.mean = j.value("mean", 0.0);
+    return out;
+  };
+  for (const json& step : phase_doc["steps"]) {
+    const json& st = step.contains("stats") ? step["stats"] : json::object();
+    const json& vj = step.contains("verdict") ? step["verdict"] : json::object();
+    analysis::JudgedStep j;
+    analysis::StepVerdict v;
+    const std::string outcome = vj.value("outcome", "inconclusive");
+    v.outcome = outcome == "pass"   ? analysis::Outcome::kPass
+                : outcome == "fail" ? analysis::Outcome::kFail
+                                    : analysis::Outcome::kInconclusive;
+    v.client_bound = step.value("client_bound", false);
+    v.insufficient_samples = step.value("insufficient_samples", false);
+    for (const json& r : vj.value("reasons", json::array())) {
+      if (r.value("status", "") != "missed") continue;
+      analysis::VerdictReason reason;
+      reason.status = analysis::CheckStatus::kMissed;
+      reason.code = r.value("code", "");
+      for (int k = 0; k <= static_cast<int>(analysis::kLastCheckKind); ++k) {
+        if (analysis::to_string(static_cast<analysis::CheckKind>(k)) == r.value("check", ""))
+          reason.kind = static_cast<analysis::CheckKind>(k);
+      }
+      v.reasons.push_back(std::move(reason));
+    }
+    const json& params = step.contains("params") ? step["params"] : json::object();
+    const std::string role = step.value("role", params.value("confirm", false) ? "confirm" : "");
+    const std::string kind = step.value("phase_kind", "");
+    j.role = role == "confirm"                       ? analysis::StepRole::kConfirm
+             : role == "soak" || kind == "soak"      ? analysis::StepRole::kSoak
+             : role == "excluded" || kind == "burst" ? analysis::StepRole::kExcluded
+                                                     : analysis::StepRole::kLevel;
+    // Documents stored before planned_rate_rps existed carry the rate in params only.
+    const auto planned = step.find("planned_rate_rps");
+    j.planned_rate_rps = planned != step.end() && planned->is_number()
+                             ? planned->get<double>()
+                             : params.value("rate_rps", 0.0);
+    j.outcome = step.value("partial", false) ? analysis::Outcome::kInconclusive : v.outcome;
+    j.stats.window_s = st.value("window_s", 0.0);
+    j.stats.offered_rate_rps = st.value("offered_rate_rps", 0.0);
+    j.stats.concurrency = st.value("concurrency", 0);
+    j.stats.output_tokens_per_s = st.value("output_tokens_per_s", 0.0);
+    j.stats.input_tokens_per_s = st.value("input_tokens_per_s", 0.0);
+    j.stats.requests_per_s = st.value("requests_per_s", 0.0);
+    j.stats.achieved_rate_rps = st.value("achieved_rate_rps", 0.0);
+    j.stats.error_rate = st.value("error_rate", 0.0);
+    j.stats.ttft_ns = ms_summary(st.value("ttft_ms", json()));
+    j.stats.tpot_ns = ms_summary(st.value("tpot_ms", json()));
+    j.stats.e2e_ns = ms_summary(st.value("e2e_ms", json()));
+    if (st.contains("tokens")) {
+      j.stats.input_tokens = token_summary(st["tokens"].value("input", json()));
+      j.stats.output_tokens = token_summary(st["tokens"].value("output", json()));
+    }
+    all_judged_.push_back(std::move(j));
+    all_verdicts_.push_back(std::move(v));
+  }
+}
+
+json TargetRun::measured_lengths() const {
+  double in_sum = 0, out_sum = 0;
+  std::uint64_t in_n = 0, out_n = 0;
+  for (const auto& j : all_judged_) {
+    in_sum += j.stats.input_tokens.mean * static_cast<double>(j.stats.input_tokens.count);
+    in_n += j.stats.input_tokens.count;
+    out_sum += j.stats.output_tokens.mean * static_cast<double>(j.stats.output_tokens.count);
+    out_n += j.stats.output_tokens.count;
+  }
+  auto mean = [](double sum, std::uint64_t n) {
+    return n > 0 ? json(std::round(sum / static_cast<double>(n) * 10) / 10) : json(nullptr);
+  };
+  return json{{"input_tokens_mean", mean(in_sum, in_n)},
+              {"output_tokens_mean", mean(out_sum, out_n)},
+              {"input_requests", in_n},
+              {"output_requests", out_n},
+              {"note", "per completed request of every step, from usage (input: prompt_tokens)"}};
+}
+
+json TargetRun::run(std::string& error, bool& cancelled) {
+  json phases = json::array();
+  std::vector<std::optional<double>> search_repeats;
+  for (std::size_t p = 0; p < plan_.phases.size() && error.empty(); ++p) {
+    const auto& phase = plan_.phases[p];
+    for (int rep = 0; rep < std::max(1, phase.repeat) && error.empty(); ++rep) {
+      if (stop_.stop_requested()) break;
+      const auto key = phase_key(target_index_, p, rep);
+      json doc;
+      if (auto it = resume_.completed_phases.find(key); it != resume_.completed_phases.end()) {
+        doc = it->second;  // resumed: reuse the stored phase and what later phases need
+        doc["resumed"] = true;
+        adopt_stored_steps(doc);
+        if (doc.contains("knee") && doc["knee"].value("found", false)) {
+          analysis::SweepPoint k;
+          k.concurrency = doc["knee"].value("concurrency", 0);
+          k.output_tokens_per_s = doc["knee"].value("output_tokens_per_s", 0.0);
+          k.mean_e2e_ns = doc["knee"].value("mean_e2e_ms", 0.0) * 1e6;
+          knee_ = k;
+        }
+        if (doc.contains("search") && doc["search"]["qualified_rate_rps"].is_number())
+          qualified_rate_ = doc["search"]["qualified_rate_rps"].get<double>();
+      } else {
+        doc = run_phase(phase, p, rep, error);
+        StepContext ctx;
+        ctx.target_index = target_index_;
+        ctx.target = target_.name;
+        ctx.phase_index = p;
+        ctx.phase = phase.name;
+        ctx.kind = phase.kind;
+        ctx.repeat_index = rep;
+        ctx.global_step = global_step_;
+        if (error.empty() && !stop_.stop_requested()) sink_.on_phase_finished(ctx, doc);
+      }
+      if (phase.kind == PhaseKind::kCapacitySearch) {
+        const auto& s = doc.contains("search") ? doc["search"] : json();
+        search_repeats.push_back(s.is_object() && s["qualified_rate_rps"].is_number()
+                                     ? std::optional<double>(s["qualified_rate_rps"].get<double>())
+                                     : std::nullopt);
+      }
+      phases.push_back(std::move(doc));
+    }
+  }
+  cancelled = stop_.stop_requested();
+
+  // Qualified capacity and the target's verdict over every judged step of this target
+  // (docs/metrics.md §5; analysis/capacity.h, analysis/target_verdict.h). Steps of resumed phases
+  // were adopted from their stored documents.
+  const auto capacity = analysis::qualified_capacity(all_judged_);
+  const auto verdict = analysis::judge_target(all_judged_, all_verdicts_, capacity);
+  json cap = api::capacity_json(capacity);
+  json qualified = nullptr;
+  json best_evidence = nullptr;
+  const analysis::LoadCapacity* basis_capacity = verdict.basis == "open_loop" ? &capacity.open_loop
+                                                 : verdict.basis == "closed_loop"
+                                                     ? &capacity.closed_loop
+                                                     : nullptr;
+  if (basis_capacity && basis_capacity->point && verdict.outcome == analysis::Outcome::kPass) {
+    const analysis::QualifiedPoint& point = *basis_capacity->point;
+    qualified = api::qualified_point_json(point);
+    qualified["basis"] = verdict.basis;
+    // Cost comes from the measured output throughput at the qualified point (docs/metrics.md §6.1).
+    const auto cost =
+        analysis::cost_per_million_output_tokens(target_.price_per_hour, point.output_tokens_per_s);
+    qualified["cost_per_million_output_tokens"] = cost ? json(*cost) : json(nullptr);
+  } else if (basis_capacity && basis_capacity->best_evidence) {
+    // Evidence short of a qualified capacity: shown, never priced or planned with.
+    best_evidence = api::qualified_point_json(*basis_capacity->best_evidence);
+    best_evidence["basis"] = verdict.basis;
+  }
+  json workload{
+      {"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
+      {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
+      {"source",
+       target_.workload.source == agent::WorkloadSource::kSynthetic ? "synthetic" : "dataset"},
+      {"overridden", target_.workload_overridden},
+      {"measured", measured_lengths()}};
+  if (target_.workload.source != agent::WorkloadSource::kSynthetic) {
+    // A dataset's lengths are what its requests measured (usage), not the plan's defaults.
+    const json& m = workload["measured"];
+    workload["input_tokens_mean"] = m["input_tokens_mean"];
+    workload["output_tokens_mean"] = m["output_tokens_mean"];
+  }
+  json doc{{"name", target_.name},
+           {"base_url", target_.base_url},
+           {"simulated", EmbeddedSimulators::is_sim_url(target_.base_url)},
+           {"model", model_.empty() ? target_.spec.model : model_},
+           {"precision", target_.precision},
+           {"api", std::string(agent::to_string(target_.spec.api))},
+           {"workload", workload},
+           {"hardware", json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json,
+                                    nullptr, false)},
+           {"price_per_hour", target_.price_per_hour},
+           {"currency", target_.currency},
+           {"phases", phases},
+           {"capacity", cap},
+           {"qualified", qualified},
+           {"best_evidence", best_evidence},
+           {"verdict", api::target_verdict_json(verdict)},
+           {"client_bound_steps", verdict.client_bound_steps},
+           {"insufficient_sample_steps", verdict.insufficient_sample_steps},
+           {"time_scale", target_.time_scale}};
+  if (search_repeats.size() > 1) {
+    const auto rep = analysis::assess_repeatability(search_repeats);
+    doc["repeatability"] = json{{"runs", rep.runs},
+                                {"mean_rps", rep.mean},
+                                {"min_rps", rep.min},
+                                {"max_rps", rep.max},
+                                {"relative_spread", rep.relative_spread},
+                                {"ci_low_rps", rep.ci_low ? json(*rep.ci_low) : json(nullptr)},
+                                {"ci_high_rps", rep.ci_high ? json(*rep.ci_high) : json(nullptr)},
+                                {"inconclusive", rep.inconclusive},
+                                {"reason", rep.reason}};
+  }
+  return doc;
+}
+
+}  // namespace
+
+PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend)
+    : sims_(sims), sink_(sink), backend_(backend ? backend : &local_) {}
+
+std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
+  std::int64_t per_target = 0;
+  for (const auto& p : plan.phases) {
+    std::int64_t n = 0;
+    switch (p.kind) {
+      case PhaseKind::kConcurrencySweep: n = static_cast<std::int64_t>(p.levels.size()); break;
+      case PhaseKind::kRateSweep: n = static_cast<std::int64_t>(p.rates_rps.size()); break;
+      case PhaseKind::kCapacitySearch: n = p.max_steps; break;
+      case PhaseKind::kBurst:
+      case PhaseKind::kSoak: n = 1; break;
+    }
+    per_target += n * std::max(1, p.repeat);
+  }
+  return per_target * static_cast<std::int64_t>(plan.targets.size());
+}
+
+ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
+                                  const ResumeState& resume) {
+  ExecutionResult out;
+  json targets = json::array();
+  std::int64_t global_step = resume.completed_steps;
+  const auto planned = planned_steps(plan);
+  std::vector<analysis::TargetOffer> offers;
+  std::vector<analysis::TargetVerdict> verdicts;
+  json verdict_targets = json::array();
+  double measured_output_sum = 0;
+  int measured_output_targets = 0;
+
+  for (std::size_t t = 0; t < plan.targets.size() && out.error.empty(); ++t) {
+    if (stop.stop_requested()) break;
+    RunTarget target = plan.targets[t];
+    std::string description;
+    std::function<std::int64_t()> clock_lost_ns;
+    if (EmbeddedSimulators::is_sim_url(target.base_url)) {
+      auto resolved = sims_.resolve(target.base_url, target.sim_options_json, plan.seed);
+      if (!resolved.error.empty()) {
+        out.error = "target " + target.name + ": simulator cannot start: " + resolved.error;
+        break;
+      }
+      target.spec.base_url = resolved.base_url;
+      description = resolved.description;
+      clock_lost_ns = resolved.clock_lost_ns;
+    } else {
+      target.spec.base_url = target.base_url;
+    }
+    sink_.on_target_started(target, target.spec.base_url, description);
+    bool cancelled = false;
+    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, *backend_);
+    run.set_target_clock(std::move(clock_lost_ns));
+    json doc = run.run(out.error, cancelled);
+    if (!description.empty()) doc["simulator"] = description;
+    const bool qualified = doc["qualified"].is_object();
+    {
+      // The job's verdict is judged from the targets' (analysis/target_verdict.h).
+      analysis::TargetVerdict tv;
+      const std::string o = doc["verdict"].value("outcome", "inconclusive");
+      tv.outcome = o == "pass"   ? analysis::Outcome::kPass
+                   : o == "fail" ? analysis::Outcome::kFail
+                                 : analysis::Outcome::kInconclusive;
+      verdicts.push_back(tv);
+      verdict_targets.push_back(json{{"name", target.name},
+                                     {"outcome", o},
+                                     {"statement", doc["verdict"].value("statement", "")}});
+    }
+    if (const json& m = doc["workload"]["measured"]["output_tokens_mean"]; m.is_number()) {
+      measured_output_sum += m.get<double>();
+      ++measured_output_targets;
+    }
+    offers.push_back({target.name, target.price_per_hour,
+                      qualified ? doc["qualified"].value("output_tokens_per_s", 0.0) : 0.0});
+    targets.push_back(std::move(doc));
+    if (cancelled) break;
+  }
+  out.cancelled = stop.stop_requested();
+
+  json results{
+      {"plan", plan.name},
+      {"workload_fingerprint", plan.fingerprint},
+      {"comparison_label", plan.per_target_optimised ? "per-target optimised" : "same-config"},
+      {"targets", targets}};
+  // Comparison against the first target (docs/metrics.md §6.2: relative cost = price ratio /
+  // throughput ratio), only between targets that qualified.
+  json comparisons = json::array();
+  for (std::size_t i = 1; i < offers.size(); ++i) {
+    if (auto c = analysis::compare_targets(offers[0], offers[i]))
+      comparisons.push_back(api::comparison_json(*c));
+  }
+  results["comparison"] = comparisons;
+  if (plan.demand && !offers.empty()) {
+    analysis::Demand demand = *plan.demand;
+    json basis = "plan";
+    if (demand.mean_output_tokens <= 0 && measured_output_targets > 0) {
+      // A dataset workload: the demand's output length is the one measured (docs/plans.md).
+      demand.mean_output_tokens = measured_output_sum / measured_output_targets;
+      basis = "measured";
+    }
+    results["demand_plan"] =
+        api::demand_plan_json(analysis::plan_demand(demand, offers, plan.hours_per_month));
+    results["demand_plan"]["mean_output_tokens"] = demand.mean_output_tokens;
+    results["demand_plan"]["mean_output_tokens_from"] = basis;
+  }
+  // Every target judged, and the job's verdict is pass only when every one passed: a cancelled
+  // or failed job, or one whose later targets never ran, has no pass.
+  analysis::Outcome overall = analysis::overall_outcome(verdicts);
+  std::string overall_statement;
+  if (!out.error.empty() || out.cancelled || verdicts.size() != plan.targets.size()) {
+    if (overall == analysis::Outcome::kPass) overall = analysis::Outcome::kInconclusive;
+    overall_statement = !out.error.empty() ? "the job failed before every target was judged"
+                        : out.cancelled    ? "cancelled before every target was judged"
+                                           : "not every target was judged";
+  } else {
+    overall_statement = overall == analysis::Outcome::kPass ? "every target qualified"
+                        : overall == analysis::Outcome::kFail
+                            ? "a target failed its SLA"
+                            : "no verdict for every target (see each target's statement)";
+  }
+  out.verdict = overall;
+  results["verdict"] = json{{"outcome", std::string(analysis::to_string(overall))},
+                            {"statement", overall_statement},
+                            {"targets", verdict_targets}};
+  results["all_qualified"] = overall == analysis::Outcome::kPass;
+  out.all_qualified = overall == analysis::Outcome::kPass;
+  results["state"] = !out.error.empty() ? "failed" : out.cancelled ? "cancelled" : "succeeded";
+  if (!out.error.empty()) results["error"] = out.error;
+  out.results = std::move(results);
+  return out;
+}
+
+std::string capacity_table_text(const json& results) {
+  std::string out;
+  char line[640];
+  // "planned" is the rate the schedule offered (the level's key), "achieved" what was sent per
+  // second in the window (a Poisson schedule's realised rate differs by chance).
+  std::snprintf(line, sizeof line,
+                "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9s %9s  %s\n", "target",
+                "model", "prec", "in/out", "planned", "achieved", "out tok/s", "P95 TTFT",
+                "P95 TPOT", "P95 E2E", "err%", "price/h", "cost/Mtok", "verdict");
+  out += line;
+  const json& targets = results.contains("targets") ? results["targets"] : json::array();
+  std::string statements;
+  for (const auto& t : targets) {
+    const json& q = t.contains("qualified") ? t["qualified"] : json();
+    const json& ev = t.contains("best_evidence") ? t["best_evidence"] : json();
+    const json& verdict = t.contains("verdict") ? t["verdict"] : json::object();
+    const std::string outcome = verdict.value("outcome", q.is_object() ? "pass" : "fail");
+    const json& w = t.contains("workload") ? t["workload"] : json::object();
+    // "?" when a dataset's length was not measured (a server that reports no usage).
+    auto len = [&w](const char* key) {
+      if (!w.contains(key) || !w[key].is_number()) return std::string("?");
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%.0f", w[key].get<double>());
+      return std::string(buf);
+    };
+    const std::string inout = len("input_tokens_mean") + "/" + len("output_tokens_mean");
+    std::string labels;
+    if (t.value("simulated", false)) labels += " simulated";
+    if (w.value("source", "") == "dataset") labels += " dataset-measured-lengths";
+    for (const auto& l : verdict.value("labels", json::array()))
+      labels += " " + l.get<std::string>();
+    const json& p = q.is_object() ? q : ev;
+    std::string verdict_text = outcome == "pass"   ? "PASS"
+                               : outcome == "fail" ? "FAIL"
+                                                   : "INCONCLUSIVE";
+    if (q.is_object() && q.value("non_monotonic", false)) verdict_text += " (non-monotonic)";
+    if (!q.is_object() && ev.is_object()) verdict_text += " (short-step pass only, not confirmed)";
+    if (p.is_object()) {
+      char planned[32], achieved[32];
+      const bool open = p.value("basis", "") == "open_loop";
+      if (open) {
+        std::snprintf(planned, sizeof planned, "%s%.2f rps",
+                      q.is_object() ? "" : ">=", p.value("offered_rate_rps", 0.0));
+        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("achieved_rate_rps", 0.0));
+      } else {
+        std::snprintf(planned, sizeof planned, "c=%d", p.value("concurrency", 0));
+        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("requests_per_s", 0.0));
+      }
+      const json& cost = q.is_object() ? q["cost_per_million_output_tokens"] : json();
+      char cost_text[32] = "-";
+      if (cost.is_number()) std::snprintf(cost_text, sizeof cost_text, "%.4f", cost.get<double>());
+      std::snprintf(line, sizeof line,
+                    "%-16s %-14s %-6s %-10s %11s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f "
+                    "%9s  %s%s\n",
+                    t.value("name", "").c_str(), t.value("model", "").c_str(),
+                    t.value("precision", "").c_str(), inout.c_str(), planned, achieved,
+                    p.value("output_tokens_per_s", 0.0), p["ttft_ms"].value("p95", 0.0),
+                    p["tpot_ms"].value("p95", 0.0), p["e2e_ms"].value("p95", 0.0),
+                    p.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0), cost_text,
+                    verdict_text.c_str(), labels.c_str());
+    } else {
+      std::snprintf(line, sizeof line,
+                    "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9.2f %9s  %s%s\n",
+                    t.value("name", "").c_str(), t.value("model", "").c_str(),
+                    t.value("precision", "").c_str(), inout.c_str(), "-", "-", "-", "-", "-", "-",
+                    "-", t.value("price_per_hour", 0.0), "-", verdict_text.c_str(), labels.c_str());
+    }
+    out += line;
+    if (outcome != "pass" && verdict.contains("statement"))
+      statements += "  " + t.value("name", "") + ": " + verdict.value("statement", "") + "\n";
+  }
+  out += statements;
+  if (results.contains("verdict"))
+    out += "verdict: " + results["verdict"].value("outcome", "") + " (" +
+           results["verdict"].value("statement", "") + ")\n";
+  out += "comparison: " + results.value("comparison_label", std::string("same-config")) + "\n";
+  for (const auto& c : results.value("comparison", json::array())) {
+    std::snprintf(line, sizeof line,
+                  "  %s vs %s: throughput ×%.2f, price ×%.2f, relative cost per token ×%.2f\n",
+                  c.value("target", "").c_str(), c.value("baseline", "").c_str(),
+                  c.value("throughput_ratio", 0.0), c.value("price_ratio", 0.0),
+                  c.value("relative_cost_per_token", 0.0));
+    out += line;
+  }
+  if (results.contains("demand_plan")) {
+    const auto& d = results["demand_plan"];
+    std::snprintf(line, sizeof line,
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; "
+                  "instances from each qualified point's measured output tok/s\n",
+                  d.value("demand_output_tokens_per_s", 0.0),
+                  d.value("required_output_tokens_per_s", 0.0), d.value("hours_per_month", 0.0));
+    out += line;
+    for (const auto& l : d.value("lines", json::array())) {
+      if (l.value("feasible", false)) {
+        std::snprintf(
+            line, sizeof line, "  %-16s %3lld instance(s)  %10.2f /h  %12.2f /month%s\n",
+            l.value("target", "").c_str(), static_cast<long long>(l.value("instances", 0)),
+            l.value("hourly_cost", 0.0), l.value("monthly_cost", 0.0),
+            d["cheapest"].is_string() && d["cheapest"] == l["target"] ? "  <- cheapest" : "");
+      } else {
+        std::snprintf(line, sizeof line, "  %-16s not feasible (no qualified capacity)\n",
+                      l.value("target", "").c_str());
+      }
+      out += line;
+    }
+  }
+  return out;
+}
+
+}  // namespace llmcap::server

@@ -1,0 +1,101 @@
+// PlanExecutor: runs a RunPlan — for each target, its phases in order, each phase as load
+// steps through agent::StepRunner — judges every step (analysis/verdict), drives capacity
+// searches, and assembles the job's results document (steps, verdicts, qualified capacity,
+// comparison, demand plan). Shared by `llmcapd run` (console sink) and the daemon's scheduler
+// (storage + metrics sink).
+//
+// Threading: run() blocks the calling thread (a job worker, never an I/O thread); the load
+// generator runs on its own threads inside StepRunner. The sink is called on the calling
+// thread, except on_progress(), which is called on the load generator's thread.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stop_token>
+#include <string>
+
+#include "agent/step_result.h"
+#include "agent/step_runner.h"
+#include "agent/telemetry_scraper.h"
+#include "analysis/verdict.h"
+#include "server/engine/run_plan.h"
+#include "server/engine/step_backend.h"
+
+namespace llmcap::server {
+
+class EmbeddedSimulators;
+
+// Where one step sits in the job. global_step numbers every step of the job from 0, in run
+// order, so progress and resume can refer to it.
+struct StepContext {
+  std::size_t target_index = 0;
+  std::string target;
+  std::size_t phase_index = 0;
+  std::string phase;  // the phase's name
+  PhaseKind kind = PhaseKind::kConcurrencySweep;
+  int repeat_index = 0;
+  int step_index = 0;  // within the phase run
+  std::int64_t global_step = 0;
+  std::string label;               // "c=8", "12.50 rps", "confirm 12.50 rps", "burst ×3"
+  nlohmann::json params;           // the load parameters of the step
+  double planned_s = 0;            // warm-up + duration (+ burst observation)
+  std::int64_t planned_steps = 0;  // the executor's estimate of the job's total steps
+};
+
+// Receives what happens during a run. Default implementations do nothing.
+class ExecutionSink {
+ public:
+  virtual ~ExecutionSink() = default;
+  virtual void on_target_started(const RunTarget& /*target*/, const std::string& /*url*/,
+                                 const std::string& /*description*/) {}
+  virtual void on_step_started(const StepContext& /*ctx*/) {}
+  // Called on the load generator's thread about once a second.
+  virtual void on_progress(const StepContext& /*ctx*/, const agent::StepProgress& /*p*/) {}
+  // A step ended (cancelled steps too, with partial data). Returning false aborts the job
+  // with `error` (e.g. its data could not be stored).
+  // `telemetry` holds the target's scraped metrics (t_ns on the samples' clock), when any.
+  virtual bool on_step_finished(const StepContext& /*ctx*/, const agent::StepResult& /*result*/,
+                                const std::vector<agent::TelemetryPoint>& /*telemetry*/,
+                                const nlohmann::json& /*step_json*/, std::string& /*error*/) {
+    return true;
+  }
+  virtual void on_phase_finished(const StepContext& /*ctx*/, const nlohmann::json& /*phase*/) {}
+};
+
+// Phases already completed in an earlier (interrupted) run of the same job, keyed by
+// phase_key(); their stored phase documents are reused instead of re-running them.
+struct ResumeState {
+  std::map<std::string, nlohmann::json> completed_phases;
+  std::int64_t completed_steps = 0;  // steps already done (keeps global_step numbering)
+};
+std::string phase_key(std::size_t target_index, std::size_t phase_index, int repeat_index);
+
+struct ExecutionResult {
+  bool cancelled = false;
+  std::string error;           // non-empty: the job failed (target unreachable, storage error…)
+  nlohmann::json results;      // the results document (partial when cancelled or failed)
+  bool all_qualified = false;  // every target has a qualified capacity (verdict == pass)
+  // The job's verdict (analysis/target_verdict.h): pass only when every target passed.
+  analysis::Outcome verdict = analysis::Outcome::kInconclusive;
+};
+
+class PlanExecutor {
+ public:
+  // backend: who generates each step's load (server/engine/step_backend.h); nullptr: this process.
+  PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend = nullptr);
+  ExecutionResult run(const RunPlan& plan, std::stop_token stop, const ResumeState& resume = {});
+
+  // Steps the plan will run at most (capacity searches counted at max_steps + confirms).
+  static std::int64_t planned_steps(const RunPlan& plan);
+
+ private:
+  EmbeddedSimulators& sims_;
+  ExecutionSink& sink_;
+  LocalStepBackend local_;
+  StepBackend* backend_;  // never null: &local_ unless given
+};
+
+// Builds the qualified-capacity table rows (one per target) of a results document as text.
+std::string capacity_table_text(const nlohmann::json& results);
+
+}  // namespace llmcap::server

@@ -1,0 +1,220 @@
+#include "server/rest/rest_context.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+
+#include "api/problem_json.h"
+#include "server/engine/dataset_policy.h"
+#include "server/jobs/job_events.h"
+#include "storage/disk_space.h"
+
+namespace llmcap::server {
+
+using api::ApiErrorCode;
+using api::problem_response;
+using net::HttpRequest;
+using net::HttpResponse;
+using nlohmann::json;
+
+std::shared_ptr<spdlog::logger> api_log() {
+  if (auto l = spdlog::get("api")) return l;
+  return spdlog::default_logger();
+}
+
+std::string iso_time(std::int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+std::optional<std::int64_t> parse_iso_time(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  std::string rest(end);
+  if (rest.size() > 0 && rest[0] == '.') {
+    std::size_t i = 1;
+    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
+    rest = rest.substr(i);
+  }
+  if (rest != "Z" && rest != "+00:00" && !rest.empty()) return std::nullopt;
+  return static_cast<std::int64_t>(timegm(&tm)) * 1000;
+}
+
+HttpResponse json_response(int status, const json& body) {
+  return HttpResponse::json(status, body.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+HttpResponse storage_problem(const storage::Status& st) {
+  switch (st.code()) {
+    case storage::ErrorCode::kNotFound:
+      return problem_response(ApiErrorCode::kNotFound, st.message());
+    case storage::ErrorCode::kConflict:
+      return problem_response(ApiErrorCode::kConflict, st.message());
+    case storage::ErrorCode::kInvalid:
+      return problem_response(ApiErrorCode::kBadRequest, st.message());
+    case storage::ErrorCode::kBusy:
+    case storage::ErrorCode::kReadOnly:
+    case storage::ErrorCode::kDiskFull:
+      return problem_response(ApiErrorCode::kStorageUnavailable, st.message());
+    default: return problem_response(ApiErrorCode::kInternal, "storage error");
+  }
+}
+
+std::optional<std::int64_t> query_int(std::string_view text, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  if (text.empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    return std::nullopt;
+  return v;
+}
+
+RestContext::RestContext(RestApiDeps d, boost::asio::thread_pool& pool)
+    : deps(std::move(d)), options(deps.options), blocking(pool),
+      allowlist(deps.options.target_allowlist) {}
+
+namespace {
+
+json job_verdict_json(const storage::JobRecord& j) {
+  if (!j.verdict) return nullptr;
+  json v = j.verdict_json ? json::parse(*j.verdict_json, nullptr, false) : json();
+  if (!v.is_object()) v = json::object();
+  v["outcome"] = *j.verdict;
+  return v;
+}
+
+}  // namespace
+
+Role RestContext::role_of(const HttpRequest& req) const {
+  if (options.auth_disabled()) return Role::kAdmin;
+  const auto h = req.header("authorization");
+  if (!h || h->rfind("Bearer ", 0) != 0) return Role::kNone;
+  const std::string token(h->substr(7));
+  // Every configured token is compared, each in constant time (net::constant_time_equal).
+  bool admin = false, read = false;
+  for (const auto& t : options.admin_tokens) admin |= net::constant_time_equal(t, token);
+  for (const auto& t : options.read_tokens) read |= net::constant_time_equal(t, token);
+  return admin ? Role::kAdmin : read ? Role::kRead : Role::kNone;
+}
+
+json RestContext::live_progress(const storage::JobRecord& j) const {
+  json stored = json::parse(j.progress_json, nullptr, false);
+  if (j.state != storage::JobState::kRunning) return stored;
+  const auto read = deps.events.read(j.id, 0);
+  for (auto it = read.events.rbegin(); it != read.events.rend(); ++it) {
+    if (it->type != "progress") continue;
+    json live = json::parse(it->data, nullptr, false);
+    return live.is_object() ? live : stored;
+  }
+  return stored;
+}
+
+json RestContext::job_json(const storage::JobRecord& j) const {
+  json targets = json::array();
+  for (const auto& t : j.targets) targets.push_back({{"name", t.name}, {"base_url", t.base_url}});
+  const std::string self = "/v1/jobs/" + j.id;
+  return json{
+      {"id", j.id},
+      {"state", std::string(storage::to_string(j.state))},
+      // The job's verdict once its results are stored (pass / fail / inconclusive, overall
+      // and per target); null before. An acceptance workflow gates on verdict.outcome.
+      {"verdict", job_verdict_json(j)},
+      {"priority", j.priority},
+      {"created_at", iso_time(j.created_at_ms)},
+      {"started_at", j.started_at_ms ? json(iso_time(*j.started_at_ms)) : json(nullptr)},
+      {"finished_at", j.finished_at_ms ? json(iso_time(*j.finished_at_ms)) : json(nullptr)},
+      {"submitted_by", j.submitted_by},
+      {"error", j.error_message.empty() ? json(nullptr) : json(j.error_message)},
+      {"cancel_requested", j.cancel_requested},
+      {"last_completed_step",
+       j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
+      {"targets", targets},
+      {"progress", live_progress(j)},
+      {"links",
+       {{"self", self},
+        {"results", self + "/results"},
+        {"requests", self + "/requests"},
+        {"events", self + "/events"}}}};
+}
+
+std::optional<HttpResponse> RestContext::require_json_body(const HttpRequest& req) const {
+  const auto ct = req.header("content-type");
+  if (!ct || net::to_lower_ascii(*ct).rfind("application/json", 0) != 0)
+    return problem_response(ApiErrorCode::kUnsupportedMediaType,
+                            "send the plan as Content-Type: application/json");
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> RestContext::plan_problem(const api::PlanParse& parse) const {
+  if (parse.malformed)
+    return problem_response(ApiErrorCode::kMalformedJson, parse.errors[0].message);
+  if (!parse.errors.empty())
+    return problem_response(ApiErrorCode::kInvalidPlan,
+                            std::to_string(parse.errors.size()) + " problem(s) in the plan",
+                            parse.errors);
+  std::vector<api::FieldError> denied;
+  for (std::size_t i = 0; i < parse.plan->targets.size(); ++i) {
+    const auto& t = parse.plan->targets[i];
+    if (auto why = allowlist.check(t.base_url); !why.empty())
+      denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
+    if (!t.metrics_url.empty()) {
+      if (auto why = allowlist.check(t.metrics_url); !why.empty())
+        denied.push_back({"/targets/" + std::to_string(i) + "/metrics_url", why});
+    }
+  }
+  if (!denied.empty())
+    return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> RestContext::dataset_problem(api::PlanParse& parse) const {
+  DatasetPolicy policy;
+  policy.confined = true;
+  policy.root_dir = options.dataset_dir;
+  policy.max_bytes = static_cast<std::uint64_t>(options.max_dataset_mib * 1024 * 1024);
+  const auto problems = check_plan_datasets(*parse.plan, parse.normalized, policy);
+  if (problems.empty()) return std::nullopt;
+  return problem_response(ApiErrorCode::kInvalidPlan, "dataset not usable", problems);
+}
+
+std::string RestContext::write_blocker(bool* disk_full) const {
+  if (auto gone = storage::database_file_problem(options.database, deps.database_file);
+      !gone.empty())
+    return gone;
+  const auto disk = storage::disk_state_for(options.database);
+  if (!disk) return "";
+  if (disk->read_only) return "the database's filesystem is read-only";
+  const double need = options.min_free_disk_mib * 1024 * 1024;
+  if (options.min_free_disk_mib > 0 && static_cast<double>(disk->free_bytes) < need) {
+    if (disk_full) *disk_full = true;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "the database's disk has %.1f MiB free, below min_free_disk_mib (%.0f MiB)",
+                  static_cast<double>(disk->free_bytes) / (1024 * 1024),
+                  options.min_free_disk_mib);
+    return text;
+  }
+  return "";
+}
+
+std::optional<HttpResponse> RestContext::disk_problem() const {
+  bool full = false;
+  const std::string why = write_blocker(&full);
+  if (why.empty()) return std::nullopt;
+  if (full)
+    return problem_response(ApiErrorCode::kInsufficientStorage, why + ": free space, then retry")
+        .with_header("Retry-After", "60");
+  return problem_response(ApiErrorCode::kStorageUnavailable, why);
+}
+
+}  // namespace llmcap::server

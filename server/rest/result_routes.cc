@@ -1,0 +1,237 @@
+// A job's results: the results document, the report (HTML, Markdown, CSV), comparisons across
+// jobs, and the per-request samples export (NDJSON or CSV, streamed).
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <map>
+
+#include "api/problem_json.h"
+#include "api/report_compare.h"
+#include "api/report_html.h"
+#include "api/report_tables.h"
+#include "server/engine/sample_codec.h"
+#include "server/rest/rest_context.h"
+#include "server/rest/routes.h"
+#include "storage/job_store.h"
+
+namespace llmcap::server {
+
+namespace asio = boost::asio;
+using api::ApiErrorCode;
+using api::problem_response;
+using net::HttpRequest;
+using net::HttpResponse;
+using nlohmann::json;
+
+namespace {
+
+HttpResponse get_results(RestContext& c, const std::string& id) {
+  auto job = c.deps.store.get_job(id);
+  if (!job.ok()) return storage_problem(job.status());
+  auto caps = c.deps.store.list_capacity(id);
+  if (!caps.ok()) return storage_problem(caps.status());
+  json out;
+  for (const auto& c : caps.value()) {
+    if (c.target == storage::kResultsKey) out = json::parse(c.result_json, nullptr, false);
+  }
+  if (!out.is_object()) {
+    // Not finished yet: the steps completed so far.
+    out = json{{"complete", false}};
+    json steps = json::array();
+    if (auto s = c.deps.store.list_steps(id); s.ok()) {
+      for (const auto& st : s.value()) {
+        if (st.summary_json) steps.push_back(json::parse(*st.summary_json, nullptr, false));
+      }
+    }
+    out["steps"] = steps;
+  } else {
+    out["complete"] = job.value().state == storage::JobState::kSucceeded;
+  }
+  out["job"] = c.job_json(job.value());
+  return json_response(200, out);
+}
+
+// The stored results document of a finished (or partial) job, with its job resource.
+std::optional<json> results_doc(RestContext& c, const std::string& id, HttpResponse& error) {
+  auto r = get_results(c, id);
+  if (r.status != 200) {
+    error = r;
+    return std::nullopt;
+  }
+  return json::parse(r.body, nullptr, false);
+}
+
+HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams& path) {
+  const std::string& id = path.at("id");
+  HttpResponse error;
+  auto doc = results_doc(c, id, error);
+  if (!doc) return error;
+  if (!doc->contains("targets"))
+    return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
+  const std::string accept(req.header("accept").value_or("text/html"));
+  if (accept.find("text/markdown") != std::string::npos)
+    return HttpResponse::text(200, api::render_markdown(*doc), "text/markdown; charset=utf-8");
+  if (accept.find("text/csv") != std::string::npos)
+    return HttpResponse::text(200, api::render_capacity_csv(*doc), "text/csv; charset=utf-8");
+  api::ReportOptions o;
+  o.job_id = id;
+  o.generated_at = iso_time(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  return HttpResponse::text(200, api::render_report_html(*doc, o), "text/html; charset=utf-8");
+}
+
+HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathParams&) {
+  const auto jobs = req.query_param("jobs");
+  if (!jobs || jobs->empty())
+    return problem_response(ApiErrorCode::kBadRequest, "give ?jobs=<id>,<id>,...",
+                            {{"jobs", "is required"}});
+  std::vector<json> docs;
+  std::string rest = *jobs;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string id = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    if (id.empty()) continue;
+    HttpResponse error;
+    auto doc = results_doc(c, id, error);
+    if (!doc) return error;
+    docs.push_back(std::move(*doc));
+  }
+  const auto allow_text = req.query_param("allow_different_workloads").value_or("false");
+  if (allow_text != "true" && allow_text != "false")
+    return problem_response(ApiErrorCode::kBadRequest, "bad query",
+                            {{"allow_different_workloads", "must be true or false"}});
+  const bool allow = allow_text == "true";
+  auto outcome = api::compare_results(std::move(docs), allow);
+  if (!outcome.document) {
+    std::vector<api::FieldError> errors;
+    for (const auto& j : outcome.mismatched_jobs) errors.push_back({"jobs", j});
+    return problem_response(ApiErrorCode::kInvalidRequest, outcome.error, errors);
+  }
+  const std::string accept(req.header("accept").value_or("application/json"));
+  if (accept.find("text/html") != std::string::npos)
+    return HttpResponse::text(200, api::render_report_html(*outcome.document, {}),
+                              "text/html; charset=utf-8");
+  if (accept.find("text/markdown") != std::string::npos)
+    return HttpResponse::text(200, api::render_markdown(*outcome.document),
+                              "text/markdown; charset=utf-8");
+  if (accept.find("text/csv") != std::string::npos)
+    return HttpResponse::text(200, api::render_capacity_csv(*outcome.document),
+                              "text/csv; charset=utf-8");
+  return json_response(200, *outcome.document);
+}
+
+asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRequest& req,
+                                                          net::ResponseStream& out,
+                                                          const PathParams& path) {
+  const std::string id = path.at("id");
+  auto io = co_await asio::this_coro::executor;
+  const std::string accept = std::string(req.header("accept").value_or("application/x-ndjson"));
+  const bool csv = accept.find("text/csv") != std::string::npos;
+  if (!csv && accept.find("ndjson") == std::string::npos &&
+      accept.find("application/jsonl") == std::string::npos &&
+      accept.find("*/*") == std::string::npos &&
+      accept.find("application/json") == std::string::npos)
+    co_return problem_response(ApiErrorCode::kNotAcceptable,
+                               "use Accept: application/x-ndjson or text/csv");
+  std::int64_t after = 0;
+  int limit = 10'000;
+  std::optional<std::int64_t> step_seq;
+  std::vector<api::FieldError> bad;
+  if (auto a = req.query_param("after")) {
+    if (auto v = query_int(*a, 0, INT64_MAX))
+      after = *v;
+    else
+      bad.push_back({"after", "must be a whole number >= 0"});
+  }
+  if (auto l = req.query_param("limit")) {
+    if (auto v = query_int(*l, 1, 100'000))
+      limit = static_cast<int>(*v);
+    else
+      bad.push_back({"limit", "must be a whole number 1..100000"});
+  }
+  if (auto st = req.query_param("step")) {
+    if (auto v = query_int(*st, 0, INT64_MAX))
+      step_seq = *v;
+    else
+      bad.push_back({"step", "must be a whole number >= 0"});
+  }
+  if (!bad.empty()) co_return problem_response(ApiErrorCode::kBadRequest, "bad query", bad);
+
+  co_await asio::post(c.blocking, asio::use_awaitable);
+  auto job = c.deps.store.get_job(id);
+  auto steps = c.deps.store.list_steps(id);
+  co_await asio::post(io, asio::use_awaitable);
+  if (!job.ok()) co_return storage_problem(job.status());
+  if (!steps.ok()) co_return storage_problem(steps.status());
+  std::map<std::int64_t, std::int64_t> seq_of;  // step id → seq
+  std::optional<std::int64_t> step_id;
+  for (const auto& s : steps.value()) {
+    seq_of[s.id] = s.seq;
+    if (step_seq && s.seq == *step_seq) step_id = s.id;
+  }
+  if (step_seq && !step_id)
+    co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job");
+
+  // Read the first page before committing to a 200.
+  int remaining = limit;
+  co_await asio::post(c.blocking, asio::use_awaitable);
+  auto page = c.deps.store.read_samples(id, step_id, after, std::min(remaining, 5000));
+  co_await asio::post(io, asio::use_awaitable);
+  if (!page.ok()) co_return storage_problem(page.status());
+  net::HeaderList headers;
+  headers.emplace_back("Content-Type", csv ? "text/csv; charset=utf-8" : "application/x-ndjson");
+  std::optional<std::int64_t> next;
+  if (!co_await out.start(200, std::move(headers))) co_return std::nullopt;
+  if (csv && !co_await out.write(sample_csv_header())) co_return std::nullopt;
+  for (;;) {
+    std::string chunk;
+    for (const auto& r : page.value().rows) {
+      if (csv)
+        chunk += sample_csv_line(r, seq_of[r.step_id]);
+      else
+        // Invalid UTF-8 stored by an older version must not end the export (issue 23 #11).
+        chunk +=
+            sample_json(r, seq_of[r.step_id]).dump(-1, ' ', false, json::error_handler_t::replace) +
+            "\n";
+    }
+    remaining -= static_cast<int>(page.value().rows.size());
+    next = page.value().next_after_id;
+    if (!chunk.empty() && !co_await out.write(chunk)) co_return std::nullopt;
+    if (!next || remaining <= 0) break;
+    const std::int64_t cursor = *next;
+    co_await asio::post(c.blocking, asio::use_awaitable);
+    page = c.deps.store.read_samples(id, step_id, cursor, std::min(remaining, 5000));
+    co_await asio::post(io, asio::use_awaitable);
+    if (!page.ok()) {
+      // Headers are gone: the stream is cut without its last chunk, so a client sees an
+      // incomplete export, never a short one that looks whole.
+      api_log()->error("job {}: sample export cut after {} rows: {}", id, limit - remaining,
+                   page.status().to_string());
+      out.reset();
+      co_return std::nullopt;
+    }
+  }
+  co_await out.finish();
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<RouteSpec> result_routes() {
+  return {
+      {"GET", "/v1/jobs/{id}/results", "get_results", Access::kRead,
+       [](RestContext& c, const HttpRequest&, const PathParams& path) {
+         return get_results(c, path.at("id"));
+       },
+       {}},
+      {"GET", "/v1/jobs/{id}/requests", "get_requests", Access::kRead, {}, get_requests},
+      {"GET", "/v1/jobs/{id}/report", "get_report", Access::kRead, get_report, {}},
+      {"GET", "/v1/compare", "compare_jobs", Access::kRead, compare_jobs, {}},
+  };
+}
+
+}  // namespace llmcap::server

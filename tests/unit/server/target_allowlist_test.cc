@@ -1,0 +1,85 @@
+#include "server/rest/target_allowlist.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace llmcap::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+ResolvedAddress v4(const char* text) {
+  ResolvedAddress a;
+  a.family = AF_INET;
+  inet_pton(AF_INET, text, a.bytes.data());
+  return a;
+}
+
+TargetAllowlist::Options fixed(std::vector<ResolvedAddress> addresses) {
+  TargetAllowlist::Options o;
+  o.resolver = [addresses](const std::string&) {
+    return std::optional<std::vector<ResolvedAddress>>(addresses);
+  };
+  return o;
+}
+
+TEST(TargetAllowlist, SimAndListedNamesNeedNoResolution) {
+  TargetAllowlist::Options o;
+  o.resolver = [](const std::string&) -> std::optional<std::vector<ResolvedAddress>> {
+    ADD_FAILURE() << "resolved a name the list allows by itself";
+    return std::nullopt;
+  };
+  TargetAllowlist list({"gpu-box.internal"}, o);
+  EXPECT_EQ(list.check("sim://rtx4090/llama-3.1-8b"), "");
+  EXPECT_EQ(list.check("http://gpu-box.internal:8000"), "");
+}
+
+TEST(TargetAllowlist, EveryAddressMustLieInAListedNetwork) {
+  TargetAllowlist inside({"10.0.0.0/8"}, fixed({v4("10.1.2.3"), v4("10.9.9.9")}));
+  EXPECT_EQ(inside.check("http://target:8000/v1"), "");
+  TargetAllowlist mixed({"10.0.0.0/8"}, fixed({v4("10.1.2.3"), v4("169.254.169.254")}));
+  EXPECT_EQ(mixed.check("http://target:8000/v1"),
+            "host 'target' resolves to 169.254.169.254, outside target_allowlist");
+  TargetAllowlist none({"10.0.0.0/8"}, fixed({}));
+  EXPECT_NE(none.check("http://target:8000/v1").find("no IPv4/IPv6 address"), std::string::npos);
+}
+
+TEST(TargetAllowlist, RealLiteralsUseTheSystemResolver) {
+  TargetAllowlist list({"127.0.0.0/8", "::1/128"});
+  EXPECT_EQ(list.check("http://127.0.0.1:8000"), "");
+  EXPECT_EQ(list.check("http://[::1]:8000"), "");
+  EXPECT_EQ(list.check("http://10.0.0.1:8000"),
+            "host '10.0.0.1' resolves to 10.0.0.1, outside target_allowlist");
+}
+
+// Issue 23 #6: a resolver that never answers bounds the check at its timeout, and lookups past
+// max_pending are refused at once instead of piling up on the API's threads.
+TEST(TargetAllowlist, AResolverThatNeverAnswersCostsTheTimeoutOnly) {
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  TargetAllowlist::Options o;
+  o.resolve_timeout = 200ms;
+  o.max_pending = 2;
+  o.resolver = [released](const std::string&) -> std::optional<std::vector<ResolvedAddress>> {
+    released.wait();  // hangs until the test ends
+    return std::nullopt;
+  };
+  TargetAllowlist list({"127.0.0.0/8"}, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(list.check("http://hangs.example:80"),
+            "host 'hangs.example' did not resolve within 200 ms");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 200ms);
+  EXPECT_LT(waited, 5s);  // generous: only "bounded" is asserted (no timing test)
+  EXPECT_NE(list.check("http://hangs-too.example:80").find("did not resolve"), std::string::npos);
+  // Two lookups hang now: a third is refused (before any wait, by construction).
+  EXPECT_NE(list.check("http://third.example:80").find("too many host names"), std::string::npos);
+  release->set_value();
+}
+
+}  // namespace
+}  // namespace llmcap::server
