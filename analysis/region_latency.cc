@@ -2,9 +2,10 @@
 
 namespace llmcap::analysis {
 
-std::map<std::string, RegionLatency> region_latency(
-    const std::vector<RequestSample>& samples, const std::vector<std::string>& regions,
-    std::int64_t window_start_ns, std::int64_t window_end_ns) {
+std::map<std::string, RegionLatency> region_latency(const std::vector<RequestSample>& samples,
+                                                    const std::vector<std::string>& regions,
+                                                    std::int64_t window_start_ns,
+                                                    std::int64_t window_end_ns) {
   std::map<std::string, RegionLatency> out;
   if (regions.size() != samples.size()) return out;
   struct Values {

@@ -20,8 +20,9 @@ struct RegionLatency {
 // TTFT, TPOT and E2E summaries (ms) per region over the ok samples intended in
 // [window_start_ns, window_end_ns) (docs/metrics.md: the measurement window). regions[i] is the
 // region of samples[i] ("" = none); empty when the sizes differ or no sample has a region.
-std::map<std::string, RegionLatency> region_latency(
-    const std::vector<RequestSample>& samples, const std::vector<std::string>& regions,
-    std::int64_t window_start_ns, std::int64_t window_end_ns);
+std::map<std::string, RegionLatency> region_latency(const std::vector<RequestSample>& samples,
+                                                    const std::vector<std::string>& regions,
+                                                    std::int64_t window_start_ns,
+                                                    std::int64_t window_end_ns);
 
 }  // namespace llmcap::analysis

@@ -35,8 +35,7 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
   if (auto bad = c.dataset_problem(parse)) return *bad;
   const auto key = req.header("idempotency-key");
   if (key && (key->empty() || key->size() > 200))
-    return problem_response(ApiErrorCode::kBadRequest,
-                            "Idempotency-Key must be 1-200 characters");
+    return problem_response(ApiErrorCode::kBadRequest, "Idempotency-Key must be 1-200 characters");
   if (!key && c.deps.scheduler.queued() >= static_cast<std::size_t>(c.options.max_queued_jobs))
     return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
         .with_header("Retry-After", "30");
@@ -84,9 +83,9 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
                : problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
   }
   (void)c.deps.store.append_audit({0, 0, nj.submitted_by, "job.create", job.id,
-                                 "targets=" + std::to_string(job.targets.size())});
+                                   "targets=" + std::to_string(job.targets.size())});
   api_log()->info("job {} created ({} targets, estimated ≤ {:.0f} s)", job.id, job.targets.size(),
-              parse.estimated_duration_s);
+                  parse.estimated_duration_s);
   return json_response(201, c.job_json(job)).with_header("Location", "/v1/jobs/" + job.id);
 }
 

@@ -57,14 +57,14 @@ HttpResponse validate_plan(RestContext& c, const HttpRequest& req, const PathPar
   if (auto bad = c.dataset_problem(parse)) return *bad;
   json warnings = parse.warnings;
   for (const auto& w : memory_warnings(*parse.plan)) warnings.push_back(w);
-  return json_response(
-      200, json{{"valid", true},
-                {"plan", parse.normalized},
-                {"estimated_duration_s", parse.estimated_duration_s},
-                {"warnings", warnings},
-                {"workload_fingerprint", parse.fingerprint},
-                {"comparison_label",
-                 parse.per_target_optimised ? "per-target optimised" : "same-config"}});
+  return json_response(200,
+                       json{{"valid", true},
+                            {"plan", parse.normalized},
+                            {"estimated_duration_s", parse.estimated_duration_s},
+                            {"warnings", warnings},
+                            {"workload_fingerprint", parse.fingerprint},
+                            {"comparison_label",
+                             parse.per_target_optimised ? "per-target optimised" : "same-config"}});
 }
 
 HttpResponse profiles(RestContext&, const HttpRequest&, const PathParams&) {
@@ -100,8 +100,7 @@ HttpResponse profiles(RestContext&, const HttpRequest&, const PathParams&) {
 HttpResponse estimate_memory(RestContext& c, const HttpRequest& req, const PathParams&) {
   if (auto bad = c.require_json_body(req)) return *bad;
   json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded())
-    return problem_response(ApiErrorCode::kMalformedJson, "not valid JSON");
+  if (body.is_discarded()) return problem_response(ApiErrorCode::kMalformedJson, "not valid JSON");
   if (!body.is_object())
     return problem_response(ApiErrorCode::kInvalidRequest, "expected an object");
   std::vector<api::FieldError> errors;

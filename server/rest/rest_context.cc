@@ -80,7 +80,9 @@ std::optional<std::int64_t> query_int(std::string_view text, std::int64_t lo, st
 }
 
 RestContext::RestContext(RestApiDeps d, boost::asio::thread_pool& pool)
-    : deps(std::move(d)), options(deps.options), blocking(pool),
+    : deps(std::move(d)),
+      options(deps.options),
+      blocking(pool),
       allowlist(deps.options.target_allowlist) {}
 
 namespace {
@@ -136,8 +138,7 @@ json RestContext::job_json(const storage::JobRecord& j) const {
       {"submitted_by", j.submitted_by},
       {"error", j.error_message.empty() ? json(nullptr) : json(j.error_message)},
       {"cancel_requested", j.cancel_requested},
-      {"last_completed_step",
-       j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
+      {"last_completed_step", j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
       {"targets", targets},
       {"progress", live_progress(j)},
       {"links",
@@ -200,8 +201,7 @@ std::string RestContext::write_blocker(bool* disk_full) const {
     char text[160];
     std::snprintf(text, sizeof text,
                   "the database's disk has %.1f MiB free, below min_free_disk_mib (%.0f MiB)",
-                  static_cast<double>(disk->free_bytes) / (1024 * 1024),
-                  options.min_free_disk_mib);
+                  static_cast<double>(disk->free_bytes) / (1024 * 1024), options.min_free_disk_mib);
     return text;
   }
   return "";

@@ -33,8 +33,8 @@ HttpResponse get_results(RestContext& c, const std::string& id) {
   auto caps = c.deps.store.list_capacity(id);
   if (!caps.ok()) return storage_problem(caps.status());
   json out;
-  for (const auto& c : caps.value()) {
-    if (c.target == storage::kResultsKey) out = json::parse(c.result_json, nullptr, false);
+  for (const auto& cap : caps.value()) {
+    if (cap.target == storage::kResultsKey) out = json::parse(cap.result_json, nullptr, false);
   }
   if (!out.is_object()) {
     // Not finished yet: the steps completed so far.
@@ -210,7 +210,7 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
       // Headers are gone: the stream is cut without its last chunk, so a client sees an
       // incomplete export, never a short one that looks whole.
       api_log()->error("job {}: sample export cut after {} rows: {}", id, limit - remaining,
-                   page.status().to_string());
+                       page.status().to_string());
       out.reset();
       co_return std::nullopt;
     }
@@ -223,7 +223,10 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
 
 std::vector<RouteSpec> result_routes() {
   return {
-      {"GET", "/v1/jobs/{id}/results", "get_results", Access::kRead,
+      {"GET",
+       "/v1/jobs/{id}/results",
+       "get_results",
+       Access::kRead,
        [](RestContext& c, const HttpRequest&, const PathParams& path) {
          return get_results(c, path.at("id"));
        },

@@ -28,8 +28,8 @@ enum class Access {
 
 using PathParams = std::map<std::string, std::string>;
 // Runs on the blocking pool: may read and write SQLite.
-using BlockingHandler = std::function<net::HttpResponse(RestContext&, const net::HttpRequest&,
-                                                        const PathParams&)>;
+using BlockingHandler =
+    std::function<net::HttpResponse(RestContext&, const net::HttpRequest&, const PathParams&)>;
 // Runs on the connection's strand; hops to the blocking pool for reads itself. nullopt: the
 // handler wrote the response through the stream.
 using StreamHandler = std::function<boost::asio::awaitable<std::optional<net::HttpResponse>>(

@@ -1,10 +1,10 @@
 // The daemon itself: the index page, liveness (/healthz), readiness (/readyz: can it take
 // jobs), Prometheus metrics and the OpenAPI document.
 #include "api/problem_json.h"
+#include "server/jobs/job_scheduler.h"
 #include "server/rest/openapi_document.h"
 #include "server/rest/rest_context.h"
 #include "server/rest/routes.h"
-#include "server/jobs/job_scheduler.h"
 #include "server/version.h"
 #include "storage/job_store.h"
 

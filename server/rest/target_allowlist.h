@@ -22,8 +22,8 @@
 namespace llmcap::server {
 
 struct ResolvedAddress {
-  int family = 0;                          // AF_INET or AF_INET6
-  std::array<unsigned char, 16> bytes{};   // network order; IPv4 uses the first 4
+  int family = 0;                         // AF_INET or AF_INET6
+  std::array<unsigned char, 16> bytes{};  // network order; IPv4 uses the first 4
 };
 // Resolves a host name; nullopt when it does not resolve. May block.
 using HostResolver = std::function<std::optional<std::vector<ResolvedAddress>>(const std::string&)>;
