@@ -576,24 +576,31 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
                 std::vector<FieldError>& errors, const PlanLimits& limits) {
   ObjectReader r(&v, path, errors);
   if (!r.ok()) return;
-  r.one_of("kind", p.kind = "",
+  // The kind decides which keys apply: with no valid kind only the common keys are read.
+  std::string kind_text;
+  r.one_of("kind", kind_text,
            {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
   if (!r.has("kind")) r.error("kind", "is required");
+  const std::optional<PhaseKind> kind = parse_phase_kind(kind_text);
+  if (kind) p.kind = *kind;
   const auto before = errors.size();
   r.string("name", p.name, false, 64);
   if (r.has("name") && errors.size() == before && !valid_name(p.name))
     r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
   r.number("repeat", p.repeat, 1, 20, true);
-  if (p.kind == "burst") {
+  if (kind == PhaseKind::kBurst) {
     r.not_applicable("duration_s", "to a burst (it lasts window_s + burst_s + observe_s)");
   } else {
     r.number("duration_s", p.duration_s, 1, 86'400);
   }
   r.number("warmup_s", p.warmup_s, 0, 3600);
-  r.one_of("drain", p.drain, {"finish", "cancel"});
-  const bool open = p.kind != "concurrency_sweep";
-  if (open) {
-    r.one_of("arrival", p.arrival, {"poisson", "constant", "gamma"});
+  std::string drain(to_string(p.drain));
+  r.one_of("drain", drain, {"finish", "cancel"});
+  p.drain = parse_drain(drain).value_or(p.drain);
+  if (!kind || is_open_loop(*kind)) {
+    std::string arrival(to_string(p.arrival));
+    r.one_of("arrival", arrival, {"poisson", "constant", "gamma"});
+    p.arrival = parse_arrival(arrival).value_or(p.arrival);
     r.number("burstiness", p.burstiness, 0.01, 100);
     // Default: the daemon's concurrency limit (so a normalised plan re-reads under it).
     p.max_in_flight = std::min(p.max_in_flight, limits.max_concurrency);
@@ -628,11 +635,11 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
       out.push_back(static_cast<typename std::decay_t<decltype(out)>::value_type>(x.get<double>()));
     }
   };
-  if (p.kind == "concurrency_sweep") {
+  if (kind == PhaseKind::kConcurrencySweep) {
     read_list("levels", p.levels, 1, limits.max_concurrency, true);
-  } else if (p.kind == "rate_sweep") {
+  } else if (kind == PhaseKind::kRateSweep) {
     read_list("rates_rps", p.rates_rps, 0.001, max_rate, false);
-  } else if (p.kind == "capacity_search") {
+  } else if (kind == PhaseKind::kCapacitySearch) {
     if (const json* sf = r.get("start_from")) {
       if (sf->is_string() && sf->get<std::string>() == "knee") {
         p.start_from_knee = true;
@@ -654,7 +661,7 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     r.number("resolution", p.resolution, 0.005, 0.5);
     r.number("max_steps", p.max_steps, 2, 60, true);
     r.number("confirm_duration_s", p.confirm_duration_s, 1, 86'400);
-  } else if (p.kind == "burst") {
+  } else if (kind == PhaseKind::kBurst) {
     r.number("base_rps", p.base_rps, 0.001, max_rate, false, true);
     r.number("multiplier", p.multiplier, 1, 100);
     r.number("burst_s", p.burst_s, 1, 3600);
@@ -662,7 +669,7 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     r.number("window_s", p.window_s, 1, 3600);
     if (p.base_rps * p.multiplier > max_rate)
       r.error("multiplier", "base_rps × multiplier exceeds the rate limit");
-  } else if (p.kind == "soak") {
+  } else if (kind == PhaseKind::kSoak) {
     if (const json* rr = r.get("rate_rps")) {
       if (rr->is_string() && rr->get<std::string>() == "qualified") {
         p.soak_at_qualified = true;
@@ -677,7 +684,7 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     }
     r.number("window_s", p.window_s, 1, 3600);
   }
-  if (p.name.empty()) p.name = p.kind;
+  if (p.name.empty() && kind) p.name = std::string(to_string(*kind));
   r.finish();
 }
 
@@ -754,16 +761,15 @@ json agents_json(const PlanAgents& a) {
 double phase_duration_s(const PlanPhase& p) {
   const double step = p.warmup_s + p.duration_s;
   double d = 0;
-  if (p.kind == "concurrency_sweep")
-    d = step * static_cast<double>(p.levels.size());
-  else if (p.kind == "rate_sweep")
-    d = step * static_cast<double>(p.rates_rps.size());
-  else if (p.kind == "capacity_search")
-    d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
-  else if (p.kind == "burst")
-    d = p.warmup_s + p.window_s + p.burst_s + p.observe_s;
-  else if (p.kind == "soak")
-    d = step;
+  switch (p.kind) {
+    case PhaseKind::kConcurrencySweep: d = step * static_cast<double>(p.levels.size()); break;
+    case PhaseKind::kRateSweep: d = step * static_cast<double>(p.rates_rps.size()); break;
+    case PhaseKind::kCapacitySearch:
+      d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
+      break;
+    case PhaseKind::kBurst: d = p.warmup_s + p.window_s + p.burst_s + p.observe_s; break;
+    case PhaseKind::kSoak: d = step; break;
+  }
   return d * p.repeat;
 }
 
@@ -862,18 +868,24 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
       headers[k] = redact_secrets && sensitive_header(k) ? "***" : v;
     json secrets = json::object();
     for (const auto& [k, v] : t.secrets) secrets[k] = redact_secrets ? "***" : v;
-    json j{{"name", t.name},
-           {"base_url", t.base_url},
-           {"api", t.api},
-           {"model", t.model},
-           {"headers", headers},
-           {"secrets", secrets},
-           {"tls", {{"ca_file", t.tls_ca_file}, {"insecure", t.tls_insecure}}},
-           {"hardware", json::parse(t.hardware_json, nullptr, false)},
-           {"price_per_hour", t.price_per_hour},
-           {"currency", t.currency},
-           {"metrics_url", t.metrics_url}};
-    if (t.base_url.rfind("sim://", 0) == 0) j["sim"] = json::parse(t.sim_json, nullptr, false);
+    // Keys whose value is absent or empty are left out, so the normalised plan parses again as
+    // it is (the daemon stores it and re-reads it when the job starts).
+    json j{{"name", t.name},        {"base_url", t.base_url}, {"api", t.api},
+           {"headers", headers},    {"secrets", secrets},     {"price_per_hour", t.price_per_hour},
+           {"currency", t.currency}};
+    if (!t.model.empty()) j["model"] = t.model;
+    if (!t.tls_ca_file.empty() || t.tls_insecure) {
+      j["tls"] = json::object();
+      if (!t.tls_ca_file.empty()) j["tls"]["ca_file"] = t.tls_ca_file;
+      if (t.tls_insecure) j["tls"]["insecure"] = true;
+    }
+    if (json hw = json::parse(t.hardware_json, nullptr, false); hw.is_object() && !hw.empty())
+      j["hardware"] = std::move(hw);
+    if (!t.metrics_url.empty()) j["metrics_url"] = t.metrics_url;
+    if (t.base_url.rfind("sim://", 0) == 0) {
+      if (json sim = json::parse(t.sim_json, nullptr, false); sim.is_object() && !sim.empty())
+        j["sim"] = std::move(sim);
+    }
     if (t.workload) j["workload"] = workload_json(*t.workload);
     targets.push_back(std::move(j));
   }
@@ -896,20 +908,21 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   if (plan.sla.min_requests) sla["min_requests"] = *plan.sla.min_requests;
   json phases = json::array();
   for (const auto& p : plan.phases) {
-    json j{{"kind", p.kind},
+    json j{{"kind", to_string(p.kind)},
            {"name", p.name},
            {"repeat", p.repeat},
            {"warmup_s", p.warmup_s},
-           {"drain", p.drain}};
-    if (p.kind != "burst") j["duration_s"] = p.duration_s;  // a burst's length is its windows
-    if (p.kind != "concurrency_sweep") {
-      j["arrival"] = p.arrival;
+           {"drain", to_string(p.drain)}};
+    // a burst's length is its windows
+    if (p.kind != PhaseKind::kBurst) j["duration_s"] = p.duration_s;
+    if (is_open_loop(p.kind)) {
+      j["arrival"] = to_string(p.arrival);
       j["burstiness"] = p.burstiness;
       j["max_in_flight"] = p.max_in_flight;
     }
-    if (p.kind == "concurrency_sweep") j["levels"] = p.levels;
-    if (p.kind == "rate_sweep") j["rates_rps"] = p.rates_rps;
-    if (p.kind == "capacity_search") {
+    if (p.kind == PhaseKind::kConcurrencySweep) j["levels"] = p.levels;
+    if (p.kind == PhaseKind::kRateSweep) j["rates_rps"] = p.rates_rps;
+    if (p.kind == PhaseKind::kCapacitySearch) {
       j["start_from"] = p.start_from_knee ? json("knee") : json(p.start_rps);
       if (p.low_rps > 0) j["low_rps"] = p.low_rps;
       if (p.high_rps > 0) j["high_rps"] = p.high_rps;
@@ -917,14 +930,14 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
       j["max_steps"] = p.max_steps;
       j["confirm_duration_s"] = p.confirm_duration_s;
     }
-    if (p.kind == "burst") {
+    if (p.kind == PhaseKind::kBurst) {
       j["base_rps"] = p.base_rps;
       j["multiplier"] = p.multiplier;
       j["burst_s"] = p.burst_s;
       j["observe_s"] = p.observe_s;
       j["window_s"] = p.window_s;
     }
-    if (p.kind == "soak") {
+    if (p.kind == PhaseKind::kSoak) {
       j["rate_rps"] = p.soak_at_qualified ? json("qualified") : json(p.rate_rps);
       j["window_s"] = p.window_s;
     }
@@ -995,6 +1008,12 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
   }
   for (const auto& d : duplicates) errors.push_back({"", "duplicate key '" + printable(d) + "'"});
   if (!errors.empty()) return out;
+  return parse_plan_document(doc, limits);
+}
+
+PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
+  PlanParse out;
+  auto& errors = out.errors;
   TestPlan plan;
   ObjectReader root(&doc, "", errors);
   if (!root.ok()) return out;
@@ -1061,19 +1080,21 @@ PlanParse parse_plan(std::string_view text, const PlanLimits& limits) {
         std::string base = p.name;
         for (int n = 2; !names.insert(p.name).second; ++n) p.name = base + "-" + std::to_string(n);
       }
-      if (p.kind == "capacity_search" && p.start_from_knee && !sweep_before &&
+      if (p.kind == PhaseKind::kCapacitySearch && p.start_from_knee && !sweep_before &&
           !(p.low_rps > 0 && p.high_rps > 0))
         errors.push_back({path + "/start_from",
                           "\"knee\" needs an earlier concurrency_sweep phase (or give low_rps "
                           "and high_rps, or a starting rate)"});
-      if (p.kind == "concurrency_sweep") sweep_before = true;
-      if ((p.kind == "capacity_search" || p.kind == "burst" || p.kind == "soak") &&
+      if (p.kind == PhaseKind::kConcurrencySweep) sweep_before = true;
+      if ((p.kind == PhaseKind::kCapacitySearch || p.kind == PhaseKind::kBurst ||
+           p.kind == PhaseKind::kSoak) &&
           plan.sla.bounds.empty() && !root.has("sla"))
-        errors.push_back({path + "/kind", p.kind + " needs an sla with at least one bound"});
-      if (p.kind == "soak" && p.soak_at_qualified) {
+        errors.push_back({path + "/kind", std::string(to_string(p.kind)) +
+                                              " needs an sla with at least one bound"});
+      if (p.kind == PhaseKind::kSoak && p.soak_at_qualified) {
         bool search_before = false;
         for (const auto& q : plan.phases)
-          search_before = search_before || q.kind == "capacity_search";
+          search_before = search_before || q.kind == PhaseKind::kCapacitySearch;
         if (!search_before)
           errors.push_back({path + "/rate_rps", "\"qualified\" needs an earlier capacity_search"});
       }

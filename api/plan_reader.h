@@ -30,6 +30,9 @@ struct PlanParse {
 };
 
 PlanParse parse_plan(std::string_view json_text, const PlanLimits& limits = {});
+// The same for a document already parsed (a stored plan read back); the checks on the text
+// itself (size, nesting, duplicate keys) are the caller's.
+PlanParse parse_plan_document(const nlohmann::json& doc, const PlanLimits& limits = {});
 
 // The normalised JSON of a plan (what parse_plan returns in `normalized`).
 nlohmann::json plan_to_json(const TestPlan& plan, bool redact_secrets = true);

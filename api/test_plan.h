@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -72,14 +73,30 @@ struct PlanTimeouts {
   std::int64_t total_ms = 600'000;
 };
 
+// The plan's enumerations, with their JSON spellings (to_string / parse_*: nullopt for any
+// other text).
+enum class PhaseKind { kConcurrencySweep, kRateSweep, kCapacitySearch, kBurst, kSoak };
+enum class Drain { kFinish, kCancel };               // at a step's end: wait, or cancel in flight
+enum class Arrival { kPoisson, kConstant, kGamma };  // open-loop inter-arrival times
+std::string_view to_string(PhaseKind k);
+std::string_view to_string(Drain d);
+std::string_view to_string(Arrival a);
+std::optional<PhaseKind> parse_phase_kind(std::string_view s);
+std::optional<Drain> parse_drain(std::string_view s);
+std::optional<Arrival> parse_arrival(std::string_view s);
+// Every open-loop phase kind (all but concurrency_sweep).
+inline bool is_open_loop(PhaseKind k) { return k != PhaseKind::kConcurrencySweep; }
+
+// One phase. Its fields are what every consumer reads (the executor runs this struct): each
+// default is given here once.
 struct PlanPhase {
-  std::string kind;  // concurrency_sweep | rate_sweep | capacity_search | burst | soak
+  PhaseKind kind = PhaseKind::kConcurrencySweep;
   std::string name;  // defaults to kind (made unique with a suffix)
   int repeat = 1;
   double duration_s = 30;
   double warmup_s = 5;
-  std::string drain = "finish";       // finish | cancel
-  std::string arrival = "poisson";    // poisson | constant | gamma
+  Drain drain = Drain::kFinish;
+  Arrival arrival = Arrival::kPoisson;
   double burstiness = 1;              // gamma shape
   std::int32_t max_in_flight = 4096;  // open loop: cap on requests in flight; parse_plan()
                                       // lowers it to PlanLimits::max_concurrency
@@ -100,7 +117,7 @@ struct PlanPhase {
   double observe_s = 60;
   // soak
   bool soak_at_qualified = false;
-  double rate_rps = 0;
+  double rate_rps = 0;   // the soak's rate (unless soak_at_qualified)
   double window_s = 30;  // burst and soak windows
 };
 
@@ -160,6 +177,18 @@ struct PlanLimits {
   int max_list_items = 256;         // levels, rates, empirical values, headers
   int max_depth = 32;               // JSON nesting
   std::size_t max_bytes = 1 << 20;  // plan text
+
+  // No limit: for re-reading a plan the daemon accepted earlier (under limits that may have
+  // been lowered since), never for a submitted one.
+  static PlanLimits none() {
+    PlanLimits l;
+    l.max_targets = 1 << 20;
+    l.max_concurrency = 1 << 30;
+    l.max_rate_rps = 1e12;
+    l.max_duration_s = 1e12;
+    l.max_bytes = std::size_t{1} << 40;
+    return l;
+  }
 };
 
 }  // namespace llmcap::api

@@ -1,16 +1,19 @@
 #include "net/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -66,10 +69,29 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
   std::atomic<std::size_t> open_connections{0};
+  std::atomic<std::uint64_t> rejected_full{0}, rejected_per_client{0}, fd_exhausted{0},
+      accept_errors{0};
 
-  std::mutex mu;                                                                 // guards sessions
+  std::mutex mu;                                                                 // guards below
   std::unordered_map<std::uint64_t, std::weak_ptr<beast::tcp_stream>> sessions;  // GUARDED_BY(mu)
+  std::unordered_map<std::string, std::size_t> per_client;                       // GUARDED_BY(mu)
   std::uint64_t next_session_id = 0;                                             // GUARDED_BY(mu)
+
+  // The keep-alive wait now: idle_timeout up to half of max_connections open, then shrinking
+  // linearly to min_idle_timeout when full, so idle connections make room under pressure.
+  std::chrono::milliseconds idle_timeout_now() const {
+    const double max = static_cast<double>(std::max<std::size_t>(options.max_connections, 1));
+    const double load = static_cast<double>(open_connections.load()) / max;
+    if (load <= 0.5) return options.idle_timeout;
+    const double f = std::clamp((1.0 - load) / 0.5, 0.0, 1.0);
+    const auto lo = std::min(options.min_idle_timeout, options.idle_timeout);
+    return lo +
+           std::chrono::duration_cast<std::chrono::milliseconds>((options.idle_timeout - lo) * f);
+  }
+  bool reserved(const std::string& path) const {
+    return std::find(options.reserved_paths.begin(), options.reserved_paths.end(), path) !=
+           options.reserved_paths.end();
+  }
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
@@ -146,7 +168,14 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
     auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io), use_nothrow);
     if (ec) {
       if (stopped || ec == asio::error::operation_aborted) break;
-      continue;  // e.g. EMFILE: keep serving the connections we have
+      ++accept_errors;
+      // Out of file descriptors (EMFILE/ENFILE): the pending connection stays in the backlog
+      // and accept() would fail again at once. Keep serving the connections we have and try
+      // again after a pause, instead of spinning a core.
+      if (ec.value() == EMFILE || ec.value() == ENFILE) ++fd_exhausted;
+      asio::steady_timer pause(acceptor.get_executor(), options.accept_backoff);
+      co_await pause.async_wait(use_nothrow);
+      continue;
     }
     asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
   }
@@ -184,14 +213,41 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     auto ep = stream->socket().remote_endpoint(ec);
     if (!ec) remote = ep.address().to_string();
   }
+  std::size_t from_client = 0;
+  {
+    std::lock_guard lock(mu);
+    from_client = ++per_client[remote];
+  }
+  struct ClientCount {
+    Impl* impl;
+    std::string remote;
+    ~ClientCount() {
+      std::lock_guard lock(impl->mu);
+      if (--impl->per_client[remote] == 0) impl->per_client.erase(remote);
+    }
+  } client_count{this, remote};
 
-  if (open_connections > options.max_connections) {
-    HttpResponse busy = HttpResponse::json(503, R"({"title":"too many connections"})");
+  auto refuse = [&](const char* title) -> asio::awaitable<void> {
+    HttpResponse busy = HttpResponse::json(503, std::string(R"({"title":")") + title + "\"}")
+                            .with_header("Retry-After", "5");
     const std::string bytes = serialize(busy, false, options.server_header, false);
     stream->expires_after(options.write_timeout);
     co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
     beast::error_code ec;
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+  };
+  // Beyond max_connections (or this client's share) a connection may still carry one request
+  // for a reserved path (health, metrics) while the reserve lasts; everything else gets 503.
+  const std::size_t open = open_connections;
+  const bool over_client_cap =
+      options.max_connections_per_client > 0 && from_client > options.max_connections_per_client;
+  const bool over_cap = open > options.max_connections;
+  const bool reserve_only = over_cap || over_client_cap;
+  if (reserve_only && (options.reserved_paths.empty() ||
+                       open > options.max_connections + options.reserved_connections)) {
+    ++(over_client_cap && !over_cap ? rejected_per_client : rejected_full);
+    co_await refuse(over_client_cap && !over_cap ? "too many connections from this address"
+                                                 : "too many connections");
     co_return;
   }
 
@@ -201,10 +257,17 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(options.max_body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
-    // Before the first byte of a request we wait up to the idle timeout; a started request
-    // must arrive whole within read_timeout (slowloris protection). Beast reads the header in
-    // one operation, so the tighter deadline applies once any byte is buffered.
-    stream->expires_after(first || buffer.size() > 0 ? options.read_timeout : options.idle_timeout);
+    if (buffer.size() == 0) {
+      // Wait for the first byte of the next request: read_timeout for a new connection's
+      // first request, the (load-dependent) keep-alive timeout between requests.
+      stream->expires_after(first ? options.read_timeout : idle_timeout_now());
+      auto [wait_ec, got] = co_await stream->async_read_some(buffer.prepare(4096), use_nothrow);
+      buffer.commit(got);
+      if (wait_ec) break;
+    }
+    // From its first byte a request must arrive whole within read_timeout, however slowly its
+    // bytes trickle in (slowloris).
+    stream->expires_after(options.read_timeout);
     first = false;
     auto [ec, n] = co_await http::async_read(*stream, buffer, parser, use_nothrow);
     (void)n;
@@ -245,8 +308,14 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     }
     req.body = std::move(msg.body());
     req.remote_address = remote;
-    const bool keep_alive = msg.keep_alive();
+    const bool keep_alive = msg.keep_alive() && !reserve_only;
     const bool head_only = msg.method() == http::verb::head;
+    if (reserve_only && !reserved(req.path)) {
+      ++(over_client_cap && !over_cap ? rejected_per_client : rejected_full);
+      co_await refuse(over_client_cap && !over_cap ? "too many connections from this address"
+                                                   : "too many connections");
+      co_return;
+    }
 
     StreamWriter writer(*stream, options);
     std::optional<HttpResponse> response;
@@ -305,6 +374,15 @@ void HttpServer::start() {
 std::uint16_t HttpServer::port() const { return impl_->bound_port; }
 
 std::size_t HttpServer::connection_count() const { return impl_->open_connections; }
+
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats s;
+  s.rejected_full = impl_->rejected_full;
+  s.rejected_per_client = impl_->rejected_per_client;
+  s.fd_exhausted = impl_->fd_exhausted;
+  s.accept_errors = impl_->accept_errors;
+  return s;
+}
 
 void HttpServer::stop() {
   if (impl_->stopped.exchange(true)) return;

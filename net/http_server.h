@@ -2,6 +2,15 @@
 // cap) that hands each request to a Handler coroutine. Used by the simulator (sim/) and the
 // daemon's REST API (server/). Beast stays inside http_server.cc.
 //
+// Connection exhaustion (issue 23 #7): a request must arrive whole within read_timeout of its
+// first byte (a client trickling header bytes is cut there, on every request of a keep-alive
+// connection); the keep-alive wait for the next request shrinks as the server fills (half of
+// max_connections open: idle_timeout; full: min_idle_timeout); one client address may hold at
+// most max_connections_per_client; beyond max_connections, reserved_connections more are served
+// for reserved_paths only (health and metrics stay reachable when the API is full); and when
+// accept() runs out of file descriptors (EMFILE/ENFILE) the server waits accept_backoff before
+// trying again instead of spinning, and counts it (stats()).
+//
 // Threading: the server runs on the io_context it is given; each connection is a coroutine on
 // its own strand, so a Handler may run on any thread that runs the io_context, never on two
 // threads at once for one connection. start()/stop() may be called from any thread.
@@ -16,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/http_message.h"
 
@@ -54,6 +64,20 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{30'000};  // to write one response or chunk
   std::size_t max_connections = 4096;               // beyond this new connections get 503
   std::string server_header = "llmcap";             // value of the Server header
+  // Keep-alive wait when the server is full (it shrinks linearly from idle_timeout at half).
+  std::chrono::milliseconds min_idle_timeout{1'000};
+  std::size_t max_connections_per_client = 0;     // per remote address; 0 = no cap
+  std::size_t reserved_connections = 0;           // beyond max_connections, for reserved_paths
+  std::vector<std::string> reserved_paths;        // e.g. "/healthz", "/readyz", "/metrics"
+  std::chrono::milliseconds accept_backoff{100};  // after EMFILE/ENFILE
+};
+
+// What the server refused, since start (all monotonic counts).
+struct HttpServerStats {
+  std::uint64_t rejected_full = 0;        // 503: max_connections (and the reserve) in use
+  std::uint64_t rejected_per_client = 0;  // 503: max_connections_per_client
+  std::uint64_t fd_exhausted = 0;         // accept() failed with EMFILE/ENFILE
+  std::uint64_t accept_errors = 0;        // every accept() failure, those included
 };
 
 class HttpServer {
@@ -71,6 +95,7 @@ class HttpServer {
   void stop();
   // Connections open now.
   std::size_t connection_count() const;
+  HttpServerStats stats() const;
 
  private:
   struct Impl;

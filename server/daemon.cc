@@ -61,6 +61,20 @@ void yield_cpu_to_measurement() {
   }
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kApiNice);
 }
+
+// Every API connection and every load-generator connection is a file descriptor: the soft
+// limit (often 1024, or 256 under some supervisors) goes up to the hard one at start (issue 23
+// #7). Returns the limit in force.
+rlim_t raise_open_file_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return raised.rlim_cur;
+  }
+  return rl.rlim_cur;
+}
 }  // namespace
 
 Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
@@ -68,6 +82,12 @@ Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {}
 Daemon::~Daemon() { stop(0); }
 
 void Daemon::start() {
+  const rlim_t open_files = raise_open_file_limit();
+  if (open_files != 0 && open_files < static_cast<rlim_t>(config_.max_connections) + 64)
+    log()->warn(
+        "open file limit {} is below max_connections ({}) plus room for the load "
+        "generator: connections beyond it are refused (raise LimitNOFILE / ulimit -n)",
+        static_cast<unsigned long long>(open_files), config_.max_connections);
   // 1. Database: migrate (refusing a newer schema), then open the store and the writer.
   {
     std::vector<storage::Migration> migrations;
@@ -185,6 +205,11 @@ void Daemon::start() {
   ho.max_body_bytes = static_cast<std::size_t>(config_.max_body_bytes);
   ho.max_connections = static_cast<std::size_t>(config_.max_connections);
   ho.read_timeout = std::chrono::milliseconds(config_.read_timeout_ms);
+  ho.idle_timeout = std::chrono::milliseconds(config_.idle_timeout_ms);
+  ho.max_connections_per_client = static_cast<std::size_t>(config_.max_connections_per_client);
+  // Health and metrics stay reachable when the API is full (issue 23 #7).
+  ho.reserved_connections = static_cast<std::size_t>(config_.reserved_connections);
+  ho.reserved_paths = {"/healthz", "/readyz", "/metrics"};
   ho.server_header = "llmcapd";
   http_ = std::make_unique<net::HttpServer>(io_, ho, api_->handler());
   http_->start();
@@ -199,6 +224,14 @@ void Daemon::start() {
   stats_thread_ = std::thread([this] {
     while (!stopped_) {
       metrics_->set_storage_queue_depth(static_cast<double>(writer_->stats().queue_depth_rows));
+      if (http_) {
+        const auto refused = http_->stats();
+        metrics_->set_api_connections_refused("full", static_cast<double>(refused.rejected_full));
+        metrics_->set_api_connections_refused("per_client",
+                                              static_cast<double>(refused.rejected_per_client));
+        metrics_->set_api_connections_refused("fd_exhausted",
+                                              static_cast<double>(refused.fd_exhausted));
+      }
       metrics_->set_queue_length(static_cast<double>(scheduler_->queued()));
       metrics_->set_jobs("queued", static_cast<double>(scheduler_->queued()));
       metrics_->set_jobs("running", static_cast<double>(scheduler_->running()));

@@ -9,6 +9,13 @@ void DaemonConfig::bind(Settings& s) {
   s.add("max_body_bytes", "largest accepted request body", &max_body_bytes);
   s.add("max_connections", "API connections held at once", &max_connections);
   s.add("read_timeout_ms", "deadline to receive one whole request", &read_timeout_ms);
+  s.add("idle_timeout_ms", "keep-alive wait for the next request (shrinks under load)",
+        &idle_timeout_ms);
+  s.add("max_connections_per_client", "API connections one client address may hold (0 = any)",
+        &max_connections_per_client);
+  s.add("reserved_connections",
+        "connections beyond max_connections kept for /healthz, /readyz and /metrics",
+        &reserved_connections);
   s.add("database", "SQLite database file", &database);
   s.add("min_free_disk_mib", "free disk space below which new jobs are refused (507)",
         &min_free_disk_mib);
@@ -52,6 +59,9 @@ std::string DaemonConfig::validate() const {
   if (max_body_bytes < 1024) return "max_body_bytes: must be at least 1024";
   if (max_connections < 1) return "max_connections: must be at least 1";
   if (read_timeout_ms < 100) return "read_timeout_ms: must be at least 100";
+  if (idle_timeout_ms < 100) return "idle_timeout_ms: must be at least 100";
+  if (max_connections_per_client < 0) return "max_connections_per_client: must be 0 or more";
+  if (reserved_connections < 0) return "reserved_connections: must be 0 or more";
   if (database.empty()) return "database: must not be empty";
   if (!(min_free_disk_mib >= 0 && min_free_disk_mib <= 1 << 20))
     return "min_free_disk_mib: must be in [0, 1048576]";

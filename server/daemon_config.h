@@ -21,6 +21,14 @@ struct DaemonConfig {
   std::int64_t max_body_bytes = 1 << 20;     // larger request bodies (plans) get 413
   int max_connections = 512;                 // API connections beyond this get 503
   int read_timeout_ms = 10'000;              // deadline to receive a whole request
+  // Keep-alive wait for a connection's next request; shrinks to 1 s as the API fills up.
+  int idle_timeout_ms = 60'000;
+  // Connections one client address may hold (0 = no cap). Behind a proxy every client has the
+  // proxy's address: leave it 0 there.
+  int max_connections_per_client = 0;
+  // Beyond max_connections, this many more connections may still reach /healthz, /readyz and
+  // /metrics (and nothing else), so probes and scrapes work while the API is full.
+  int reserved_connections = 16;
 
   // --- storage ---
   std::string database = "llmcap.db";  // SQLite file (":memory:" for throwaway runs)

@@ -134,7 +134,13 @@ struct DaemonMetrics::Families {
         api(prometheus::BuildHistogram()
                 .Name("llmcap_api_request_duration_seconds")
                 .Help("REST API request durations by route and status code")
-                .Register(r)) {}
+                .Register(r)),
+        api_refused(prometheus::BuildCounter()
+                        .Name("llmcap_api_connections_refused_total")
+                        .Help("API connections refused: full (max_connections), per_client "
+                              "(max_connections_per_client), fd_exhausted (accept() out of "
+                              "file descriptors)")
+                        .Register(r)) {}
 
   prometheus::Family<Counter>& requests;
   prometheus::Family<Counter>& output_tokens;
@@ -161,6 +167,7 @@ struct DaemonMetrics::Families {
   prometheus::Family<Gauge>& storage_queue;
   prometheus::Family<Histogram>& storage_batch;
   prometheus::Family<Histogram>& api;
+  prometheus::Family<Counter>& api_refused;
 
   // Per-target histogram handles, cached (Family::Add looks labels up under a lock anyway,
   // but caching keeps the hot path to one map lookup).
@@ -204,6 +211,8 @@ DaemonMetrics::DaemonMetrics()
   }
   f_->queue.Add({}).Set(0);
   f_->storage_queue.Add({}).Set(0);
+  for (const char* reason : {"full", "per_client", "fd_exhausted"})
+    f_->api_refused.Add({{"reason", reason}});
 }
 
 DaemonMetrics::~DaemonMetrics() = default;
@@ -272,6 +281,11 @@ void DaemonMetrics::set_capacity(const std::string& target, double rps, double t
   f_->cost.Add({{"target", target}}).Set(cost);
 }
 void DaemonMetrics::set_storage_queue_depth(double n) { f_->storage_queue.Add({}).Set(n); }
+
+void DaemonMetrics::set_api_connections_refused(const std::string& reason, double total) {
+  auto& c = f_->api_refused.Add({{"reason", reason}});
+  if (total > c.Value()) c.Increment(total - c.Value());
+}
 void DaemonMetrics::observe_storage_batch_seconds(double seconds) {
   f_->storage_batch.Add({}, lag_buckets()).Observe(seconds);
 }

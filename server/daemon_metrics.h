@@ -60,6 +60,8 @@ class DaemonMetrics final : public ApiMetrics {
 
   // --- process ---
   void set_storage_queue_depth(double n);
+  // The API server's refusal count so far, by reason (full, per_client, fd_exhausted).
+  void set_api_connections_refused(const std::string& reason, double total);
   void observe_storage_batch_seconds(double seconds);
   void observe_api_request(const std::string& route, int status, double seconds) override;
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -132,9 +133,10 @@ class DaemonSink final : public ExecutionSink {
     events_.append(job_id_, "progress", progress_.dump());
   }
 
-  bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
-                        const std::vector<agent::TelemetryPoint>& telemetry, const json& step_json,
+  bool on_step_finished(const StepContext& ctx, const StepOutcome& step,
                         std::string& error) override {
+    const agent::StepResult& result = step.result;
+    const json& step_json = step.document;
     if (storage_check_) {
       if (auto problem = storage_check_(); !problem.empty()) {
         error = "storage: " + problem + "; nothing more of this job can be kept";
@@ -150,11 +152,11 @@ class DaemonSink final : public ExecutionSink {
       metrics_.record_itl_seconds(ctx.target, seconds, b.count);
     }
     metrics_.set_client_cpu(ctx.target, result.client_cpu_utilisation);
-    const auto& outcome = step_json["verdict"]["outcome"];
+    const analysis::Outcome outcome = step.verdict.outcome;
     metrics_.set_last_verdict(ctx.target, ctx.phase,
-                              outcome == "pass"   ? 1
-                              : outcome == "fail" ? 0
-                                                  : -1);
+                              outcome == analysis::Outcome::kPass   ? 1
+                              : outcome == analysis::Outcome::kFail ? 0
+                                                                    : -1);
     if (step_id_ < 0) {
       error = "cannot record step: " + begin_error_;
       return false;
@@ -166,10 +168,10 @@ class DaemonSink final : public ExecutionSink {
       if (!rows.back().error_message.empty()) redactor_.redact(rows.back().error_message);
     }
     const bool accepted = rows.empty() || writer_.enqueue(std::move(rows));
-    if (!telemetry.empty()) {
+    if (!step.telemetry.empty()) {
       std::vector<storage::TelemetryRow> trows;
-      trows.reserve(telemetry.size());
-      for (const auto& p : telemetry)
+      trows.reserve(step.telemetry.size());
+      for (const auto& p : step.telemetry)
         trows.push_back({0, step_id_, p.t_ns, p.series, p.labels, p.value});
       if (!writer_.enqueue_telemetry(std::move(trows)))
         log()->warn("job {}: telemetry of step {} dropped (storage queue full)", job_id_,
@@ -178,9 +180,9 @@ class DaemonSink final : public ExecutionSink {
     storage::StepCompletion c;
     c.step_id = step_id_;
     c.summary_json = redactor_.redacted(step_json.dump());
-    c.verdict = outcome.get<std::string>();
+    c.verdict = std::string(analysis::to_string(outcome));
     c.verdict_json = step_json["verdict"].dump();
-    c.partial = step_json["partial"].get<bool>() || !accepted;
+    c.partial = step.partial() || !accepted;
     c.finished_at_ms = now_ms();
     {
       std::lock_guard lock(mu_);
@@ -253,6 +255,37 @@ class DaemonSink final : public ExecutionSink {
   json progress_;  // GUARDED_BY(mu_)
 };
 
+// Plans stored by earlier versions carry keys with empty values that the parser refuses
+// (plan_to_json now leaves them out): dropped, so a job queued before an upgrade still runs.
+void drop_legacy_empty_keys(json& plan) {
+  if (!plan.contains("targets") || !plan["targets"].is_array()) return;
+  for (auto& t : plan["targets"]) {
+    if (!t.is_object()) continue;
+    for (const char* key : {"sim", "hardware"})
+      if (t.contains(key) && (t[key].is_null() || t[key].empty())) t.erase(key);
+    for (const char* key : {"metrics_url", "model"})
+      if (t.contains(key) && t[key] == "") t.erase(key);
+    t.erase("precision");
+    if (t.contains("tls") && t["tls"].is_object() && t["tls"].value("ca_file", "") == "" &&
+        !t["tls"].value("insecure", false))
+      t.erase("tls");
+  }
+}
+
+// The global step number after the last step of the finished phases (0 when none): where a
+// resumed job continues. Phases finish in run order, so the finished ones are a prefix of it.
+std::int64_t first_step_after(const std::map<std::string, json>& completed_phases) {
+  std::int64_t next = 0;
+  for (const auto& [key, doc] : completed_phases) {
+    if (!doc.is_object() || !doc.contains("steps") || !doc["steps"].is_array()) continue;
+    for (const auto& step : doc["steps"]) {
+      if (step.is_object() && step.contains("global_step") && step["global_step"].is_number())
+        next = std::max(next, step["global_step"].get<std::int64_t>() + 1);
+    }
+  }
+  return next;
+}
+
 // Puts the stored secrets back into the stored (redacted) plan document.
 void restore_secrets(json& plan, const std::vector<storage::SecretRecord>& secrets) {
   for (auto& t : plan["targets"]) {
@@ -265,22 +298,6 @@ void restore_secrets(json& plan, const std::vector<storage::SecretRecord>& secre
         t["secrets"][s.key] = s.value;
       }
     }
-  }
-}
-
-// The stored plan is normalised: strip the keys plan_to_json adds with empty values that the
-// parser would reject (sim options on http targets, etc.).
-void strip_empty(json& plan) {
-  for (auto& t : plan["targets"]) {
-    if (t.contains("sim") && (t["sim"].is_null() || t["sim"].empty())) t.erase("sim");
-    if (t.contains("hardware") && (t["hardware"].is_null() || t["hardware"].empty()))
-      t.erase("hardware");
-    if (t.contains("metrics_url") && t["metrics_url"] == "") t.erase("metrics_url");
-    if (t.contains("model") && t["model"] == "") t.erase("model");
-    if (t.contains("precision")) t.erase("precision");
-    if (t.contains("tls") && t["tls"].value("ca_file", "") == "" &&
-        !t["tls"].value("insecure", false))
-      t.erase("tls");
   }
 }
 
@@ -354,15 +371,13 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     return;
   }
   redactor.emplace(secrets.value());
+  // The stored plan is the normalised one (api::plan_to_json) with its secrets redacted: read
+  // back once, secrets restored, and checked against no limit (the daemon's limits applied when
+  // it was accepted and may have changed since).
   json plan_doc = json::parse(plan_rec.value().plan_json, nullptr, false);
-  strip_empty(plan_doc);
+  drop_legacy_empty_keys(plan_doc);
   restore_secrets(plan_doc, secrets.value());
-  api::PlanLimits unlimited;
-  unlimited.max_duration_s = 1e12;
-  unlimited.max_targets = 1 << 20;
-  unlimited.max_concurrency = 1 << 30;
-  unlimited.max_rate_rps = 1e12;
-  auto parse = api::parse_plan(plan_doc.dump(), unlimited);
+  auto parse = api::parse_plan_document(plan_doc, api::PlanLimits::none());
   RunPlan plan;
   std::string err = parse.errors.empty()
                         ? std::string()
@@ -387,7 +402,6 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   plan.telemetry_interval_s = telemetry_interval_s_;
   ResumeState resume;
   if (resumed_from) {
-    resume.completed_steps = *resumed_from + 1;
     if (auto caps = store_.list_capacity(job_id); caps.ok()) {
       for (const auto& c : caps.value()) {
         if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
@@ -395,8 +409,18 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
               json::parse(c.result_json, nullptr, false);
       }
     }
-    log()->info("job {}: resuming after step {} ({} phases reused)", job_id, *resumed_from,
-                resume.completed_phases.size());
+    // Finished phases are reused whole; the phase that was cut runs again from its first step.
+    // Its earlier steps (and the one cut mid-way) are removed, and the re-run takes their
+    // numbers, so the job stores each step once and its exports hold exactly the samples of the
+    // steps in its results (issue 23 #10).
+    resume.completed_steps = first_step_after(resume.completed_phases);
+    auto removed = store_.delete_steps_from(job_id, resume.completed_steps);
+    if (!removed.ok()) {
+      fail("cannot resume: storage: " + removed.status().to_string());
+      return;
+    }
+    log()->info("job {}: resuming at step {} ({} phases reused, {} superseded steps removed)",
+                job_id, resume.completed_steps, resume.completed_phases.size(), removed.value());
   }
 
   // On SIGTERM the step that runs is finished and stored, and no new one starts: the job ends

@@ -118,6 +118,11 @@ class JobStore {
   // To commit it after the step's samples, use SampleWriter::complete_step instead.
   virtual Status complete_step(const StepCompletion& completion) = 0;
   virtual Result<std::vector<StepRecord>> list_steps(std::string_view job_id) = 0;
+  // Removes the job's steps with seq >= first_seq and everything they own (samples, telemetry),
+  // and sets last_completed_step to the newest step left: the steps a resumed job runs again,
+  // so each step is stored once. Returns how many steps were removed. kNotFound: no such job.
+  virtual Result<std::int64_t> delete_steps_from(std::string_view job_id,
+                                                 std::int64_t first_seq) = 0;
 
   // Samples of one step (id > after_id, ascending id), or of the whole job (ordered by step,
   // then id; after_id is the previous page's next_after_id, 0 for the first page). At most

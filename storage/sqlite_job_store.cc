@@ -700,6 +700,31 @@ Status SqliteJobStore::complete_step(const StepCompletion& completion) {
   return tx->commit();
 }
 
+Result<std::int64_t> SqliteJobStore::delete_steps_from(std::string_view job_id,
+                                                       std::int64_t first_seq) {
+  std::lock_guard lock(write_mutex_);
+  Result<Transaction> tx = Transaction::begin(writer_);
+  if (!tx.ok()) return tx.status();
+  LLMCAP_STORAGE_TRY(check_job_exists(writer_, job_id));
+  std::int64_t removed = 0;
+  {
+    // Samples and telemetry go with their steps (ON DELETE CASCADE).
+    Result<Statement> st = writer_.prepare("DELETE FROM steps WHERE job_id = ? AND seq >= ?");
+    if (!st.ok()) return st.status();
+    LLMCAP_STORAGE_TRY(st->bind(1, job_id).bind(2, first_seq).run());
+    removed = writer_.changes();
+  }
+  {
+    Result<Statement> st = writer_.prepare(
+        "UPDATE jobs SET last_completed_step = (SELECT max(seq) FROM steps"
+        " WHERE job_id = ?1 AND finished_at_ms IS NOT NULL) WHERE id = ?1");
+    if (!st.ok()) return st.status();
+    LLMCAP_STORAGE_TRY(st->bind(1, job_id).run());
+  }
+  LLMCAP_STORAGE_TRY(tx->commit());
+  return removed;
+}
+
 Result<std::vector<StepRecord>> SqliteJobStore::list_steps(std::string_view job_id) {
   LLMCAP_WITH_READER(db);
   LLMCAP_STORAGE_TRY(check_job_exists(db, job_id));

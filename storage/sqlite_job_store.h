@@ -70,6 +70,7 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<JobRecord>> mark_interrupted_at_startup() override;
   Result<std::int64_t> begin_step(const NewStep& step) override;
   Status complete_step(const StepCompletion& completion) override;
+  Result<std::int64_t> delete_steps_from(std::string_view job_id, std::int64_t first_seq) override;
   Result<std::vector<StepRecord>> list_steps(std::string_view job_id) override;
   Result<SamplePage> read_samples(std::string_view job_id, std::optional<std::int64_t> step_id,
                                   std::int64_t after_id, int limit) override;

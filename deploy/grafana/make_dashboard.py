@@ -430,7 +430,14 @@ def build():
         L, "API requests by route and code",
         [target("sum by (route, code) (rate(llmcap_api_request_duration_seconds_count[1m]))",
                 "{{route}} {{code}}")],
-        unit="reqps", w=24))
+        unit="reqps", w=12))
+    panels.append(timeseries(
+        L, "API connections refused",
+        [target("sum by (reason) (rate(llmcap_api_connections_refused_total[1m]))",
+                "{{reason}}")],
+        unit="cps", w=12,
+        desc="503s at max_connections (full) or max_connections_per_client (per_client), and "
+             "accept() failures for lack of file descriptors (fd_exhausted; docs/security.md)."))
 
     # --- target telemetry ------------------------------------------------------------------
     panels.append(L.row("Target telemetry (vLLM-style /metrics of the server under test)"))

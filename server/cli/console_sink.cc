@@ -25,26 +25,19 @@ void ConsoleSink::on_step_started(const StepContext& ctx) {
   out_ << line << std::flush;
 }
 
-bool ConsoleSink::on_step_finished(const StepContext&, const agent::StepResult&,
-                                   const std::vector<agent::TelemetryPoint>&,
-                                   const nlohmann::json& step, std::string&) {
-  const auto& s = step["stats"];
-  auto p = [&](const char* metric, const char* q) {
-    const auto& m = s[metric];
-    return m.contains(q) ? m[q].get<double>() : 0.0;
-  };
+bool ConsoleSink::on_step_finished(const StepContext&, const StepOutcome& step, std::string&) {
+  const analysis::StepStats& s = step.stats;
   char line[512];
   std::snprintf(line, sizeof line,
                 " %s  %.1f out tok/s, %.2f req/s, TTFT p50/p95 %.0f/%.0f ms, TPOT p95 %.1f ms, "
                 "E2E p95 %.0f ms, err %.2f%%%s\n",
-                step["verdict"]["outcome"].get<std::string>().c_str(),
-                s["output_tokens_per_s"].get<double>(), s["requests_per_s"].get<double>(),
-                p("ttft_ms", "p50"), p("ttft_ms", "p95"), p("tpot_ms", "p95"), p("e2e_ms", "p95"),
-                s["error_rate"].get<double>() * 100,
-                step["partial"].get<bool>() ? " (partial)" : "");
+                std::string(analysis::to_string(step.verdict.outcome)).c_str(),
+                s.output_tokens_per_s, s.requests_per_s, s.ttft_ns.p50 / 1e6, s.ttft_ns.p95 / 1e6,
+                s.tpot_ns.p95 / 1e6, s.e2e_ns.p95 / 1e6, s.error_rate * 100,
+                step.partial() ? " (partial)" : "");
   out_ << line;
-  for (const auto& r : step["verdict"]["reasons"]) {
-    if (r["status"] == "missed") out_ << "        " << r["text"].get<std::string>() << "\n";
+  for (const auto& r : step.verdict.reasons) {
+    if (r.status == analysis::CheckStatus::kMissed) out_ << "        " << r.text << "\n";
   }
   out_.flush();
   return true;

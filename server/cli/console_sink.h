@@ -16,9 +16,8 @@ class ConsoleSink final : public ExecutionSink {
   void on_target_started(const RunTarget& target, const std::string& url,
                          const std::string& description) override;
   void on_step_started(const StepContext& ctx) override;
-  bool on_step_finished(const StepContext& ctx, const agent::StepResult& result,
-                        const std::vector<agent::TelemetryPoint>& telemetry,
-                        const nlohmann::json& step_json, std::string& error) override;
+  bool on_step_finished(const StepContext& ctx, const StepOutcome& step,
+                        std::string& error) override;
 
  private:
   std::ostream& out_;

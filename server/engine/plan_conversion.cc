@@ -24,15 +24,20 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   return s;
 }
 
-PhaseKind to_kind(const std::string& k) {
-  if (k == "rate_sweep") return PhaseKind::kRateSweep;
-  if (k == "capacity_search") return PhaseKind::kCapacitySearch;
-  if (k == "burst") return PhaseKind::kBurst;
-  if (k == "soak") return PhaseKind::kSoak;
-  return PhaseKind::kConcurrencySweep;
+}  // namespace
+
+agent::DrainPolicy to_drain_policy(api::Drain d) {
+  return d == api::Drain::kCancel ? agent::DrainPolicy::kCancel : agent::DrainPolicy::kWait;
 }
 
-}  // namespace
+agent::InterArrival to_inter_arrival(api::Arrival a) {
+  switch (a) {
+    case api::Arrival::kConstant: return agent::InterArrival::kConstant;
+    case api::Arrival::kGamma: return agent::InterArrival::kGamma;
+    case api::Arrival::kPoisson: break;
+  }
+  return agent::InterArrival::kPoisson;
+}
 
 std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
   if (!parse.plan) return "plan has errors";
@@ -90,35 +95,7 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
   out.deadlines.idle_ms = p.timeouts.idle_ms;
   out.deadlines.total_ms = p.timeouts.total_ms;
 
-  for (const auto& ph : p.phases) {
-    RunPhase r;
-    r.kind = to_kind(ph.kind);
-    r.name = ph.name;
-    r.repeat = ph.repeat;
-    r.duration_s = ph.duration_s;
-    r.warmup_s = ph.warmup_s;
-    r.drain = ph.drain == "cancel" ? agent::DrainPolicy::kCancel : agent::DrainPolicy::kWait;
-    r.arrival = agent::parse_inter_arrival(ph.arrival).value_or(agent::InterArrival::kPoisson);
-    r.burstiness = ph.burstiness;
-    r.max_in_flight = ph.max_in_flight;
-    r.levels = ph.levels;
-    r.rates_rps = ph.rates_rps;
-    r.start_from_knee = ph.start_from_knee;
-    r.start_rps = ph.start_rps;
-    r.low_rps = ph.low_rps;
-    r.high_rps = ph.high_rps;
-    r.resolution = ph.resolution;
-    r.max_steps = ph.max_steps;
-    r.confirm_duration_s = ph.confirm_duration_s;
-    r.base_rps = ph.base_rps;
-    r.multiplier = ph.multiplier;
-    r.burst_s = ph.burst_s;
-    r.observe_s = ph.observe_s;
-    r.soak_at_qualified = ph.soak_at_qualified;
-    r.soak_rps = ph.rate_rps;
-    r.window_s = ph.window_s;
-    out.phases.push_back(std::move(r));
-  }
+  out.phases = p.phases;
   if (p.demand) {
     analysis::Demand d;
     d.requests_per_min = p.demand->requests_per_minute;

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "agent/arrival_process.h"
+#include "agent/step_spec.h"
 #include "api/plan_reader.h"
 #include "server/engine/run_plan.h"
 
@@ -12,5 +14,9 @@ namespace llmcap::server {
 
 // `parse` must hold a plan (parse.errors empty). Returns "" or an error.
 std::string to_run_plan(const api::PlanParse& parse, RunPlan& out);
+
+// The load generator's spelling of a phase's drain and arrival settings.
+agent::DrainPolicy to_drain_policy(api::Drain d);
+agent::InterArrival to_inter_arrival(api::Arrival a);
 
 }  // namespace llmcap::server

@@ -21,21 +21,11 @@
 #include "analysis/windowed.h"
 #include "api/result_json.h"
 #include "server/engine/embedded_sims.h"
+#include "server/engine/plan_conversion.h"
 
 namespace llmcap::server {
 
 using nlohmann::json;
-
-const char* to_string(PhaseKind k) {
-  switch (k) {
-    case PhaseKind::kConcurrencySweep: return "concurrency_sweep";
-    case PhaseKind::kRateSweep: return "rate_sweep";
-    case PhaseKind::kCapacitySearch: return "capacity_search";
-    case PhaseKind::kBurst: return "burst";
-    case PhaseKind::kSoak: return "soak";
-  }
-  return "unknown";
-}
 
 std::string phase_key(std::size_t target_index, std::size_t phase_index, int repeat_index) {
   return std::to_string(target_index) + "/" + std::to_string(phase_index) + "/" +
@@ -138,14 +128,60 @@ class TargetRun {
   }
 
  private:
-  json run_phase(const RunPhase& phase, std::size_t phase_index, int repeat, std::string& error);
-  // Runs one step; nullopt when cancelled before it produced anything or the sink failed.
-  // role and planned_rate_rps say which capacity level the step is (analysis/capacity.h).
-  std::optional<StepRecord> run_step(const RunPhase& phase, std::size_t phase_index, int repeat,
-                                     int step_index, agent::LoadSpec load, double duration_s,
-                                     std::string label, json params, json& phase_steps,
-                                     std::string& error, analysis::StepRole role,
-                                     double planned_rate_rps, bool keep_samples = false);
+  // One run of one phase: where it sits, and the step documents it has produced so far.
+  struct PhaseRun {
+    const PlanPhase& phase;
+    std::size_t index;
+    int repeat;
+    std::string& error;
+    json steps = json::array();
+  };
+  // What the load generator produced for a step, already in simulated real time.
+  struct Measured {
+    agent::StepResult result;
+    json agents;  // scale-out: the backend's per-shard figures (null when local)
+    agent::TelemetryResult telemetry;
+    std::string metrics_url;  // "" when the target's telemetry was not scraped
+    std::int64_t clock_lost_ns = 0;
+  };
+  // What a step asks of the load generator.
+  struct StepRequest {
+    int step_index = 0;
+    agent::LoadSpec load;
+    double duration_s = 0;
+    std::string label;
+    json params;
+    analysis::StepRole role = analysis::StepRole::kLevel;
+    double planned_rate_rps = 0;  // the capacity level it measures (analysis/capacity.h)
+    bool keep_samples = false;    // burst and soak analyses read them
+  };
+
+  // The phase's steps, one function per kind; each returns the keys it adds to the phase
+  // document (knee, search, burst, soak).
+  json run_phase(const PlanPhase& phase, std::size_t phase_index, int repeat, std::string& error);
+  json run_concurrency_sweep(PhaseRun& run);
+  json run_rate_sweep(PhaseRun& run);
+  json run_capacity_search(PhaseRun& run);
+  json run_burst(PhaseRun& run);
+  json run_soak(PhaseRun& run);
+  // An open-loop load at `rate` with the phase's arrival settings.
+  static agent::LoadSpec open_load(const PlanPhase& phase, agent::RateProfile rate);
+
+  // Runs one step: build its spec, measure, judge, document, hand it to the sink. nullopt when
+  // it was cancelled before it produced anything, it failed (run.error), or the sink failed.
+  std::optional<StepRecord> run_step(PhaseRun& run, StepRequest request);
+  StepContext step_context(const PhaseRun& run, const StepRequest& request) const;
+  agent::StepSpec build_spec(const PhaseRun& run, const StepRequest& request) const;
+  // Runs the spec (compressed for simulated targets) with the target's telemetry scraped, and
+  // brings every time back to simulated real time. nullopt: nothing to judge (run.error says
+  // why when the step failed).
+  std::optional<Measured> measure(PhaseRun& run, const StepContext& ctx,
+                                  const agent::StepSpec& spec);
+  StepRecord judge(const Measured& m, const StepRequest& request) const;
+  json document(const StepContext& ctx, const PhaseRun& run, const StepRequest& request,
+                const StepRecord& record, const Measured& m) const;
+  double time_scale() const { return target_.time_scale > 0 ? target_.time_scale : 1.0; }
+
   // Steps of a phase resumed from its stored document, back into the capacity judgement.
   void adopt_stored_steps(const json& phase_doc);
   // Measured mean input/output tokens per completed request over every step of the target.
@@ -169,37 +205,33 @@ class TargetRun {
   std::function<std::int64_t()> clock_lost_ns_;  // empty for real targets
 };
 
-std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t phase_index,
-                                              int repeat, int step_index, agent::LoadSpec load,
-                                              double duration_s, std::string label, json params,
-                                              json& phase_steps, std::string& error,
-                                              analysis::StepRole role, double planned_rate_rps,
-                                              bool keep_samples) {
-  if (stop_.stop_requested()) return std::nullopt;
+StepContext TargetRun::step_context(const PhaseRun& run, const StepRequest& request) const {
   StepContext ctx;
   ctx.target_index = target_index_;
   ctx.target = target_.name;
-  ctx.phase_index = phase_index;
-  ctx.phase = phase.name;
-  ctx.kind = phase.kind;
-  ctx.repeat_index = repeat;
-  ctx.step_index = step_index;
+  ctx.phase_index = run.index;
+  ctx.phase = run.phase.name;
+  ctx.kind = run.phase.kind;
+  ctx.repeat_index = run.repeat;
+  ctx.step_index = request.step_index;
   ctx.global_step = global_step_;
-  ctx.label = std::move(label);
-  ctx.params = std::move(params);
-  ctx.planned_s = phase.warmup_s + duration_s;
+  ctx.label = request.label;
+  ctx.params = request.params;
+  ctx.planned_s = run.phase.warmup_s + request.duration_s;
   ctx.planned_steps = planned_steps_;
+  return ctx;
+}
 
+agent::StepSpec TargetRun::build_spec(const PhaseRun& run, const StepRequest& request) const {
   agent::StepSpec spec;
   spec.target = target_.spec;
   if (!model_.empty()) spec.target.model = model_;
   spec.deadlines = plan_.deadlines;
   spec.workload = target_.workload;
-  spec.load = std::move(load);
-  spec.warmup_s = phase.warmup_s;
-  spec.duration_s = duration_s;
-  const agent::RateProfile offered_profile = spec.load.rate;
-  const double k = target_.time_scale > 0 ? target_.time_scale : 1.0;
+  spec.load = request.load;
+  spec.warmup_s = run.phase.warmup_s;
+  spec.duration_s = request.duration_s;
+  const double k = time_scale();
   if (k != 1.0) {
     spec.warmup_s /= k;
     spec.duration_s /= k;
@@ -212,20 +244,25 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     shrink(spec.deadlines.idle_ms);
     shrink(spec.deadlines.total_ms);
   }
-  spec.drain = phase.drain;
-  spec.seed = step_seed(plan_.seed, phase_index, repeat, step_index);
-  sink_.on_step_started(ctx);
+  spec.drain = to_drain_policy(run.phase.drain);
+  spec.seed = step_seed(plan_.seed, run.index, run.repeat, request.step_index);
+  return spec;
+}
 
+std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepContext& ctx,
+                                                      const agent::StepSpec& spec) {
+  const double k = time_scale();
+  Measured m;
   // Target telemetry (docs/metrics.md §8.2: the reason behind a verdict must be visible): the
   // plan's metrics_url, or the embedded simulator's own /metrics.
-  std::string metrics_url = target_.metrics_url;
-  if (metrics_url.empty() && EmbeddedSimulators::is_sim_url(target_.base_url))
-    metrics_url = target_.spec.base_url + "/metrics";
+  m.metrics_url = target_.metrics_url;
+  if (m.metrics_url.empty() && EmbeddedSimulators::is_sim_url(target_.base_url))
+    m.metrics_url = target_.spec.base_url + "/metrics";
   std::optional<agent::TelemetryScraper> scraper;
   const auto scrape_epoch = std::chrono::steady_clock::now().time_since_epoch();
-  if (!metrics_url.empty()) {
+  if (!m.metrics_url.empty()) {
     agent::TelemetryScraperOptions so;
-    so.metrics_url = metrics_url;
+    so.metrics_url = m.metrics_url;
     so.interval_ns = static_cast<std::int64_t>(plan_.telemetry_interval_s * 1e9 / k);
     so.tls = target_.spec.tls;
     scraper.emplace(so);
@@ -235,45 +272,54 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   auto progress = [this, &ctx](const agent::StepProgress& p) { sink_.on_progress(ctx, p); };
   const std::int64_t clock_lost_before = clock_lost_ns_ ? clock_lost_ns_() : 0;
   BackendStep produced = backend_.run(spec, ctx.global_step, stop_, progress);
-  const std::int64_t clock_lost = clock_lost_ns_ ? clock_lost_ns_() - clock_lost_before : 0;
-  agent::StepResult& result = produced.result;
-  agent::TelemetryResult telemetry;
+  m.clock_lost_ns = clock_lost_ns_ ? clock_lost_ns_() - clock_lost_before : 0;
+  m.result = std::move(produced.result);
+  m.agents = std::move(produced.extra);
   if (scraper) {
-    telemetry = scraper->stop();
+    m.telemetry = scraper->stop();
     // Onto the samples' clock (the step epoch), then out of compressed time.
     const std::int64_t offset =
-        result.epoch_steady_ns -
+        m.result.epoch_steady_ns -
         std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count();
-    for (auto& p : telemetry.points) {
+    for (auto& p : m.telemetry.points) {
       p.t_ns = static_cast<std::int64_t>(static_cast<double>(p.t_ns - offset) * k);
     }
+  } else {
+    m.metrics_url.clear();
   }
   ++global_step_;
-  if (!result.fatal_error.empty()) {
-    error =
-        "target " + target_.name + ", " + phase.name + " " + ctx.label + ": " + result.fatal_error;
+  if (!m.result.fatal_error.empty()) {
+    run.error = "target " + target_.name + ", " + run.phase.name + " " + ctx.label + ": " +
+                m.result.fatal_error;
     return std::nullopt;
   }
-  if (model_.empty()) model_ = result.model;
-  if (result.cancelled && result.window_end_ns <= result.window_start_ns) {
+  if (model_.empty()) model_ = m.result.model;
+  if (m.result.cancelled && m.result.window_end_ns <= m.result.window_start_ns) {
     // Stopped before its window opened (model discovery, calibration, warm-up): nothing was
     // measured, so there is no step to judge or store.
     return std::nullopt;
   }
-  if (k != 1.0) expand(result, k);
+  if (k != 1.0) expand(m.result, k);
+  return m;
+}
 
+StepRecord TargetRun::judge(const Measured& m, const StepRequest& request) const {
+  const agent::StepResult& result = m.result;
+  const double k = time_scale();
   analysis::StepInput input;
   input.samples = result.samples;
   input.window_start_ns = result.window_start_ns;
   input.window_end_ns = result.window_end_ns;
-  if (spec.load.kind == agent::LoadKind::kOpen) {
-    // Offered rate over the measurement window (the profile may vary: bursts).
+  if (request.load.kind == agent::LoadKind::kOpen) {
+    // Offered rate over the measurement window (the profile may vary: bursts), in the plan's
+    // (uncompressed) time.
     const double t0 = static_cast<double>(result.window_start_ns) / kNsPerS;
     const double t1 = static_cast<double>(result.window_end_ns) / kNsPerS;
+    const auto& offered = request.load.rate;
     input.offered_rate_rps =
-        t1 > t0 ? (offered_profile.cumulative(t1) - offered_profile.cumulative(t0)) / (t1 - t0) : 0;
+        t1 > t0 ? (offered.cumulative(t1) - offered.cumulative(t0)) / (t1 - t0) : 0;
   } else {
-    input.concurrency = spec.load.concurrency;
+    input.concurrency = request.load.concurrency;
   }
   input.itl_ns = result.itl_ns;
   input.dropped_arrivals = result.dropped_arrivals;
@@ -282,7 +328,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   // not from the agent's whole-step lag (warm-up and connects included) scaled by k.
   input.time_scale = k;
   if (clock_lost_ns_) {
-    input.target_clock_lost_ns = static_cast<double>(clock_lost);
+    input.target_clock_lost_ns = static_cast<double>(m.clock_lost_ns);
     input.target_clock_span_ns = static_cast<double>(result.end_ns) / k;  // end_ns was × k
   }
   input.sla = plan_.sla;
@@ -293,26 +339,34 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
   record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
   record.judged.outcome =
       result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
-  record.judged.role = role;
-  record.judged.planned_rate_rps = planned_rate_rps;
-  const bool client_bound = record.verdict.client_bound;
+  record.judged.role = request.role;
+  record.judged.planned_rate_rps = request.planned_rate_rps;
+  if (request.keep_samples) record.in_flight = std::move(input.in_flight);
+  return record;
+}
 
+json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const StepRequest& request,
+                         const StepRecord& record, const Measured& m) const {
+  const agent::StepResult& result = m.result;
+  const double k = time_scale();
+  const analysis::StepRole role = request.role;
   json step_json{
       {"global_step", ctx.global_step},
       {"target", target_.name},
-      {"phase", phase.name},
-      {"phase_kind", to_string(phase.kind)},
-      {"repeat", repeat},
-      {"step", step_index},
+      {"phase", run.phase.name},
+      {"phase_kind", to_string(run.phase.kind)},
+      {"repeat", run.repeat},
+      {"step", request.step_index},
       {"label", ctx.label},
       {"params", ctx.params},
       {"partial", result.cancelled || !result.completed},
       {"model", result.model},
       {"stats", api::step_stats_json(record.judged.stats)},
       {"verdict", api::verdict_json(record.verdict)},
-      {"client_bound", client_bound},
+      {"client_bound", record.verdict.client_bound},
       {"insufficient_samples", record.verdict.insufficient_samples},
-      {"planned_rate_rps", planned_rate_rps > 0 ? json(planned_rate_rps) : json(nullptr)},
+      {"planned_rate_rps",
+       request.planned_rate_rps > 0 ? json(request.planned_rate_rps) : json(nullptr)},
       {"role", role == analysis::StepRole::kConfirm    ? "confirm"
                : role == analysis::StepRole::kSoak     ? "soak"
                : role == analysis::StepRole::kExcluded ? "excluded"
@@ -327,7 +381,7 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
             {"dispatch_lag_p99_ms", static_cast<double>(result.dispatch_lag.p99_ns) / 1e6},
             {"dropped_arrivals_warmup", result.dropped_arrivals_warmup},
             {"target_clock_lost_ms",
-             clock_lost_ns_ ? json(static_cast<double>(clock_lost) / 1e6) : json(nullptr)},
+             clock_lost_ns_ ? json(static_cast<double>(m.clock_lost_ns) / 1e6) : json(nullptr)},
             {"timer_lag_p99_ms", static_cast<double>(result.timer_lag.p99_ns) / 1e6},
             {"connections_opened", result.connections_opened}}},
       {"calibration",
@@ -338,10 +392,10 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
-  if (!produced.extra.is_null()) {
+  if (!m.agents.is_null()) {
     // Scale-out (issue 11): per-shard figures, and client-side latency per region from the
     // merged (time-expanded) samples, whose region labels come parallel to them.
-    json agents = produced.extra;
+    json agents = m.agents;
     if (agents.contains("sample_regions")) {
       const auto regions = agents["sample_regions"].get<std::vector<std::string>>();
       agents.erase("sample_regions");
@@ -352,25 +406,36 @@ std::optional<StepRecord> TargetRun::run_step(const RunPhase& phase, std::size_t
     }
     step_json["agents"] = std::move(agents);
   }
-  if (scraper) {
+  if (!m.metrics_url.empty()) {
     step_json["telemetry"] =
-        json::parse(agent::telemetry_summary_json(telemetry.summary), nullptr, false);
-    step_json["telemetry"]["source"] = metrics_url;
-    step_json["telemetry"]["errors"] = telemetry.errors;
+        json::parse(agent::telemetry_summary_json(m.telemetry.summary), nullptr, false);
+    step_json["telemetry"]["source"] = m.metrics_url;
+    step_json["telemetry"]["errors"] = m.telemetry.errors;
     if (k != 1.0)
       step_json["telemetry"]["note"] = "server-side latencies are in compressed simulator time";
   }
-  if (!sink_.on_step_finished(ctx, result, telemetry.points, step_json, error)) return std::nullopt;
-  phase_steps.push_back(step_json);
+  return step_json;
+}
+
+std::optional<StepRecord> TargetRun::run_step(PhaseRun& run, StepRequest request) {
+  if (stop_.stop_requested()) return std::nullopt;
+  const StepContext ctx = step_context(run, request);
+  const agent::StepSpec spec = build_spec(run, request);
+  sink_.on_step_started(ctx);
+  auto measured = measure(run, ctx, spec);
+  if (!measured) return std::nullopt;
+  StepRecord record = judge(*measured, request);
+  const json step_json = document(ctx, run, request, record, *measured);
+  const StepOutcome outcome{measured->result, measured->telemetry.points, record.judged.stats,
+                            record.verdict, step_json};
+  if (!sink_.on_step_finished(ctx, outcome, run.error)) return std::nullopt;
+  run.steps.push_back(step_json);
   all_judged_.push_back(record.judged);
   all_verdicts_.push_back(record.verdict);
-  if (keep_samples) {
-    record.samples = std::move(result.samples);
-    record.in_flight = input.in_flight;
-  }
+  if (request.keep_samples) record.samples = std::move(measured->result.samples);
   log()->info(
       "{} {} {}: {} — {:.1f} out tok/s, P95 TTFT {:.0f} ms, P95 TPOT {:.1f} ms, err {:.2f}%",
-      target_.name, phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
+      target_.name, run.phase.name, ctx.label, analysis::to_string(record.verdict.outcome),
       record.judged.stats.output_tokens_per_s, record.judged.stats.ttft_ns.p95 / 1e6,
       record.judged.stats.tpot_ns.p95 / 1e6, record.judged.stats.error_rate * 100);
   return record;
@@ -401,207 +466,223 @@ json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
               {"levels_without_data", skipped}};
 }
 
-json TargetRun::run_phase(const RunPhase& phase, std::size_t phase_index, int repeat,
-                          std::string& error) {
-  json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
-  json steps = json::array();
-  auto finish = [&](json extra) {
-    doc["steps"] = steps;
-    for (auto& [k, v] : extra.items()) doc[k] = v;
-    return doc;
-  };
+agent::LoadSpec TargetRun::open_load(const PlanPhase& phase, agent::RateProfile rate) {
+  agent::LoadSpec load;
+  load.kind = agent::LoadKind::kOpen;
+  load.rate = std::move(rate);
+  load.inter_arrival = to_inter_arrival(phase.arrival);
+  load.burstiness = phase.burstiness;
+  load.in_flight_cap = phase.max_in_flight;
+  return load;
+}
 
+json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int repeat,
+                          std::string& error) {
+  PhaseRun run{phase, phase_index, repeat, error};
+  json extra = json::object();
   switch (phase.kind) {
-    case PhaseKind::kConcurrencySweep: {
-      std::vector<StepRecord> records;
-      int i = 0;
-      for (const auto level : phase.levels) {
-        agent::LoadSpec load;
-        load.kind = agent::LoadKind::kClosed;
-        load.concurrency = level;
-        auto r = run_step(phase, phase_index, repeat, i++, load, phase.duration_s,
-                          "c=" + std::to_string(level), json{{"concurrency", level}}, steps, error,
-                          analysis::StepRole::kLevel, 0);
-        if (!r) break;
-        records.push_back(std::move(*r));
-      }
-      return finish(json{{"knee", sweep_analysis(records)}});
-    }
-    case PhaseKind::kRateSweep: {
-      int i = 0;
-      for (const auto rate : phase.rates_rps) {
-        agent::LoadSpec load;
-        load.kind = agent::LoadKind::kOpen;
-        load.rate = agent::RateProfile::constant(rate);
-        load.inter_arrival = phase.arrival;
-        load.burstiness = phase.burstiness;
-        load.in_flight_cap = phase.max_in_flight;
-        if (!run_step(phase, phase_index, repeat, i++, load, phase.duration_s, rate_label(rate),
-                      json{{"rate_rps", rate}}, steps, error, analysis::StepRole::kLevel, rate))
-          break;
-      }
-      return finish(json::object());
-    }
-    case PhaseKind::kCapacitySearch: {
-      analysis::CapacitySearchOptions o;
-      std::string start_reason;
-      if (phase.start_rps > 0) {
-        o.initial_rate_rps = phase.start_rps;
-        start_reason = "start_from";
-      } else if (phase.low_rps > 0 && phase.high_rps > phase.low_rps) {
-        o.initial_rate_rps = std::sqrt(phase.low_rps * phase.high_rps);
-        start_reason = "bracket midpoint (geometric)";
-      } else if (knee_) {
-        o.initial_rate_rps =
-            analysis::rate_from_knee(knee_->concurrency, knee_->mean_e2e_ns).value_or(1.0);
-        start_reason =
-            "Little's law at the sweep's knee (c=" + std::to_string(knee_->concurrency) + ")";
-      } else {
-        o.initial_rate_rps = 1.0;
-        start_reason = "no knee available: 1 rps";
-      }
-      if (phase.high_rps > 0) o.max_rate_rps = phase.high_rps;
-      if (phase.low_rps > 0) o.min_rate_rps = phase.low_rps;
-      o.initial_rate_rps = std::clamp(o.initial_rate_rps, o.min_rate_rps, o.max_rate_rps);
-      o.relative_resolution = phase.resolution;
-      o.max_steps = phase.max_steps;
-      o.confirm_duration_factor = phase.confirm_duration_s / std::max(1.0, phase.duration_s);
-      analysis::CapacitySearch search(o);
-      int i = 0;
-      while (auto next = search.next_rate()) {
-        agent::LoadSpec load;
-        load.kind = agent::LoadKind::kOpen;
-        load.rate = agent::RateProfile::constant(next->rate_rps);
-        load.inter_arrival = phase.arrival;
-        load.burstiness = phase.burstiness;
-        load.in_flight_cap = phase.max_in_flight;
-        const std::string label =
-            (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
-            (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
-        auto r = run_step(
-            phase, phase_index, repeat, i++, load, phase.duration_s * next->duration_factor, label,
-            json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}}, steps, error,
-            next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel,
-            next->rate_rps);
-        if (!r) break;
-        search.report(next->rate_rps, r->judged.outcome);
-      }
-      const auto& res = search.result();
-      if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;
-      json s = api::search_json(res);
-      s["start_rate_rps"] = o.initial_rate_rps;
-      s["start_reason"] = start_reason;
-      return finish(json{{"search", s}});
-    }
-    case PhaseKind::kBurst: {
-      // Pre-burst baseline of one window, the burst, then the observation period.
-      const double pre_s = phase.window_s;
-      const double total_s = pre_s + phase.burst_s + phase.observe_s;
-      agent::LoadSpec load;
-      load.kind = agent::LoadKind::kOpen;
-      load.rate = agent::RateProfile::burst(phase.base_rps, phase.multiplier,
-                                            phase.warmup_s + pre_s, phase.burst_s);
-      load.inter_arrival = phase.arrival;
-      load.burstiness = phase.burstiness;
-      load.in_flight_cap = phase.max_in_flight;
-      char label[64];
-      std::snprintf(label, sizeof label, "burst %.2f rps ×%.1f for %.0f s", phase.base_rps,
-                    phase.multiplier, phase.burst_s);
-      auto r = run_step(phase, phase_index, repeat, 0, load, total_s, label,
-                        json{{"base_rps", phase.base_rps},
-                             {"multiplier", phase.multiplier},
-                             {"burst_s", phase.burst_s},
-                             {"observe_s", phase.observe_s}},
-                        steps, error, analysis::StepRole::kExcluded, 0, /*keep_samples=*/true);
-      if (!r) return finish(json::object());
-      analysis::BurstRecoveryInput in;
-      in.samples = r->samples;
-      in.in_flight = r->in_flight;
-      in.burst_start_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s) * kNsPerS);
-      in.burst_end_ns =
-          static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
-      in.observation_end_ns = static_cast<std::int64_t>((phase.warmup_s + total_s) * kNsPerS);
-      in.window_ns = static_cast<std::int64_t>(phase.window_s * kNsPerS);
-      in.ttft_definition = plan_.sla.ttft_definition;
-      for (const auto& b : plan_.sla.bounds) {
-        if (b.metric == analysis::SlaMetric::kTtft && std::abs(b.percentile - 95) < 1e-9)
-          in.ttft_p95_limit_ms = b.limit_ms;
-      }
-      const auto rec = analysis::burst_recovery(in);
-      analysis::WindowOptions wo{0, in.observation_end_ns,
-                                 std::max<std::int64_t>(in.window_ns / 5, 1'000'000'000)};
-      json timeline = json::array();
-      for (const auto& p : analysis::windowed_p95_ttft(r->samples, wo, in.ttft_definition)) {
-        timeline.push_back(
-            json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
-                 {"count", p.count},
-                 {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6) : json(nullptr)}});
-      }
-      json in_flight = json::array();
-      for (const auto& p : r->in_flight) {
-        if (in_flight.empty() ||
-            p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
-          in_flight.push_back(json{{"t_ns", p.t_ns}, {"in_flight", p.in_flight}});
-      }
-      return finish(json{
-          {"burst",
-           json{{"recovered", rec.recovered},
-                {"recovery_s",
-                 rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS) : json(nullptr)},
-                {"latency_recovered_s", rec.latency_recovered_ns
-                                            ? json(double(*rec.latency_recovered_ns) / kNsPerS)
-                                            : json(nullptr)},
-                {"backlog_drained_s", rec.backlog_drained_ns
-                                          ? json(double(*rec.backlog_drained_ns) / kNsPerS)
-                                          : json(nullptr)},
-                {"pre_burst_in_flight", rec.pre_burst_in_flight},
-                {"peak_in_flight", rec.peak_in_flight},
-                {"statement", rec.recovered ? "recovered" : "did not recover within the window"},
-                {"timeline", timeline},
-                {"in_flight", in_flight}}}});
-    }
-    case PhaseKind::kSoak: {
-      double rate = phase.soak_rps;
-      if (phase.soak_at_qualified) {
-        if (!qualified_rate_) {
-          return finish(json{{"soak", json{{"skipped", true},
-                                           {"statement",
-                                            "no qualified rate to soak at (the "
-                                            "capacity search found none)"}}}});
-        }
-        rate = *qualified_rate_;
-      }
-      agent::LoadSpec load;
-      load.kind = agent::LoadKind::kOpen;
-      load.rate = agent::RateProfile::constant(rate);
-      load.inter_arrival = phase.arrival;
-      load.burstiness = phase.burstiness;
-      load.in_flight_cap = phase.max_in_flight;
-      auto r = run_step(phase, phase_index, repeat, 0, load, phase.duration_s,
-                        "soak " + rate_label(rate), json{{"rate_rps", rate}}, steps, error,
-                        analysis::StepRole::kSoak, rate, /*keep_samples=*/true);
-      if (!r) return finish(json::object());
-      analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
-                                 static_cast<std::int64_t>(phase.window_s * kNsPerS)};
-      const auto wc = analysis::windowed_compliance(r->samples, plan_.sla, wo);
-      json bounds = json::array();
-      for (const auto& b : wc.bounds) {
-        bounds.push_back(json{{"metric", std::string(analysis::to_string(b.bound.metric))},
-                              {"percentile", b.bound.percentile},
-                              {"limit_ms", b.bound.limit_ms},
-                              {"windows_with_data", b.windows_with_data},
-                              {"windows_held", b.windows_held},
-                              {"share_held", b.share_held}});
-      }
-      return finish(json{{"soak", json{{"rate_rps", rate},
-                                       {"window_s", phase.window_s},
-                                       {"windows", wc.windows.size()},
-                                       {"bounds", bounds},
-                                       {"error_rate_share_held", wc.error_rate_share_held},
-                                       {"all_held_share", wc.all_held_share}}}});
-    }
+    case PhaseKind::kConcurrencySweep: extra = run_concurrency_sweep(run); break;
+    case PhaseKind::kRateSweep: extra = run_rate_sweep(run); break;
+    case PhaseKind::kCapacitySearch: extra = run_capacity_search(run); break;
+    case PhaseKind::kBurst: extra = run_burst(run); break;
+    case PhaseKind::kSoak: extra = run_soak(run); break;
   }
-  return finish(json::object());
+  json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
+  doc["steps"] = std::move(run.steps);
+  for (auto& [k, v] : extra.items()) doc[k] = v;
+  return doc;
+}
+
+json TargetRun::run_concurrency_sweep(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  std::vector<StepRecord> records;
+  int i = 0;
+  for (const auto level : phase.levels) {
+    StepRequest step;
+    step.step_index = i++;
+    step.load.kind = agent::LoadKind::kClosed;
+    step.load.concurrency = level;
+    step.duration_s = phase.duration_s;
+    step.label = "c=" + std::to_string(level);
+    step.params = json{{"concurrency", level}};
+    auto r = run_step(run, std::move(step));
+    if (!r) break;
+    records.push_back(std::move(*r));
+  }
+  return json{{"knee", sweep_analysis(records)}};
+}
+
+json TargetRun::run_rate_sweep(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  int i = 0;
+  for (const auto rate : phase.rates_rps) {
+    StepRequest step;
+    step.step_index = i++;
+    step.load = open_load(phase, agent::RateProfile::constant(rate));
+    step.duration_s = phase.duration_s;
+    step.label = rate_label(rate);
+    step.params = json{{"rate_rps", rate}};
+    step.planned_rate_rps = rate;
+    if (!run_step(run, std::move(step))) break;
+  }
+  return json::object();
+}
+
+json TargetRun::run_capacity_search(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  analysis::CapacitySearchOptions o;
+  std::string start_reason;
+  if (phase.start_rps > 0) {
+    o.initial_rate_rps = phase.start_rps;
+    start_reason = "start_from";
+  } else if (phase.low_rps > 0 && phase.high_rps > phase.low_rps) {
+    o.initial_rate_rps = std::sqrt(phase.low_rps * phase.high_rps);
+    start_reason = "bracket midpoint (geometric)";
+  } else if (knee_) {
+    o.initial_rate_rps =
+        analysis::rate_from_knee(knee_->concurrency, knee_->mean_e2e_ns).value_or(1.0);
+    start_reason =
+        "Little's law at the sweep's knee (c=" + std::to_string(knee_->concurrency) + ")";
+  } else {
+    o.initial_rate_rps = 1.0;
+    start_reason = "no knee available: 1 rps";
+  }
+  if (phase.high_rps > 0) o.max_rate_rps = phase.high_rps;
+  if (phase.low_rps > 0) o.min_rate_rps = phase.low_rps;
+  o.initial_rate_rps = std::clamp(o.initial_rate_rps, o.min_rate_rps, o.max_rate_rps);
+  o.relative_resolution = phase.resolution;
+  o.max_steps = phase.max_steps;
+  o.confirm_duration_factor = phase.confirm_duration_s / std::max(1.0, phase.duration_s);
+  analysis::CapacitySearch search(o);
+  int i = 0;
+  while (auto next = search.next_rate()) {
+    StepRequest step;
+    step.step_index = i++;
+    step.load = open_load(phase, agent::RateProfile::constant(next->rate_rps));
+    step.duration_s = phase.duration_s * next->duration_factor;
+    step.label = (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
+                 (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
+    step.params = json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}};
+    step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
+    step.planned_rate_rps = next->rate_rps;
+    auto r = run_step(run, std::move(step));
+    if (!r) break;
+    search.report(next->rate_rps, r->judged.outcome);
+  }
+  const auto& res = search.result();
+  if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;
+  json s = api::search_json(res);
+  s["start_rate_rps"] = o.initial_rate_rps;
+  s["start_reason"] = start_reason;
+  return json{{"search", s}};
+}
+
+json TargetRun::run_burst(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  // Pre-burst baseline of one window, the burst, then the observation period.
+  const double pre_s = phase.window_s;
+  const double total_s = pre_s + phase.burst_s + phase.observe_s;
+  char label[64];
+  std::snprintf(label, sizeof label, "burst %.2f rps ×%.1f for %.0f s", phase.base_rps,
+                phase.multiplier, phase.burst_s);
+  StepRequest step;
+  step.load = open_load(phase, agent::RateProfile::burst(phase.base_rps, phase.multiplier,
+                                                         phase.warmup_s + pre_s, phase.burst_s));
+  step.duration_s = total_s;
+  step.label = label;
+  step.params = json{{"base_rps", phase.base_rps},
+                     {"multiplier", phase.multiplier},
+                     {"burst_s", phase.burst_s},
+                     {"observe_s", phase.observe_s}};
+  step.role = analysis::StepRole::kExcluded;
+  step.keep_samples = true;
+  auto r = run_step(run, std::move(step));
+  if (!r) return json::object();
+  analysis::BurstRecoveryInput in;
+  in.samples = r->samples;
+  in.in_flight = r->in_flight;
+  in.burst_start_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s) * kNsPerS);
+  in.burst_end_ns = static_cast<std::int64_t>((phase.warmup_s + pre_s + phase.burst_s) * kNsPerS);
+  in.observation_end_ns = static_cast<std::int64_t>((phase.warmup_s + total_s) * kNsPerS);
+  in.window_ns = static_cast<std::int64_t>(phase.window_s * kNsPerS);
+  in.ttft_definition = plan_.sla.ttft_definition;
+  for (const auto& b : plan_.sla.bounds) {
+    if (b.metric == analysis::SlaMetric::kTtft && std::abs(b.percentile - 95) < 1e-9)
+      in.ttft_p95_limit_ms = b.limit_ms;
+  }
+  const auto rec = analysis::burst_recovery(in);
+  analysis::WindowOptions wo{0, in.observation_end_ns,
+                             std::max<std::int64_t>(in.window_ns / 5, 1'000'000'000)};
+  json timeline = json::array();
+  for (const auto& p : analysis::windowed_p95_ttft(r->samples, wo, in.ttft_definition)) {
+    timeline.push_back(
+        json{{"t_s", static_cast<double>(p.start_ns) / kNsPerS},
+             {"count", p.count},
+             {"p95_ttft_ms", p.p95_ttft_ns ? json(*p.p95_ttft_ns / 1e6) : json(nullptr)}});
+  }
+  json in_flight = json::array();
+  for (const auto& p : r->in_flight) {
+    if (in_flight.empty() || p.t_ns - in_flight.back()["t_ns"].get<std::int64_t>() >= 500'000'000)
+      in_flight.push_back(json{{"t_ns", p.t_ns}, {"in_flight", p.in_flight}});
+  }
+  return json{
+      {"burst",
+       json{{"recovered", rec.recovered},
+            {"recovery_s",
+             rec.recovery_ns ? json(double(*rec.recovery_ns) / kNsPerS) : json(nullptr)},
+            {"latency_recovered_s", rec.latency_recovered_ns
+                                        ? json(double(*rec.latency_recovered_ns) / kNsPerS)
+                                        : json(nullptr)},
+            {"backlog_drained_s", rec.backlog_drained_ns
+                                      ? json(double(*rec.backlog_drained_ns) / kNsPerS)
+                                      : json(nullptr)},
+            {"pre_burst_in_flight", rec.pre_burst_in_flight},
+            {"peak_in_flight", rec.peak_in_flight},
+            {"statement", rec.recovered ? "recovered" : "did not recover within the window"},
+            {"timeline", timeline},
+            {"in_flight", in_flight}}}};
+}
+
+json TargetRun::run_soak(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  double rate = phase.rate_rps;
+  if (phase.soak_at_qualified) {
+    if (!qualified_rate_) {
+      return json{{"soak", json{{"skipped", true},
+                                {"statement",
+                                 "no qualified rate to soak at (the "
+                                 "capacity search found none)"}}}};
+    }
+    rate = *qualified_rate_;
+  }
+  StepRequest step;
+  step.load = open_load(phase, agent::RateProfile::constant(rate));
+  step.duration_s = phase.duration_s;
+  step.label = "soak " + rate_label(rate);
+  step.params = json{{"rate_rps", rate}};
+  step.role = analysis::StepRole::kSoak;
+  step.planned_rate_rps = rate;
+  step.keep_samples = true;
+  auto r = run_step(run, std::move(step));
+  if (!r) return json::object();
+  analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
+                             static_cast<std::int64_t>(phase.window_s * kNsPerS)};
+  const auto wc = analysis::windowed_compliance(r->samples, plan_.sla, wo);
+  json bounds = json::array();
+  for (const auto& b : wc.bounds) {
+    bounds.push_back(json{{"metric", std::string(analysis::to_string(b.bound.metric))},
+                          {"percentile", b.bound.percentile},
+                          {"limit_ms", b.bound.limit_ms},
+                          {"windows_with_data", b.windows_with_data},
+                          {"windows_held", b.windows_held},
+                          {"share_held", b.share_held}});
+  }
+  return json{{"soak", json{{"rate_rps", rate},
+                            {"window_s", phase.window_s},
+                            {"windows", wc.windows.size()},
+                            {"bounds", bounds},
+                            {"error_rate_share_held", wc.error_rate_share_held},
+                            {"all_held_share", wc.all_held_share}}}};
 }
 
 void TargetRun::adopt_stored_steps(const json& phase_doc) {

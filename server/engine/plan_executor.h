@@ -17,6 +17,7 @@
 #include "agent/step_result.h"
 #include "agent/step_runner.h"
 #include "agent/telemetry_scraper.h"
+#include "analysis/step_stats.h"
 #include "analysis/verdict.h"
 #include "server/engine/run_plan.h"
 #include "server/engine/step_backend.h"
@@ -42,6 +43,18 @@ struct StepContext {
   std::int64_t planned_steps = 0;  // the executor's estimate of the job's total steps
 };
 
+// A finished step, typed: what the load generator measured, the statistics and verdict computed
+// from it, and its results document (the JSON shape of all this, api/result_json.h), which the
+// sink stores or sends but need not read. References valid during on_step_finished() only.
+struct StepOutcome {
+  const agent::StepResult& result;                      // samples, ITL histogram, client figures
+  const std::vector<agent::TelemetryPoint>& telemetry;  // target's metrics (samples' clock)
+  const analysis::StepStats& stats;
+  const analysis::StepVerdict& verdict;
+  const nlohmann::json& document;  // the step's entry in the results' `steps`
+  bool partial() const { return result.cancelled || !result.completed; }
+};
+
 // Receives what happens during a run. Default implementations do nothing.
 class ExecutionSink {
  public:
@@ -53,10 +66,8 @@ class ExecutionSink {
   virtual void on_progress(const StepContext& /*ctx*/, const agent::StepProgress& /*p*/) {}
   // A step ended (cancelled steps too, with partial data). Returning false aborts the job
   // with `error` (e.g. its data could not be stored).
-  // `telemetry` holds the target's scraped metrics (t_ns on the samples' clock), when any.
-  virtual bool on_step_finished(const StepContext& /*ctx*/, const agent::StepResult& /*result*/,
-                                const std::vector<agent::TelemetryPoint>& /*telemetry*/,
-                                const nlohmann::json& /*step_json*/, std::string& /*error*/) {
+  virtual bool on_step_finished(const StepContext& /*ctx*/, const StepOutcome& /*step*/,
+                                std::string& /*error*/) {
     return true;
   }
   virtual void on_phase_finished(const StepContext& /*ctx*/, const nlohmann::json& /*phase*/) {}

@@ -1,6 +1,6 @@
-// RunPlan: a validated plan in the shape the executor needs — agent step specs, analysis SLA,
-// phases — built from the API's plan (api/test_plan.h) by to_run_plan() in plan_conversion.h.
-// Plain values.
+// RunPlan: a validated plan in the shape the executor needs — targets as agent specs, the SLA
+// as analysis/sla.h's, the phases as the plan gives them — built from the API's plan
+// (api/test_plan.h) by to_run_plan() in plan_conversion.h. Plain values.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "agent/step_spec.h"
 #include "analysis/cost.h"
 #include "analysis/sla.h"
+#include "api/test_plan.h"
 
 namespace llmcap::server {
 
@@ -32,41 +33,15 @@ struct RunTarget {
   double time_scale = 1.0;
 };
 
-enum class PhaseKind { kConcurrencySweep, kRateSweep, kCapacitySearch, kBurst, kSoak };
-const char* to_string(PhaseKind k);
-
-struct RunPhase {
-  PhaseKind kind = PhaseKind::kConcurrencySweep;
-  std::string name;  // defaults to the kind
-  int repeat = 1;
-  double duration_s = 30;
-  double warmup_s = 5;
-  agent::DrainPolicy drain = agent::DrainPolicy::kWait;
-  agent::InterArrival arrival = agent::InterArrival::kPoisson;
-  double burstiness = 1;
-  std::int32_t max_in_flight = 10'000;
-  std::vector<std::int32_t> levels;  // concurrency_sweep
-  std::vector<double> rates_rps;     // rate_sweep
-  // capacity_search
-  bool start_from_knee = true;
-  double start_rps = 0;
-  double low_rps = 0, high_rps = 0;  // 0: unset
-  double resolution = 0.05;
-  int max_steps = 12;
-  double confirm_duration_s = 60;
-  // burst
-  double base_rps = 0, multiplier = 3, burst_s = 10, observe_s = 60;
-  // soak
-  bool soak_at_qualified = false;
-  double soak_rps = 0;
-  double window_s = 30;
-};
+// Phases run as the plan gives them (api::PlanPhase): one struct, one set of defaults.
+using api::PhaseKind;
+using api::PlanPhase;
 
 struct RunPlan {
   std::string name;
   std::uint64_t seed = 42;
   std::vector<RunTarget> targets;
-  std::vector<RunPhase> phases;
+  std::vector<PlanPhase> phases;
   analysis::SlaSpec sla;
   agent::DeadlineSpec deadlines;
   std::optional<analysis::Demand> demand;

@@ -6,8 +6,11 @@ Usage: daemon_abuse_test.py PATH/TO/llmcapd [unittest args]
 LimitsTest (no job): with --read-timeout-ms 1000 --max-connections 32 --max-body-bytes 65536
 - slowloris: request headers trickled one byte per 100 ms are cut at the read deadline (the
   connection closes about 1 s after the first byte, never answered), and so is a trickled body;
-- idle connections: 32 silent connections fill the cap, the 33rd is answered 503 at once, the
-  silent ones are closed at the read deadline and the API serves again;
+- idle connections: 32 silent connections fill the cap, the 33rd is answered 503 at once for an
+  API route but 200 for /healthz and /metrics (the reserve for probes and scrapes), the silent
+  ones are closed at the read deadline and the API serves again;
+- keep-alive slowloris: after a first request is answered, a second one trickled one byte per
+  100 ms is cut at the read deadline from its first byte, not at the keep-alive timeout;
 - header and body limits: a 20 KiB header and 2,000 small headers get 431, a declared or a
   chunked body over the limit gets 413, a malformed request line gets 400;
 - a request flood (8 keep-alive clients, 4,000 requests) is answered in full, 200 each.
@@ -171,18 +174,59 @@ class LimitsTest(unittest.TestCase):
         time.sleep(0.2)  # let the server accept them all
         started = time.monotonic()
         extra = raw_connect(d.port)
-        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
         answer = read_all(extra, 5)
         extra.close()
         self.assertTrue(answer.startswith(b"HTTP/1.1 503"), answer[:200])
         self.assertIn(b"too many connections", answer)
         self.assertLess(time.monotonic() - started, 1.0, "over-cap connection not refused at once")
+        # Probes and scrapes still get through on the reserved connections (issue 23 #7).
+        for path in (b"/healthz", b"/metrics"):
+            probe = raw_connect(d.port)
+            probe.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = read_all(probe, 5)
+            probe.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer[:200])
         # The silent connections are closed at the read deadline (no byte of a first request).
         for s in idle:
             self.assertEqual(read_all(s, READ_TIMEOUT_MS / 1000 + 5), b"")
         self.assertLess(time.monotonic() - started, READ_TIMEOUT_MS / 1000 + 3)
         time.sleep(0.2)
         self.assertEqual(d.request("GET", "/healthz").status, 200)
+        time.sleep(1.2)  # the refusal counters reach /metrics once a second
+        self.assertRegex(d.request("GET", "/metrics").text,
+                         r'llmcap_api_connections_refused_total\{reason="full"\} [1-9]')
+
+    def test_keep_alive_slowloris_cut_at_read_deadline(self):
+        d = self.d
+        s = raw_connect(d.port)
+        self.addCleanup(s.close)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = b""
+        while b"\r\n\r\n" not in first or not first.rstrip().endswith(b"}"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            first += chunk
+        self.assertTrue(first.startswith(b"HTTP/1.1 200"), first[:200])
+        # The second request trickles in on the same connection: cut READ_TIMEOUT_MS after its
+        # first byte, not after the keep-alive timeout (60 s).
+        started = time.monotonic()
+        closed = False
+        for byte in SLOW_HEADERS:
+            try:
+                s.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.1)
+            if time.monotonic() - started > READ_TIMEOUT_MS / 1000 + 5:
+                break
+        if not closed:
+            closed = read_all(s, 5) == b""
+        took = time.monotonic() - started
+        self.assertTrue(closed, "a trickled second request was not cut")
+        self.assertLess(took, READ_TIMEOUT_MS / 1000 + 3, "read deadline not enforced")
 
     def test_header_and_body_limits(self):
         d = self.d

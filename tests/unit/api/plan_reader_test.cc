@@ -113,6 +113,60 @@ TEST(PlanReader, MinimalPlanGetsEveryDefault) {
   EXPECT_EQ(p.normalized["timeouts"]["total_ms"], 600'000);
 }
 
+// The daemon stores the normalised plan and re-reads it when the job starts: it must parse as it
+// is and normalise to itself, for every example plan and every phase kind (issue 18: the plan
+// is stored once and read back once, with no clean-up in between).
+TEST(PlanReader, NormalisedPlansParseAgainToThemselves) {
+  std::vector<json> plans;
+  for (const char* f : {"demo-4090-vs-a100.json", "rate-sweep.json", "burst.json", "soak.json",
+                        "real-vllm-example.json"})
+    plans.push_back(json::parse(read_text(std::string(LLMCAP_SOURCE_DIR) + "/deploy/plans/" + f)));
+  json full = minimal();
+  full["targets"][0]["model"] = "llama";
+  full["targets"].push_back({{"name", "b"},
+                             {"base_url", "https://gpu.example:8443/v1"},
+                             {"tls", {{"insecure", true}}},
+                             {"hardware", {{"gpu", "A100"}, {"precision", "fp8"}}},
+                             {"metrics_url", "https://gpu.example:8443/metrics"}});
+  full["sla"] = {{"ttft_ms", {{"p95", 1000}}}};
+  full["phases"].push_back({{"kind", "rate_sweep"},
+                            {"rates_rps", {1, 2}},
+                            {"drain", "cancel"},
+                            {"arrival", "gamma"},
+                            {"burstiness", 0.5}});
+  full["phases"].push_back({{"kind", "capacity_search"}, {"low_rps", 1}, {"high_rps", 8}});
+  full["phases"].push_back({{"kind", "burst"}, {"base_rps", 1}});
+  full["phases"].push_back({{"kind", "soak"}, {"rate_rps", "qualified"}});
+  plans.push_back(full);
+  for (const auto& original : plans) {
+    const auto first = parse(original, PlanLimits::none());
+    ASSERT_TRUE(first.plan) << describe(first);
+    const auto again = parse_plan_document(first.normalized, PlanLimits::none());
+    ASSERT_TRUE(again.plan) << describe(again) << "\n" << first.normalized.dump(1);
+    EXPECT_EQ(again.normalized, first.normalized);
+    EXPECT_EQ(again.fingerprint, first.fingerprint);
+  }
+}
+
+TEST(PlanReader, PhaseEnumsKeepTheirJsonSpelling) {
+  for (auto k : {PhaseKind::kConcurrencySweep, PhaseKind::kRateSweep, PhaseKind::kCapacitySearch,
+                 PhaseKind::kBurst, PhaseKind::kSoak})
+    EXPECT_EQ(parse_phase_kind(to_string(k)), k);
+  EXPECT_EQ(to_string(PhaseKind::kCapacitySearch), "capacity_search");
+  EXPECT_EQ(parse_drain("cancel"), Drain::kCancel);
+  EXPECT_EQ(parse_arrival("gamma"), Arrival::kGamma);
+  EXPECT_FALSE(parse_phase_kind("sweep"));
+  auto plan = minimal();
+  plan["phases"][0] = {
+      {"kind", "rate_sweep"}, {"rates_rps", {1}}, {"drain", "cancel"}, {"arrival", "constant"}};
+  const auto p = parse(plan);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_EQ(p.plan->phases[0].kind, PhaseKind::kRateSweep);
+  EXPECT_EQ(p.plan->phases[0].drain, Drain::kCancel);
+  EXPECT_EQ(p.plan->phases[0].arrival, Arrival::kConstant);
+  EXPECT_EQ(p.normalized["phases"][0]["arrival"], "constant");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Missing required keys
 

@@ -3,13 +3,22 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
+#include <vector>
 
 namespace llmcap::net {
 namespace {
@@ -154,6 +163,151 @@ TEST_F(ServerFixture, ConnectionLimitAnswers503) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const std::string out = exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+}
+
+// A connected client socket (blocking), with helpers to send and read.
+struct RawClient {
+  explicit RawClient(std::uint16_t port) : socket(io) {
+    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  void send(const std::string& bytes) { asio::write(socket, asio::buffer(bytes)); }
+  // Reads until `until` appears or the server closes; "" when closed with nothing.
+  std::string read(const std::string& until) {
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      boost::system::error_code ec;
+      const auto n = socket.read_some(asio::buffer(buf), ec);
+      out.append(buf, n);
+      if (ec || out.find(until) != std::string::npos) break;
+    }
+    return out;
+  }
+  asio::io_context io;
+  tcp::socket socket;
+};
+
+void wait_for_connections(const HttpServer& server, std::size_t n) {
+  for (int i = 0; i < 400 && server.connection_count() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// Issue 23 #7: the read deadline holds on every request of a keep-alive connection, counted
+// from the request's first byte, not only on a connection's first request.
+TEST_F(ServerFixture, SlowSecondRequestIsCutAtTheReadDeadline) {
+  HttpServerOptions o;
+  o.read_timeout = std::chrono::milliseconds(300);
+  o.idle_timeout = std::chrono::seconds(30);
+  start(o, echo_handler());
+  RawClient c(server_->port());
+  c.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(c.read("body=").find("200"), std::string::npos);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.send("GET /b HTTP/1.1\r\nHo");  // and nothing more
+  const std::string out = c.read("\r\n\r\n");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_LT(waited, std::chrono::seconds(10));  // the idle timeout would be 30 s
+}
+
+TEST_F(ServerFixture, ReservedPathsAnswerBeyondTheCapOthersGet503) {
+  HttpServerOptions o;
+  o.max_connections = 2;
+  o.reserved_connections = 1;
+  o.reserved_paths = {"/healthz"};
+  start(o, echo_handler());
+  RawClient a(server_->port()), b(server_->port());
+  wait_for_connections(*server_, 2);
+  {
+    RawClient probe(server_->port());
+    probe.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    const std::string out = probe.read("body=");
+    EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+    EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;  // one request only
+  }
+  {
+    RawClient other(server_->port());
+    other.send("GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n");
+    const std::string out = other.read("}");
+    EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+    EXPECT_NE(out.find("Retry-After"), std::string::npos) << out;
+  }
+  EXPECT_GE(server_->stats().rejected_full, 1u);
+}
+
+TEST_F(ServerFixture, OneClientAddressMayHoldOnlyItsShare) {
+  HttpServerOptions o;
+  o.max_connections_per_client = 2;
+  start(o, echo_handler());
+  RawClient a(server_->port()), b(server_->port());
+  wait_for_connections(*server_, 2);
+  RawClient c(server_->port());
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  const std::string out = c.read("}");
+  EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+  EXPECT_NE(out.find("from this address"), std::string::npos) << out;
+  EXPECT_EQ(server_->stats().rejected_per_client, 1u);
+}
+
+TEST_F(ServerFixture, IdleKeepAliveShrinksWhenTheServerFills) {
+  HttpServerOptions o;
+  o.max_connections = 4;
+  o.idle_timeout = std::chrono::seconds(60);
+  o.min_idle_timeout = std::chrono::milliseconds(200);
+  start(o, echo_handler());
+  // Four connections fill the server; an answered keep-alive connection then waits the
+  // shrunk keep-alive time, not 60 s.
+  RawClient a(server_->port()), b(server_->port()), c(server_->port());
+  RawClient d(server_->port());
+  wait_for_connections(*server_, 4);
+  d.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(d.read("body=").find("200"), std::string::npos);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(d.read("never"), "");  // closed by the server
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// Issue 23 #7: out of file descriptors, accept() fails; the server pauses between attempts
+// (no busy loop), counts it, and serves again once descriptors are free.
+TEST_F(ServerFixture, AcceptOutOfDescriptorsBacksOffAndRecovers) {
+  HttpServerOptions o;
+  o.accept_backoff = std::chrono::milliseconds(100);
+  start(o, echo_handler());
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  // Exhaust the descriptors the process may open (the client sockets take them too).
+  int highest = 0;  // the limit counts descriptor numbers: stay above every open one
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::atoi(e.path().filename().c_str()));
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest + 8);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> hogs;
+  for (int fd; (fd = ::dup(0)) >= 0;) hogs.push_back(fd);
+  ASSERT_FALSE(hogs.empty());
+  ::close(hogs.back());  // one left for the client's socket
+  hogs.pop_back();
+  int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(client, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server_->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const auto during = server_->stats();
+  EXPECT_GE(during.fd_exhausted, 1u);
+  EXPECT_LE(during.accept_errors, 20u);  // ~6 attempts in 600 ms, not a spin
+  for (int fd : hogs) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  // The pending connection is accepted on a later attempt and served.
+  const std::string req = "GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(client, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string out;
+  char buf[1024];
+  for (ssize_t n; (n = ::recv(client, buf, sizeof buf, 0)) > 0;) out.append(buf, n);
+  ::close(client);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
 }
 
 }  // namespace

@@ -62,10 +62,13 @@ class CancellingBackend final : public StepBackend {
 
 class RecordingSink final : public ExecutionSink {
  public:
-  bool on_step_finished(const StepContext& /*ctx*/, const agent::StepResult& /*result*/,
-                        const std::vector<agent::TelemetryPoint>& /*telemetry*/,
-                        const json& step_json, std::string& /*error*/) override {
-    steps.push_back(step_json);
+  bool on_step_finished(const StepContext& /*ctx*/, const StepOutcome& step,
+                        std::string& /*error*/) override {
+    // The typed outcome and the document say the same.
+    EXPECT_EQ(step.document["verdict"]["outcome"],
+              std::string(analysis::to_string(step.verdict.outcome)));
+    EXPECT_EQ(step.document["partial"], step.partial());
+    steps.push_back(step.document);
     return true;
   }
   std::vector<json> steps;

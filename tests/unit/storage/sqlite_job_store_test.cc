@@ -365,6 +365,41 @@ TEST_F(SqliteJobStoreTest, DeleteOnlyAtRestAndCascades) {
   EXPECT_EQ(audit->records.size(), 1u);
 }
 
+// A resumed job re-runs the phase it was cut in: its earlier steps (and the one cut mid-way)
+// go, with their telemetry, and last_completed_step falls back to the newest step left.
+TEST_F(SqliteJobStoreTest, DeleteStepsFromRemovesSupersededStepsOnly) {
+  JobRecord job = create();
+  JobRecord other = create();
+  ASSERT_TRUE(store_->update_state(job.id, JobState::kRunning).ok());
+  std::vector<std::int64_t> ids;
+  for (std::int64_t seq = 0; seq < 4; ++seq) {
+    ids.push_back(*store_->begin_step(step_for(job.id, seq)));
+    if (seq < 3) {
+      ASSERT_TRUE(store_->complete_step({ids.back(), "{}", "pass", "{}", false, 0, {}}).ok());
+    }
+  }
+  const std::int64_t other_step = *store_->begin_step(step_for(other.id, 2));
+  ASSERT_TRUE(store_->save_telemetry({{0, ids[2], 5, "kv_cache_usage", "", 0.5}}).ok());
+  EXPECT_EQ(store_->get_job(job.id)->last_completed_step, 2);
+
+  Result<std::int64_t> removed = store_->delete_steps_from(job.id, 2);
+  ASSERT_TRUE(removed.ok()) << removed.status().to_string();
+  EXPECT_EQ(*removed, 2);  // seq 2 (finished) and 3 (cut mid-way)
+  Result<std::vector<StepRecord>> steps = store_->list_steps(job.id);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 2u);
+  EXPECT_EQ((*steps)[1].seq, 1);
+  EXPECT_EQ(store_->get_job(job.id)->last_completed_step, 1);
+  EXPECT_TRUE(store_->read_telemetry(ids[2], 0, 10)->rows.empty());
+  // The seq is free again for the re-run, and other jobs keep theirs.
+  EXPECT_TRUE(store_->begin_step(step_for(job.id, 2)).ok());
+  EXPECT_EQ(store_->list_steps(other.id)->front().id, other_step);
+
+  EXPECT_EQ(*store_->delete_steps_from(job.id, 0), 3);
+  EXPECT_FALSE(store_->get_job(job.id)->last_completed_step.has_value());
+  EXPECT_EQ(store_->delete_steps_from("job_missing", 0).code(), ErrorCode::kNotFound);
+}
+
 TEST_F(SqliteJobStoreTest, CapacityUpsert) {
   JobRecord job = create({"a", "b"});
   ASSERT_TRUE(store_->save_capacity({job.id, "b", R"({"rps":1})", 0}).ok());

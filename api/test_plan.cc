@@ -1,0 +1,35 @@
+#include "api/test_plan.h"
+
+#include <array>
+
+namespace llmcap::api {
+
+namespace {
+
+template <typename E, std::size_t N>
+std::optional<E> parse_name(std::string_view s, const std::array<std::string_view, N>& names) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == s) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 5> kPhaseKinds = {"concurrency_sweep", "rate_sweep",
+                                                         "capacity_search", "burst", "soak"};
+constexpr std::array<std::string_view, 2> kDrains = {"finish", "cancel"};
+constexpr std::array<std::string_view, 3> kArrivals = {"poisson", "constant", "gamma"};
+
+}  // namespace
+
+std::string_view to_string(PhaseKind k) { return kPhaseKinds.at(static_cast<std::size_t>(k)); }
+std::string_view to_string(Drain d) { return kDrains.at(static_cast<std::size_t>(d)); }
+std::string_view to_string(Arrival a) { return kArrivals.at(static_cast<std::size_t>(a)); }
+
+std::optional<PhaseKind> parse_phase_kind(std::string_view s) {
+  return parse_name<PhaseKind>(s, kPhaseKinds);
+}
+std::optional<Drain> parse_drain(std::string_view s) { return parse_name<Drain>(s, kDrains); }
+std::optional<Arrival> parse_arrival(std::string_view s) {
+  return parse_name<Arrival>(s, kArrivals);
+}
+
+}  // namespace llmcap::api
