@@ -317,6 +317,19 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
       r.error_message = "cannot resolve " + endpoint.host + ": " + describe(pending->ec);
       co_return nullptr;
     }
+    if (!options.allowed.empty() && !options.allowed.allows_name(endpoint.host)) {
+      // DNS rebinding (issue 23 #1): the name was checked when the plan was accepted; what it
+      // resolves to now must pass the same allowlist, every address of it.
+      for (const auto& entry : pending->results) {
+        const auto address = entry.endpoint().address();
+        if (!options.allowed.allows_address(address.to_string())) {
+          r.error = ErrorClass::kConnect;
+          r.error_message = "host " + endpoint.host + " now resolves to " + address.to_string() +
+                            ", outside target_allowlist: not connecting";
+          co_return nullptr;
+        }
+      }
+    }
     resolved = std::move(pending->results);
   }
 

@@ -28,6 +28,7 @@
 #include "agent/endpoint.h"
 #include "agent/tls_options.h"
 #include "analysis/request_sample.h"
+#include "net/address_filter.h"
 #include "net/http_message.h"
 
 namespace llmcap::agent {
@@ -106,6 +107,9 @@ struct HttpClientOptions {
   std::size_t read_chunk_bytes = 64 * 1024;
   std::size_t max_idle_connections = 8192;
   std::string user_agent = "llmcap-agent";
+  // Hosts and networks a connection may reach (empty: any); checked on every resolution, so a
+  // name that resolves elsewhere than it did when the plan was accepted is refused.
+  net::AddressFilter allowed;
 };
 
 class HttpClient {

@@ -660,6 +660,7 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
   HttpClientOptions copts;
   copts.tls = spec.target.tls;
   copts.connect_timeout_ns = spec.deadlines.connect_ms * kMs;
+  copts.allowed = net::AddressFilter(spec.target.address_allowlist);
   try {
     run.client = std::make_unique<HttpClient>(run.io, *endpoint, copts);
   } catch (const std::exception& e) {

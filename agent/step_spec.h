@@ -26,6 +26,9 @@ struct TargetSpec {
   net::HeaderList headers;  // extra request headers, e.g. {"Authorization", "Bearer …"}
   TlsOptions tls;
   bool stream = true;  // false: non-streaming (E2E only, no TTFT/ITL)
+  // The daemon's target_allowlist (net/address_filter.h): the host's addresses are checked
+  // again when they are resolved for a connection. Empty: any address (`llmcapd run`).
+  std::vector<std::string> address_allowlist;
 };
 
 struct DeadlineSpec {                     // 0 = no deadline (except connect, which always has one)

@@ -192,6 +192,7 @@ void TelemetryScraper::start(std::int64_t epoch_steady_ns) {
     http.connect_timeout_ns = im.options.timeout_ns;
     http.max_idle_connections = 1;
     http.user_agent = "llmcap-telemetry";
+    http.allowed = net::AddressFilter(im.options.address_allowlist);
     im.client = std::make_unique<HttpClient>(im.io, im.location.endpoint, http);
   } catch (const std::exception& e) {
     im.errors.push_back("metrics_url: TLS setup failed: " + std::string(e.what()));

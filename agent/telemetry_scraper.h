@@ -42,6 +42,7 @@ struct TelemetryScraperOptions {
   bool final_scrape_on_stop = true;               // see the file comment
   std::size_t max_errors = 20;                    // error messages kept (then one summary line)
   TlsOptions tls;                                 // for https:// endpoints
+  std::vector<std::string> address_allowlist;     // as TargetSpec's (empty: any address)
   TelemetryAccumulatorOptions accumulator;        // point bound, histogram buckets
 };
 

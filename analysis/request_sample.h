@@ -43,6 +43,37 @@ enum class FinishReason : std::uint8_t { kUnknown = 0, kStop, kLength, kOther };
 std::string_view to_string(FinishReason f);
 FinishReason parse_finish_reason(std::string_view s);  // "stop", "length", else kOther
 
+// The derived latencies of one request, from its timestamps: one formula each, for every record
+// that carries RequestSample's timestamp and token fields under the same names (RequestSample
+// itself, and storage's sample row, so exports need no conversion back).
+// TTFT from the intended send time (docs/metrics.md §1.4); nullopt when no token arrived.
+template <class S>
+std::optional<std::int64_t> ttft_ns_of(const S& s) {
+  if (s.t_first_token_ns < 0) return std::nullopt;
+  return s.t_first_token_ns - s.t_intended_ns;
+}
+// TTFT from the actual send (ttft_service, docs/metrics.md §1.4).
+template <class S>
+std::optional<std::int64_t> ttft_service_ns_of(const S& s) {
+  if (s.t_first_token_ns < 0 || s.t_send_ns < 0) return std::nullopt;
+  return s.t_first_token_ns - s.t_send_ns;
+}
+// E2E = last token event (or end of stream) − t_intended (docs/metrics.md §1.4).
+template <class S>
+std::optional<std::int64_t> e2e_ns_of(const S& s) {
+  const std::int64_t end = s.t_last_token_ns >= 0 ? s.t_last_token_ns : s.t_end_ns;
+  if (end < 0) return std::nullopt;
+  return end - s.t_intended_ns;
+}
+// TPOT = (last − first token event) / (output tokens − 1), when output tokens ≥ 2
+// (docs/metrics.md §1.4).
+template <class S>
+std::optional<double> tpot_ns_of(const S& s) {
+  if (s.output_tokens < 2 || s.t_first_token_ns < 0 || s.t_last_token_ns < s.t_first_token_ns)
+    return std::nullopt;
+  return static_cast<double>(s.t_last_token_ns - s.t_first_token_ns) / (s.output_tokens - 1);
+}
+
 struct RequestSample {
   std::uint64_t index = 0;         // order of intention within the step (0, 1, ...)
   std::int64_t t_intended_ns = 0;  // when the schedule meant to send it (metrics.md §1.1)
@@ -72,29 +103,10 @@ struct RequestSample {
   std::vector<std::int64_t> token_times_ns;
 
   bool ok() const { return error == ErrorClass::kNone; }
-  // TTFT from the intended send time (docs/metrics.md §1.4); nullopt when no token arrived.
-  std::optional<std::int64_t> ttft_ns() const {
-    if (t_first_token_ns < 0) return std::nullopt;
-    return t_first_token_ns - t_intended_ns;
-  }
-  // TTFT from the actual send (ttft_service, docs/metrics.md §1.4).
-  std::optional<std::int64_t> ttft_service_ns() const {
-    if (t_first_token_ns < 0 || t_send_ns < 0) return std::nullopt;
-    return t_first_token_ns - t_send_ns;
-  }
-  // E2E = last token event (or end of stream) − t_intended (docs/metrics.md §1.4).
-  std::optional<std::int64_t> e2e_ns() const {
-    const std::int64_t end = t_last_token_ns >= 0 ? t_last_token_ns : t_end_ns;
-    if (end < 0) return std::nullopt;
-    return end - t_intended_ns;
-  }
-  // TPOT = (last − first token event) / (output tokens − 1), when output tokens ≥ 2
-  // (docs/metrics.md §1.4).
-  std::optional<double> tpot_ns() const {
-    if (output_tokens < 2 || t_first_token_ns < 0 || t_last_token_ns < t_first_token_ns)
-      return std::nullopt;
-    return static_cast<double>(t_last_token_ns - t_first_token_ns) / (output_tokens - 1);
-  }
+  std::optional<std::int64_t> ttft_ns() const;
+  std::optional<std::int64_t> ttft_service_ns() const;
+  std::optional<std::int64_t> e2e_ns() const;
+  std::optional<double> tpot_ns() const;
   std::int64_t schedule_lag_ns() const { return t_send_ns < 0 ? 0 : t_send_ns - t_intended_ns; }
   // The client's own part of the schedule lag: minus TCP connect and TLS handshake
   // (docs/metrics.md §1.1).
@@ -104,5 +116,21 @@ struct RequestSample {
                                          std::max<std::int64_t>(0, tls_ns));
   }
 };
+
+inline std::optional<std::int64_t> RequestSample::ttft_ns() const { return ttft_ns_of(*this); }
+inline std::optional<std::int64_t> RequestSample::ttft_service_ns() const {
+  return ttft_service_ns_of(*this);
+}
+inline std::optional<std::int64_t> RequestSample::e2e_ns() const { return e2e_ns_of(*this); }
+inline std::optional<double> RequestSample::tpot_ns() const { return tpot_ns_of(*this); }
+
+// The enums as stored (plain integers): an unknown value reads as kProtocol / kOther.
+inline ErrorClass error_class_from(int v) {
+  return v >= 0 && v < kErrorClassCount ? static_cast<ErrorClass>(v) : ErrorClass::kProtocol;
+}
+inline FinishReason finish_reason_from(int v) {
+  return v >= 0 && v <= static_cast<int>(FinishReason::kOther) ? static_cast<FinishReason>(v)
+                                                               : FinishReason::kOther;
+}
 
 }  // namespace llmcap::analysis

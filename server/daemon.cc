@@ -162,6 +162,7 @@ void Daemon::start() {
   runner_->set_dataset_policy(
       DatasetPolicy{true, config_.dataset_dir,
                     static_cast<std::uint64_t>(config_.max_dataset_mib * 1024 * 1024)});
+  runner_->set_target_allowlist(config_.target_allowlist);
   runner_->set_shard_hub(shards_.get());
   runner_->set_database_file(config_.database, storage::file_identity(config_.database));
   JobRunner* runner = runner_.get();

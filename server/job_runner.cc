@@ -397,7 +397,10 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     fail("stored plan does not parse: " + err);
     return;
   }
-  for (auto& t : plan.targets) t.workload.dataset_max_bytes = dataset_policy_.max_bytes;
+  for (auto& t : plan.targets) {
+    t.workload.dataset_max_bytes = dataset_policy_.max_bytes;
+    if (!EmbeddedSimulators::is_sim_url(t.base_url)) t.spec.address_allowlist = target_allowlist_;
+  }
 
   plan.telemetry_interval_s = telemetry_interval_s_;
   ResumeState resume;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "server/engine/dataset_policy.h"
 #include "storage/disk_space.h"
@@ -50,6 +51,11 @@ class JobRunner {
   // resolves its stored relative dataset paths again when it starts, and its steps read at most
   // max_bytes. Set before run().
   void set_dataset_policy(DatasetPolicy policy) { dataset_policy_ = std::move(policy); }
+  // The daemon's target_allowlist: plans' targets (not the embedded simulators) are checked
+  // against it again at every connection (DNS rebinding, issue 23 #1).
+  void set_target_allowlist(std::vector<std::string> entries) {
+    target_allowlist_ = std::move(entries);
+  }
   // The database file and its identity at start: a job whose database file is deleted or
   // replaced under it fails at its next step instead of "succeeding" into an orphan file.
   void set_database_file(std::string path, std::optional<storage::FileIdentity> at_start) {
@@ -70,6 +76,7 @@ class JobRunner {
   double telemetry_interval_s_;
   ShardHub* shard_hub_ = nullptr;
   DatasetPolicy dataset_policy_{true, "", 256ULL << 20};
+  std::vector<std::string> target_allowlist_;
   std::string database_path_;
   std::optional<storage::FileIdentity> database_file_;
   std::atomic<bool> shutting_down_{false};

@@ -265,6 +265,7 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
     so.metrics_url = m.metrics_url;
     so.interval_ns = static_cast<std::int64_t>(plan_.telemetry_interval_s * 1e9 / k);
     so.tls = target_.spec.tls;
+    so.address_allowlist = target_.spec.address_allowlist;
     scraper.emplace(so);
     scraper->start(std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count());
   }

@@ -50,11 +50,8 @@ analysis::RequestSample from_row(const storage::SampleRow& r) {
   s.planned_input_tokens = r.planned_input_tokens;
   s.planned_output_tokens = r.planned_output_tokens;
   s.http_status = r.http_status;
-  s.error = r.error_class < analysis::kErrorClassCount
-                ? static_cast<analysis::ErrorClass>(r.error_class)
-                : analysis::ErrorClass::kProtocol;
-  s.finish_reason = r.finish_reason <= 3 ? static_cast<analysis::FinishReason>(r.finish_reason)
-                                         : analysis::FinishReason::kOther;
+  s.error = analysis::error_class_from(r.error_class);
+  s.finish_reason = analysis::finish_reason_from(r.finish_reason);
   s.output_tokens_estimated = r.output_tokens_estimated;
   s.error_message = r.error_message;
   s.token_times_ns = r.token_times_ns;
@@ -68,39 +65,42 @@ nlohmann::json ms_or_null(std::optional<double> ns) {
 }  // namespace
 
 nlohmann::json sample_json(const storage::SampleRow& r, std::int64_t step_seq) {
-  const auto s = from_row(r);
+  // Straight from the row: the derived latencies use the same formulas as RequestSample
+  // (analysis/request_sample.h), with no conversion back.
   auto opt = [](std::optional<std::int64_t> v) {
     return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
   };
-  return nlohmann::json{{"id", r.id},
-                        {"step", step_seq},
-                        {"index", r.index},
-                        {"t_intended_ns", r.t_intended_ns},
-                        {"t_send_ns", r.t_send_ns},
-                        {"connect_ns", r.connect_ns},
-                        {"tls_ns", r.tls_ns},
-                        {"t_headers_ns", r.t_headers_ns},
-                        {"t_first_token_ns", r.t_first_token_ns},
-                        {"t_last_token_ns", r.t_last_token_ns},
-                        {"t_end_ns", r.t_end_ns},
-                        {"token_events", r.token_events},
-                        {"input_tokens", r.input_tokens},
-                        {"output_tokens", r.output_tokens},
-                        {"output_tokens_estimated", r.output_tokens_estimated},
-                        {"planned_input_tokens", r.planned_input_tokens},
-                        {"planned_output_tokens", r.planned_output_tokens},
-                        {"http_status", r.http_status},
-                        {"error", std::string(analysis::to_string(s.error))},
-                        {"error_message", r.error_message},
-                        {"finish_reason", std::string(analysis::to_string(s.finish_reason))},
-                        {"ttft_ms", ms_or_null(opt(s.ttft_ns()))},
-                        {"ttft_service_ms", ms_or_null(opt(s.ttft_service_ns()))},
-                        {"tpot_ms", ms_or_null(s.tpot_ns())},
-                        {"e2e_ms", ms_or_null(opt(s.e2e_ns()))},
-                        {"max_itl_ms", r.max_itl_ns >= 0 ? nlohmann::json(r.max_itl_ns / 1e6)
-                                                         : nlohmann::json(nullptr)},
-                        {"max_itl_ns", r.max_itl_ns},
-                        {"token_times_ns", r.token_times_ns}};
+  return nlohmann::json{
+      {"id", r.id},
+      {"step", step_seq},
+      {"index", r.index},
+      {"t_intended_ns", r.t_intended_ns},
+      {"t_send_ns", r.t_send_ns},
+      {"connect_ns", r.connect_ns},
+      {"tls_ns", r.tls_ns},
+      {"t_headers_ns", r.t_headers_ns},
+      {"t_first_token_ns", r.t_first_token_ns},
+      {"t_last_token_ns", r.t_last_token_ns},
+      {"t_end_ns", r.t_end_ns},
+      {"token_events", r.token_events},
+      {"input_tokens", r.input_tokens},
+      {"output_tokens", r.output_tokens},
+      {"output_tokens_estimated", r.output_tokens_estimated},
+      {"planned_input_tokens", r.planned_input_tokens},
+      {"planned_output_tokens", r.planned_output_tokens},
+      {"http_status", r.http_status},
+      {"error", std::string(analysis::to_string(analysis::error_class_from(r.error_class)))},
+      {"error_message", r.error_message},
+      {"finish_reason",
+       std::string(analysis::to_string(analysis::finish_reason_from(r.finish_reason)))},
+      {"ttft_ms", ms_or_null(opt(analysis::ttft_ns_of(r)))},
+      {"ttft_service_ms", ms_or_null(opt(analysis::ttft_service_ns_of(r)))},
+      {"tpot_ms", ms_or_null(analysis::tpot_ns_of(r))},
+      {"e2e_ms", ms_or_null(opt(analysis::e2e_ns_of(r)))},
+      {"max_itl_ms",
+       r.max_itl_ns >= 0 ? nlohmann::json(r.max_itl_ns / 1e6) : nlohmann::json(nullptr)},
+      {"max_itl_ns", r.max_itl_ns},
+      {"token_times_ns", r.token_times_ns}};
 }
 
 std::string sample_csv_header() {
@@ -124,7 +124,6 @@ std::string csv_field(std::string_view text) {
 }  // namespace
 
 std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) {
-  const auto s = from_row(r);
   auto num = [](std::optional<double> v) {
     if (!v) return std::string();
     char buf[48];
@@ -142,9 +141,11 @@ std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) 
         static_cast<std::int64_t>(r.http_status)}) {
     line += std::to_string(v) + ",";
   }
-  line += std::string(analysis::to_string(s.error)) + "," +
-          std::string(analysis::to_string(s.finish_reason)) + "," + ms(s.ttft_ns()) + "," +
-          (s.tpot_ns() ? num(*s.tpot_ns() / 1e6) : std::string()) + "," + ms(s.e2e_ns());
+  const auto tpot = analysis::tpot_ns_of(r);
+  line += std::string(analysis::to_string(analysis::error_class_from(r.error_class))) + "," +
+          std::string(analysis::to_string(analysis::finish_reason_from(r.finish_reason))) + "," +
+          ms(analysis::ttft_ns_of(r)) + "," + (tpot ? num(*tpot / 1e6) : std::string()) + "," +
+          ms(analysis::e2e_ns_of(r));
   // Columns added after the first version go at the end, so readers by position keep working.
   for (auto v :
        {r.connect_ns, r.tls_ns, r.t_headers_ns, static_cast<std::int64_t>(r.planned_input_tokens),

@@ -1,12 +1,64 @@
 #include "server/fleet/shard_codec.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace llmcap::server {
 
 using nlohmann::json;
 
 namespace {
+
+// An integer field: a JSON integer within T's range, else std::out_of_range (the decoder turns
+// it into a clean refusal). nlohmann's get<T>() would convert a float or an out-of-range value
+// with undefined behaviour (found by tests/fuzz/shard_upload_fuzz: 1.3e33 read as an int64).
+template <class T>
+T integer(const json& v) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      throw std::out_of_range("integer out of range");
+    return static_cast<T>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (i < 0) throw std::out_of_range("negative value for an unsigned field");
+      if (static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max())
+        throw std::out_of_range("integer out of range");
+    } else {
+      if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+        throw std::out_of_range("integer out of range");
+    }
+    return static_cast<T>(i);
+  }
+  throw std::out_of_range("expected an integer");
+}
+
+template <class T>
+std::vector<T> integers(const json& v) {
+  if (!v.is_array()) throw std::out_of_range("expected an array of integers");
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (const json& x : v) out.push_back(integer<T>(x));
+  return out;
+}
+
+std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series(const json& v) {
+  if (!v.is_array()) throw std::out_of_range("expected an array of [t_ns, in_flight] pairs");
+  std::vector<std::pair<std::int64_t, std::int32_t>> out;
+  out.reserve(v.size());
+  for (const json& p : v) {
+    if (!p.is_array() || p.size() != 2) throw std::out_of_range("expected [t_ns, in_flight]");
+    out.emplace_back(integer<std::int64_t>(p[0]), integer<std::int32_t>(p[1]));
+  }
+  return out;
+}
 
 json lengths(const analysis::LengthDistribution& d) {
   return json{{"kind", static_cast<int>(d.kind)},
@@ -21,14 +73,14 @@ json lengths(const analysis::LengthDistribution& d) {
 
 analysis::LengthDistribution lengths_from(const json& j) {
   analysis::LengthDistribution d;
-  d.kind = static_cast<analysis::LengthDistribution::Kind>(j.at("kind").get<int>());
+  d.kind = static_cast<analysis::LengthDistribution::Kind>(integer<int>(j.at("kind")));
   d.mean = j.at("mean").get<double>();
   d.stddev = j.at("stddev").get<double>();
-  d.low = j.at("low").get<std::int32_t>();
-  d.high = j.at("high").get<std::int32_t>();
-  d.values = j.at("values").get<std::vector<std::int32_t>>();
-  d.min_tokens = j.at("min").get<std::int32_t>();
-  d.max_tokens = j.at("max").get<std::int32_t>();
+  d.low = integer<std::int32_t>(j.at("low"));
+  d.high = integer<std::int32_t>(j.at("high"));
+  d.values = integers<std::int32_t>(j.at("values"));
+  d.min_tokens = integer<std::int32_t>(j.at("min"));
+  d.max_tokens = integer<std::int32_t>(j.at("max"));
   return d;
 }
 
@@ -38,11 +90,11 @@ json lag(const agent::LagStats& s) {
 
 agent::LagStats lag_from(const json& j) {
   agent::LagStats s;
-  s.count = j.at(0).get<std::uint64_t>();
+  s.count = integer<std::uint64_t>(j.at(0));
   s.mean_ns = j.at(1).get<double>();
-  s.p50_ns = j.at(2).get<std::int64_t>();
-  s.p99_ns = j.at(3).get<std::int64_t>();
-  s.max_ns = j.at(4).get<std::int64_t>();
+  s.p50_ns = integer<std::int64_t>(j.at(2));
+  s.p99_ns = integer<std::int64_t>(j.at(3));
+  s.max_ns = integer<std::int64_t>(j.at(4));
   return s;
 }
 
@@ -72,29 +124,29 @@ json sample(const analysis::RequestSample& s) {
 
 analysis::RequestSample sample_from(const json& j) {
   analysis::RequestSample s;
-  s.index = j.at(0).get<std::uint64_t>();
-  s.t_intended_ns = j.at(1).get<std::int64_t>();
-  s.t_send_ns = j.at(2).get<std::int64_t>();
-  s.connect_ns = j.at(3).get<std::int64_t>();
-  s.tls_ns = j.at(4).get<std::int64_t>();
-  s.t_headers_ns = j.at(5).get<std::int64_t>();
-  s.t_first_token_ns = j.at(6).get<std::int64_t>();
-  s.t_last_token_ns = j.at(7).get<std::int64_t>();
-  s.t_end_ns = j.at(8).get<std::int64_t>();
-  s.token_events = j.at(9).get<std::uint32_t>();
-  s.input_tokens = j.at(10).get<std::int32_t>();
-  s.output_tokens = j.at(11).get<std::int32_t>();
+  s.index = integer<std::uint64_t>(j.at(0));
+  s.t_intended_ns = integer<std::int64_t>(j.at(1));
+  s.t_send_ns = integer<std::int64_t>(j.at(2));
+  s.connect_ns = integer<std::int64_t>(j.at(3));
+  s.tls_ns = integer<std::int64_t>(j.at(4));
+  s.t_headers_ns = integer<std::int64_t>(j.at(5));
+  s.t_first_token_ns = integer<std::int64_t>(j.at(6));
+  s.t_last_token_ns = integer<std::int64_t>(j.at(7));
+  s.t_end_ns = integer<std::int64_t>(j.at(8));
+  s.token_events = integer<std::uint32_t>(j.at(9));
+  s.input_tokens = integer<std::int32_t>(j.at(10));
+  s.output_tokens = integer<std::int32_t>(j.at(11));
   s.output_tokens_estimated = j.at(12).get<bool>();
-  s.planned_input_tokens = j.at(13).get<std::int32_t>();
-  s.planned_output_tokens = j.at(14).get<std::int32_t>();
-  s.max_itl_ns = j.at(15).get<std::int64_t>();
-  s.http_status = j.at(16).get<std::int16_t>();
-  const int e = j.at(17).get<int>();
+  s.planned_input_tokens = integer<std::int32_t>(j.at(13));
+  s.planned_output_tokens = integer<std::int32_t>(j.at(14));
+  s.max_itl_ns = integer<std::int64_t>(j.at(15));
+  s.http_status = integer<std::int16_t>(j.at(16));
+  const int e = integer<int>(j.at(17));
   if (e < 0 || e >= analysis::kErrorClassCount) throw std::out_of_range("error class");
   s.error = static_cast<analysis::ErrorClass>(e);
-  s.finish_reason = static_cast<analysis::FinishReason>(j.at(18).get<int>());
+  s.finish_reason = static_cast<analysis::FinishReason>(integer<int>(j.at(18)));
   s.error_message = j.at(19).get<std::string>();
-  s.token_times_ns = j.at(20).get<std::vector<std::int64_t>>();
+  s.token_times_ns = integers<std::int64_t>(j.at(20));
   return s;
 }
 
@@ -152,7 +204,7 @@ std::string check_step_result(const agent::StepResult& r) {
 std::string check_version(const json& j) {
   if (!j.is_object()) return "must be an object";
   if (!j.contains("codec") || !j["codec"].is_number_integer() ||
-      j["codec"].get<int>() != kShardCodecVersion)
+      integer<int>(j["codec"]) != kShardCodecVersion)
     return "codec: this build speaks shard codec version " + std::to_string(kShardCodecVersion) +
            " (agent and daemon must be the same llmcap version)";
   return "";
@@ -174,6 +226,7 @@ json step_spec_to_json(const agent::StepSpec& s) {
                  {{"verify_peer", s.target.tls.verify_peer},
                   {"ca_file", s.target.tls.ca_file},
                   {"server_name", s.target.tls.server_name}}},
+                {"address_allowlist", s.target.address_allowlist},
                 {"stream", s.target.stream}}},
               {"deadlines", json::array({s.deadlines.connect_ms, s.deadlines.first_token_ms,
                                          s.deadlines.idle_ms, s.deadlines.total_ms})},
@@ -213,21 +266,22 @@ std::string step_spec_from_json(const json& j, agent::StepSpec& out) {
     agent::StepSpec s;
     const json& t = j.at("target");
     s.target.base_url = t.at("base_url").get<std::string>();
-    s.target.api = static_cast<agent::ApiKind>(t.at("api").get<int>());
+    s.target.api = static_cast<agent::ApiKind>(integer<int>(t.at("api")));
     s.target.model = t.at("model").get<std::string>();
     s.target.headers = t.at("headers").get<net::HeaderList>();
     s.target.tls.verify_peer = t.at("tls").at("verify_peer").get<bool>();
     s.target.tls.ca_file = t.at("tls").at("ca_file").get<std::string>();
     s.target.tls.server_name = t.at("tls").at("server_name").get<std::string>();
+    s.target.address_allowlist = t.at("address_allowlist").get<std::vector<std::string>>();
     s.target.stream = t.at("stream").get<bool>();
     const json& d = j.at("deadlines");
-    s.deadlines = {d.at(0).get<std::int64_t>(), d.at(1).get<std::int64_t>(),
-                   d.at(2).get<std::int64_t>(), d.at(3).get<std::int64_t>()};
+    s.deadlines = {integer<std::int64_t>(d.at(0)), integer<std::int64_t>(d.at(1)),
+                   integer<std::int64_t>(d.at(2)), integer<std::int64_t>(d.at(3))};
     const json& w = j.at("workload");
-    s.workload.source = static_cast<agent::WorkloadSource>(w.at("source").get<int>());
+    s.workload.source = static_cast<agent::WorkloadSource>(integer<int>(w.at("source")));
     s.workload.input_tokens = lengths_from(w.at("input_tokens"));
     s.workload.output_tokens = lengths_from(w.at("output_tokens"));
-    s.workload.shared_prefix_tokens = w.at("shared_prefix_tokens").get<std::int32_t>();
+    s.workload.shared_prefix_tokens = integer<std::int32_t>(w.at("shared_prefix_tokens"));
     s.workload.ignore_eos = w.at("ignore_eos").get<bool>();
     s.workload.send_min_tokens = w.at("send_min_tokens").get<bool>();
     if (w.at("temperature").is_null())
@@ -236,28 +290,29 @@ std::string step_spec_from_json(const json& j, agent::StepSpec& out) {
       s.workload.temperature = w.at("temperature").get<double>();
     s.workload.extra_body_json = w.at("extra_body_json").get<std::string>();
     s.workload.dataset_path = w.at("dataset_path").get<std::string>();
-    s.workload.dataset_order = static_cast<agent::DatasetOrder>(w.at("dataset_order").get<int>());
+    s.workload.dataset_order =
+        static_cast<agent::DatasetOrder>(integer<int>(w.at("dataset_order")));
     s.workload.calibrate = w.at("calibrate").get<bool>();
     s.workload.default_tokens_per_word = w.at("default_tokens_per_word").get<double>();
     const json& l = j.at("load");
-    s.load.kind = static_cast<agent::LoadKind>(l.at("kind").get<int>());
-    s.load.concurrency = l.at("concurrency").get<std::int32_t>();
+    s.load.kind = static_cast<agent::LoadKind>(integer<int>(l.at("kind")));
+    s.load.concurrency = integer<std::int32_t>(l.at("concurrency"));
     std::vector<agent::RateProfile::Segment> segs;
     for (const json& seg : l.at("rate"))
       segs.push_back({seg.at(0).get<double>(), seg.at(1).get<double>(), seg.at(2).get<double>(),
                       seg.at(3).get<double>()});
     s.load.rate = agent::RateProfile::from_segments(std::move(segs));
-    s.load.inter_arrival = static_cast<agent::InterArrival>(l.at("inter_arrival").get<int>());
+    s.load.inter_arrival = static_cast<agent::InterArrival>(integer<int>(l.at("inter_arrival")));
     s.load.burstiness = l.at("burstiness").get<double>();
-    s.load.in_flight_cap = l.at("in_flight_cap").get<std::int32_t>();
+    s.load.in_flight_cap = integer<std::int32_t>(l.at("in_flight_cap"));
     s.warmup_s = j.at("warmup_s").get<double>();
     s.duration_s = j.at("duration_s").get<double>();
-    s.drain = static_cast<agent::DrainPolicy>(j.at("drain").get<int>());
+    s.drain = static_cast<agent::DrainPolicy>(integer<int>(j.at("drain")));
     s.drain_timeout_s = j.at("drain_timeout_s").get<double>();
-    s.seed = j.at("seed").get<std::uint64_t>();
+    s.seed = integer<std::uint64_t>(j.at("seed"));
     s.record_token_times = j.at("record_token_times").get<bool>();
-    s.progress_interval_ms = j.at("progress_interval_ms").get<std::int64_t>();
-    s.in_flight_sample_ms = j.at("in_flight_sample_ms").get<std::int64_t>();
+    s.progress_interval_ms = integer<std::int64_t>(j.at("progress_interval_ms"));
+    s.in_flight_sample_ms = integer<std::int64_t>(j.at("in_flight_sample_ms"));
     out = std::move(s);
   } catch (const json::exception& e) {
     return std::string("spec: malformed: ") + e.what();
@@ -328,22 +383,21 @@ std::string step_result_from_json(const json& j, agent::StepResult& out) {
     const json& h = j.at("itl_ns");
     std::vector<analysis::LogHistogram::Bucket> buckets;
     for (const json& b : h.at("buckets"))
-      buckets.push_back({b.at(0).get<std::int32_t>(), b.at(1).get<std::uint64_t>()});
+      buckets.push_back({integer<std::int32_t>(b.at(0)), integer<std::uint64_t>(b.at(1))});
     r.itl_ns = analysis::LogHistogram::from_buckets(
         buckets, h.at("sum").get<double>(), h.at("min").get<double>(), h.at("max").get<double>(),
-        h.at("overflow").get<std::uint64_t>());
-    r.dropped_arrivals = j.at("dropped_arrivals").get<std::uint64_t>();
+        integer<std::uint64_t>(h.at("overflow")));
+    r.dropped_arrivals = integer<std::uint64_t>(j.at("dropped_arrivals"));
     r.dropped_arrivals_warmup = j.value("dropped_arrivals_warmup", std::uint64_t{0});
-    r.in_flight_series =
-        j.at("in_flight_series").get<std::vector<std::pair<std::int64_t, std::int32_t>>>();
+    r.in_flight_series = in_flight_series(j.at("in_flight_series"));
     const json& w = j.at("window");
-    r.window_start_ns = w.at(0).get<std::int64_t>();
-    r.window_end_ns = w.at(1).get<std::int64_t>();
-    r.epoch_steady_ns = w.at(2).get<std::int64_t>();
-    r.end_ns = w.at(3).get<std::int64_t>();
+    r.window_start_ns = integer<std::int64_t>(w.at(0));
+    r.window_end_ns = integer<std::int64_t>(w.at(1));
+    r.epoch_steady_ns = integer<std::int64_t>(w.at(2));
+    r.end_ns = integer<std::int64_t>(w.at(3));
     const json& cpu = j.at("cpu");
-    r.cpu = {cpu.at(0).get<std::int64_t>(), cpu.at(1).get<std::int64_t>(),
-             cpu.at(2).get<std::int64_t>(), cpu.at(3).get<std::int64_t>()};
+    r.cpu = {integer<std::int64_t>(cpu.at(0)), integer<std::int64_t>(cpu.at(1)),
+             integer<std::int64_t>(cpu.at(2)), integer<std::int64_t>(cpu.at(3))};
     r.client_cpu_utilisation = j.at("client_cpu_utilisation").get<double>();
     r.schedule_lag = lag_from(j.at("schedule_lag"));
     r.dispatch_lag = lag_from(j.at("dispatch_lag"));
@@ -354,16 +408,16 @@ std::string step_result_from_json(const json& j, agent::StepResult& out) {
     r.calibration.tokens_per_word_final = cal.at("tokens_per_word_final").get<double>();
     r.calibration.overhead_tokens = cal.at("overhead_tokens").get<double>();
     r.calibration.note = cal.at("note").get<std::string>();
-    r.calibration.samples_with_usage = cal.at("samples_with_usage").get<std::uint64_t>();
+    r.calibration.samples_with_usage = integer<std::uint64_t>(cal.at("samples_with_usage"));
     r.calibration.planned_input_mean_tokens = cal.at("planned_input_mean_tokens").get<double>();
     r.calibration.real_input_mean_tokens = cal.at("real_input_mean_tokens").get<double>();
     r.calibration.mean_abs_error_tokens = cal.at("mean_abs_error_tokens").get<double>();
     const json& c = j.at("counts");
-    r.counts = {c.at(0).get<std::uint64_t>(), c.at(1).get<std::uint64_t>(),
-                c.at(2).get<std::uint64_t>(), c.at(3).get<std::uint64_t>(),
-                c.at(4).get<std::uint64_t>(), c.at(5).get<std::uint64_t>(),
-                c.at(6).get<std::uint64_t>(), c.at(7).get<std::uint64_t>()};
-    r.connections_opened = j.at("connections_opened").get<std::uint64_t>();
+    r.counts = {integer<std::uint64_t>(c.at(0)), integer<std::uint64_t>(c.at(1)),
+                integer<std::uint64_t>(c.at(2)), integer<std::uint64_t>(c.at(3)),
+                integer<std::uint64_t>(c.at(4)), integer<std::uint64_t>(c.at(5)),
+                integer<std::uint64_t>(c.at(6)), integer<std::uint64_t>(c.at(7))};
+    r.connections_opened = integer<std::uint64_t>(j.at("connections_opened"));
     if (auto e = check_step_result(r); !e.empty()) return "result: " + e;
     out = std::move(r);
   } catch (const json::exception& e) {

@@ -13,7 +13,8 @@
 
 namespace llmcap::server {
 
-inline constexpr int kShardCodecVersion = 1;
+// 2: step specs carry the target's address_allowlist (an agent of version 1 would ignore it).
+inline constexpr int kShardCodecVersion = 2;
 
 nlohmann::json step_spec_to_json(const agent::StepSpec& spec);
 // Fails (returns the reason, naming the field) on a wrong version or a malformed document.

@@ -36,33 +36,7 @@ TargetAllowlist::TargetAllowlist(const std::vector<std::string>& entries)
     : TargetAllowlist(entries, Options{}) {}
 
 TargetAllowlist::TargetAllowlist(const std::vector<std::string>& entries, Options options)
-    : options_(std::move(options)) {
-  for (const auto& e : entries) {
-    Network n;
-    const auto slash = e.find('/');
-    const std::string ip = e.substr(0, slash);
-    if (inet_pton(AF_INET, ip.c_str(), n.addr) == 1) {
-      n.family = AF_INET;
-      n.prefix = slash == std::string::npos ? 32 : std::stoi(e.substr(slash + 1));
-    } else if (inet_pton(AF_INET6, ip.c_str(), n.addr) == 1) {
-      n.family = AF_INET6;
-      n.prefix = slash == std::string::npos ? 128 : std::stoi(e.substr(slash + 1));
-    } else {
-      n.host = e;
-    }
-    entries_.push_back(n);
-  }
-}
-
-bool TargetAllowlist::in_network(const Network& n, int family, const unsigned char* addr) {
-  if (n.family != family) return false;
-  int bits = n.prefix;
-  for (int i = 0; bits > 0; ++i, bits -= 8) {
-    const unsigned char mask = bits >= 8 ? 0xff : static_cast<unsigned char>(0xff << (8 - bits));
-    if ((addr[i] & mask) != (n.addr[i] & mask)) return false;
-  }
-  return true;
-}
+    : filter_(entries), options_(std::move(options)) {}
 
 std::optional<std::vector<ResolvedAddress>> TargetAllowlist::resolve(const std::string& host,
                                                                      std::string& why) const {
@@ -104,18 +78,14 @@ std::string TargetAllowlist::check(const std::string& url) const {
   auto u = boost::urls::parse_uri(url);
   if (!u) return "not a valid URL";
   std::string host(u->host_address());
-  for (const auto& n : entries_) {
-    if (!n.host.empty() && n.host == host) return "";
-  }
+  if (filter_.allows_name(host)) return "";
   if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
   std::string why;
   const auto addresses = resolve(host, why);
   if (!addresses) return why;
   if (addresses->empty()) return "host '" + host + "' resolves to no IPv4/IPv6 address";
   for (const auto& a : *addresses) {
-    bool ok = false;
-    for (const auto& n : entries_) ok = ok || in_network(n, a.family, a.bytes.data());
-    if (!ok) {
+    if (!filter_.allows_address(a.family, a.bytes.data())) {
       char text[INET6_ADDRSTRLEN] = {};
       inet_ntop(a.family, a.bytes.data(), text, sizeof text);
       return "host '" + host + "' resolves to " + text + ", outside target_allowlist";

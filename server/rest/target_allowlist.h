@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "net/address_filter.h"
+
 namespace llmcap::server {
 
 struct ResolvedAddress {
@@ -43,18 +45,11 @@ class TargetAllowlist {
   std::string check(const std::string& url) const;
 
  private:
-  struct Network {
-    std::string host;  // non-empty for a name entry
-    int family = 0;
-    unsigned char addr[16] = {};
-    int prefix = 0;
-  };
-  static bool in_network(const Network& n, int family, const unsigned char* addr);
   // The host's addresses, or why there are none ("does not resolve", a timeout, too many
   // lookups in flight).
   std::optional<std::vector<ResolvedAddress>> resolve(const std::string& host,
                                                       std::string& why) const;
-  std::vector<Network> entries_;
+  net::AddressFilter filter_;
   Options options_;
   // Lookups in flight; shared with their threads, which may outlive this object.
   std::shared_ptr<std::atomic<int>> pending_ = std::make_shared<std::atomic<int>>(0);

@@ -6,7 +6,8 @@
 #
 # Usage: tests/fuzz/run_fuzzers.sh [SECONDS]
 # Environment: BUILD_DIR (default <repo>/build-fuzz), CXX (default clang++-14), JOBS (default 2),
-#              FUZZERS (default "sse_parser_fuzz plan_reader_fuzz http_request_fuzz"),
+#              FUZZERS (default "sse_parser_fuzz plan_reader_fuzz http_request_fuzz
+#              shard_upload_fuzz"),
 #              FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=4 -workers=4").
 # Needs the Debian packages clang-14 and libclang-rt-14-dev. See tests/fuzz/README.md.
 set -euo pipefail
@@ -16,7 +17,7 @@ seconds=${1:-60}
 build=${BUILD_DIR:-$root/build-fuzz}
 cxx=${CXX:-clang++-14}
 jobs=${JOBS:-2}
-fuzzers=${FUZZERS:-sse_parser_fuzz plan_reader_fuzz http_request_fuzz}
+fuzzers=${FUZZERS:-sse_parser_fuzz plan_reader_fuzz http_request_fuzz shard_upload_fuzz}
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "run_fuzzers.sh: SECONDS must be a positive integer, got '$seconds'" >&2

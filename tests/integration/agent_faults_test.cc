@@ -244,6 +244,38 @@ TEST(AgentFaults, DnsFailureUnderDotInvalid) {
   EXPECT_LT(r.end_ns, 1'500 * kMs);
 }
 
+// Issue 23 #1 (DNS rebinding): the daemon checked the plan's host names against its
+// target_allowlist when the plan was accepted; the load generator checks what a name resolves to
+// again before every connection. "localhost" resolving to 127.0.0.1 stands for a name that
+// resolved to an allowed address at submit and to an internal one now.
+TEST(AgentFaults, ANameResolvingOutsideTheAllowlistIsRefusedAtConnect) {
+  ScriptedTarget fake(quick());
+  const std::string url = "http://localhost:" + std::to_string(fake.port());
+  StepSpec refused = spec_for(url, 0.1);
+  refused.target.address_allowlist = {"10.0.0.0/8"};
+  const StepResult r = StepRunner().run(refused);
+  ASSERT_FALSE(r.samples.empty()) << r.fatal_error;
+  for (const auto& s : r.samples) {
+    ASSERT_EQ(s.error, ErrorClass::kConnect) << to_string(s.error) << " " << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "host localhost now resolves to")) << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "outside target_allowlist")) << s.error_message;
+    EXPECT_EQ(s.t_send_ns, -1);
+  }
+  EXPECT_EQ(r.connections_opened, 0u);
+  EXPECT_EQ(fake.completion_requests(), 0u);
+
+  // The same name passes when its addresses are inside, or when the name itself is listed.
+  for (const std::vector<std::string>& allow : {std::vector<std::string>{"127.0.0.0/8", "::1/128"},
+                                                std::vector<std::string>{"localhost"}}) {
+    StepSpec allowed = spec_for(url, 0.1);
+    allowed.target.address_allowlist = allow;
+    const StepResult ok = StepRunner().run(allowed);
+    expect_counts_add_up(ok);
+    EXPECT_EQ(ok.counts.failed, 0u) << allow.front();
+    EXPECT_GT(ok.counts.ok, 0u) << allow.front();
+  }
+}
+
 TEST(AgentFaults, TlsAgainstAPlainHttpPort) {
   ScriptedTarget fake(quick());
   const std::string url = "https://127.0.0.1:" + std::to_string(fake.port());

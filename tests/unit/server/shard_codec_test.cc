@@ -33,12 +33,14 @@ TEST(ShardCodec, StepSpecRoundTrip) {
   s.drain = agent::DrainPolicy::kCancel;
   s.seed = 123456789012345ULL;
   s.record_token_times = true;
+  s.target.address_allowlist = {"10.0.0.0/8", "gpu-box.internal"};
   agent::StepSpec back;
   ASSERT_EQ(step_spec_from_json(json::parse(step_spec_to_json(s).dump()), back), "");
   EXPECT_EQ(back.target.base_url, s.target.base_url);
   EXPECT_EQ(back.target.api, agent::ApiKind::kChat);
   EXPECT_EQ(back.target.headers, s.target.headers);
   EXPECT_FALSE(back.target.tls.verify_peer);
+  EXPECT_EQ(back.target.address_allowlist, s.target.address_allowlist);
   EXPECT_FALSE(back.target.stream);
   EXPECT_EQ(back.deadlines.idle_ms, 77);
   EXPECT_EQ(back.workload.output_tokens.values, (std::vector<std::int32_t>{3, 5, 8}));
@@ -170,6 +172,27 @@ TEST(ShardCodec, WrongVersionAndMalformedDocumentsAreRefused) {
   json spec = step_spec_to_json(agent::StepSpec{});
   spec["load"]["rate"] = "fast";
   EXPECT_NE(step_spec_from_json(spec, s), "");
+}
+
+// Found by tests/fuzz/shard_upload_fuzz: a float (or an out-of-range integer) where an integer
+// belongs was converted with undefined behaviour; it is refused instead.
+TEST(ShardCodec, FloatsAndOutOfRangeIntegersInIntegerFieldsAreRefused) {
+  agent::StepResult r;
+  r.window_end_ns = 1'000;
+  r.end_ns = 1'000;
+  agent::StepResult out;
+  for (const json& bad : {json(1.27778e+33), json(1.5), json(std::uint64_t{1} << 63)}) {
+    json j = step_result_to_json(r);
+    j["window"][1] = bad;  // int64
+    EXPECT_NE(step_result_from_json(j, out), "") << bad.dump();
+    j = step_result_to_json(r);
+    j["connections_opened"] = bad.is_number_float() ? bad : json(-1);  // uint64
+    EXPECT_NE(step_result_from_json(j, out), "") << bad.dump();
+  }
+  json j = step_result_to_json(r);
+  j["in_flight_series"] = json::array({json::array({0, 1e12})});  // int32 count
+  EXPECT_NE(step_result_from_json(j, out), "");
+  EXPECT_EQ(step_result_from_json(step_result_to_json(r), out), "");
 }
 
 }  // namespace
