@@ -29,6 +29,7 @@ constexpr Row kRows[] = {
     {ApiErrorCode::kInternal, 500, "internal", "Internal error"},
     {ApiErrorCode::kShuttingDown, 503, "shutting-down", "Shutting down"},
     {ApiErrorCode::kStorageUnavailable, 503, "storage-unavailable", "Storage unavailable"},
+    {ApiErrorCode::kResolverBusy, 503, "resolver-busy", "Name resolution busy"},
     {ApiErrorCode::kInsufficientStorage, 507, "insufficient-storage", "Insufficient storage"},
 };
 

@@ -29,6 +29,7 @@ enum class ApiErrorCode {
   kInternal,              // 500
   kShuttingDown,          // 503
   kStorageUnavailable,    // 503
+  kResolverBusy,          // 503 (too many target names being resolved; retry)
   kInsufficientStorage,   // 507 (disk below the daemon's min_free_disk_mib)
 };
 

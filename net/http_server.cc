@@ -169,12 +169,16 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
     if (ec) {
       if (stopped || ec == asio::error::operation_aborted) break;
       ++accept_errors;
-      // Out of file descriptors (EMFILE/ENFILE): the pending connection stays in the backlog
+      // Out of file descriptors or kernel memory: the pending connection stays in the backlog
       // and accept() would fail again at once. Keep serving the connections we have and try
-      // again after a pause, instead of spinning a core.
-      if (ec.value() == EMFILE || ec.value() == ENFILE) ++fd_exhausted;
-      asio::steady_timer pause(acceptor.get_executor(), options.accept_backoff);
-      co_await pause.async_wait(use_nothrow);
+      // again after a pause, instead of spinning a core. Other errors (a client that reset
+      // before accept) concern one connection only: carry on at once.
+      const int e = ec.value();
+      if (e == EMFILE || e == ENFILE) ++fd_exhausted;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        asio::steady_timer pause(acceptor.get_executor(), options.accept_backoff);
+        co_await pause.async_wait(use_nothrow);
+      }
       continue;
     }
     asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
@@ -236,18 +240,20 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     beast::error_code ec;
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
   };
-  // Beyond max_connections (or this client's share) a connection may still carry one request
-  // for a reserved path (health, metrics) while the reserve lasts; everything else gets 503.
+  // Over its address's share a connection is refused at once. Beyond max_connections it may
+  // still carry one request for a reserved path (health, metrics) while the reserve lasts, and
+  // must send it quickly; everything else gets 503.
   const std::size_t open = open_connections;
-  const bool over_client_cap =
-      options.max_connections_per_client > 0 && from_client > options.max_connections_per_client;
-  const bool over_cap = open > options.max_connections;
-  const bool reserve_only = over_cap || over_client_cap;
+  if (options.max_connections_per_client > 0 && from_client > options.max_connections_per_client) {
+    ++rejected_per_client;
+    co_await refuse("too many connections from this address");
+    co_return;
+  }
+  const bool reserve_only = open > options.max_connections;
   if (reserve_only && (options.reserved_paths.empty() ||
                        open > options.max_connections + options.reserved_connections)) {
-    ++(over_client_cap && !over_cap ? rejected_per_client : rejected_full);
-    co_await refuse(over_client_cap && !over_cap ? "too many connections from this address"
-                                                 : "too many connections");
+    ++rejected_full;
+    co_await refuse("too many connections");
     co_return;
   }
 
@@ -257,17 +263,23 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(options.max_body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
-    if (buffer.size() == 0) {
-      // Wait for the first byte of the next request: read_timeout for a new connection's
-      // first request, the (load-dependent) keep-alive timeout between requests.
-      stream->expires_after(first ? options.read_timeout : idle_timeout_now());
+    // A new connection's first request must arrive whole within read_timeout of the accept (a
+    // reserve connection's within min_idle_timeout: it holds a slot past the cap). Between
+    // requests the wait for the next first byte is the load-dependent keep-alive timeout, and
+    // from that byte the request must arrive whole within read_timeout, however slowly its
+    // bytes trickle in (slowloris).
+    if (first) {
+      stream->expires_after(reserve_only ? std::min(options.min_idle_timeout, options.read_timeout)
+                                         : options.read_timeout);
+    } else if (buffer.size() == 0) {
+      stream->expires_after(idle_timeout_now());
       auto [wait_ec, got] = co_await stream->async_read_some(buffer.prepare(4096), use_nothrow);
       buffer.commit(got);
       if (wait_ec) break;
+      stream->expires_after(options.read_timeout);
+    } else {
+      stream->expires_after(options.read_timeout);
     }
-    // From its first byte a request must arrive whole within read_timeout, however slowly its
-    // bytes trickle in (slowloris).
-    stream->expires_after(options.read_timeout);
     first = false;
     auto [ec, n] = co_await http::async_read(*stream, buffer, parser, use_nothrow);
     (void)n;
@@ -311,9 +323,8 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     const bool keep_alive = msg.keep_alive() && !reserve_only;
     const bool head_only = msg.method() == http::verb::head;
     if (reserve_only && !reserved(req.path)) {
-      ++(over_client_cap && !over_cap ? rejected_per_client : rejected_full);
-      co_await refuse(over_client_cap && !over_cap ? "too many connections from this address"
-                                                   : "too many connections");
+      ++rejected_full;
+      co_await refuse("too many connections");
       co_return;
     }
 

@@ -83,7 +83,8 @@ Daemon::~Daemon() { stop(0); }
 
 void Daemon::start() {
   const rlim_t open_files = raise_open_file_limit();
-  if (open_files != 0 && open_files < static_cast<rlim_t>(config_.max_connections) + 64)
+  if (open_files != 0 &&
+      open_files < static_cast<rlim_t>(config_.max_connections + config_.reserved_connections) + 64)
     log()->warn(
         "open file limit {} is below max_connections ({}) plus room for the load "
         "generator: connections beyond it are refused (raise LimitNOFILE / ulimit -n)",

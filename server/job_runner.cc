@@ -399,32 +399,33 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   }
   for (auto& t : plan.targets) {
     t.workload.dataset_max_bytes = dataset_policy_.max_bytes;
+    t.address_allowlist = target_allowlist_;
     if (!EmbeddedSimulators::is_sim_url(t.base_url)) t.spec.address_allowlist = target_allowlist_;
   }
 
   plan.telemetry_interval_s = telemetry_interval_s_;
+  // Every start is a resume of what is stored (nothing, for a new job). Finished phases are
+  // reused whole; the phase that was cut runs again from its first step. Its earlier steps (and
+  // the one cut mid-way, also one whose job had no finished step yet) are removed, and the
+  // re-run takes their numbers, so the job stores each step once and its exports hold exactly
+  // the samples of the steps in its results (issue 23 #10).
   ResumeState resume;
-  if (resumed_from) {
-    if (auto caps = store_.list_capacity(job_id); caps.ok()) {
-      for (const auto& c : caps.value()) {
-        if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
-          resume.completed_phases[c.target.substr(std::string(storage::kPhaseKeyPrefix).size())] =
-              json::parse(c.result_json, nullptr, false);
-      }
+  if (auto caps = store_.list_capacity(job_id); caps.ok()) {
+    for (const auto& c : caps.value()) {
+      if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
+        resume.completed_phases[c.target.substr(std::string(storage::kPhaseKeyPrefix).size())] =
+            json::parse(c.result_json, nullptr, false);
     }
-    // Finished phases are reused whole; the phase that was cut runs again from its first step.
-    // Its earlier steps (and the one cut mid-way) are removed, and the re-run takes their
-    // numbers, so the job stores each step once and its exports hold exactly the samples of the
-    // steps in its results (issue 23 #10).
-    resume.completed_steps = first_step_after(resume.completed_phases);
-    auto removed = store_.delete_steps_from(job_id, resume.completed_steps);
-    if (!removed.ok()) {
-      fail("cannot resume: storage: " + removed.status().to_string());
-      return;
-    }
+  }
+  resume.completed_steps = first_step_after(resume.completed_phases);
+  auto removed = store_.delete_steps_from(job_id, resume.completed_steps);
+  if (!removed.ok()) {
+    fail("cannot start: storage: " + removed.status().to_string());
+    return;
+  }
+  if (resumed_from || removed.value() > 0 || !resume.completed_phases.empty())
     log()->info("job {}: resuming at step {} ({} phases reused, {} superseded steps removed)",
                 job_id, resume.completed_steps, resume.completed_phases.size(), removed.value());
-  }
 
   // On SIGTERM the step that runs is finished and stored, and no new one starts: the job ends
   // interrupted (resumable). shutdown_grace_s bounds the wait: the scheduler's stop cuts the

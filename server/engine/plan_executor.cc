@@ -265,7 +265,9 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
     so.metrics_url = m.metrics_url;
     so.interval_ns = static_cast<std::int64_t>(plan_.telemetry_interval_s * 1e9 / k);
     so.tls = target_.spec.tls;
-    so.address_allowlist = target_.spec.address_allowlist;
+    // The plan's metrics_url is checked (also beside an embedded simulator); the simulator's
+    // own /metrics is not.
+    if (!target_.metrics_url.empty()) so.address_allowlist = target_.address_allowlist;
     scraper.emplace(so);
     scraper->start(std::chrono::duration_cast<std::chrono::nanoseconds>(scrape_epoch).count());
   }

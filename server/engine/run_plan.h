@@ -27,6 +27,9 @@ struct RunTarget {
   double price_per_hour = 0;
   std::string currency = "USD";
   std::string metrics_url;
+  // The daemon's target_allowlist (empty: any address, `llmcapd run`): the agent (spec, for
+  // real targets) and the scraper of a plan-given metrics_url check every connection against it.
+  std::vector<std::string> address_allowlist;
   // Simulated targets only: the simulator runs this many times faster than real time. The
   // executor runs each step compressed by this factor and scales every measured time back
   // (× time_scale) before analysis, so results read in simulated real time.

@@ -203,8 +203,9 @@ std::string check_step_result(const agent::StepResult& r) {
 
 std::string check_version(const json& j) {
   if (!j.is_object()) return "must be an object";
+  // Compared as JSON values: a huge integer is simply another version (no conversion).
   if (!j.contains("codec") || !j["codec"].is_number_integer() ||
-      integer<int>(j["codec"]) != kShardCodecVersion)
+      j["codec"] != json(kShardCodecVersion))
     return "codec: this build speaks shard codec version " + std::to_string(kShardCodecVersion) +
            " (agent and daemon must be the same llmcap version)";
   return "";
@@ -388,7 +389,8 @@ std::string step_result_from_json(const json& j, agent::StepResult& out) {
         buckets, h.at("sum").get<double>(), h.at("min").get<double>(), h.at("max").get<double>(),
         integer<std::uint64_t>(h.at("overflow")));
     r.dropped_arrivals = integer<std::uint64_t>(j.at("dropped_arrivals"));
-    r.dropped_arrivals_warmup = j.value("dropped_arrivals_warmup", std::uint64_t{0});
+    if (j.contains("dropped_arrivals_warmup"))
+      r.dropped_arrivals_warmup = integer<std::uint64_t>(j["dropped_arrivals_warmup"]);
     r.in_flight_series = in_flight_series(j.at("in_flight_series"));
     const json& w = j.at("window");
     r.window_start_ns = integer<std::int64_t>(w.at(0));

@@ -55,10 +55,10 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
     tr.price_per_hour = t.price_per_hour;
     nj.targets.push_back(tr);
     for (const auto& [k, v] : t.secrets) nj.secrets.push_back({t.name, k, v});
+    // The same set the plan reader redacts (net::is_credential_header), so every redacted
+    // value has its secret to be restored from when the job runs.
     for (const auto& [k, v] : t.headers) {
-      const auto lower = net::to_lower_ascii(k);
-      if (lower == "authorization" || lower == "x-api-key")
-        nj.secrets.push_back({t.name, "header:" + k, v});
+      if (net::is_credential_header(k)) nj.secrets.push_back({t.name, "header:" + k, v});
     }
   }
   if (key) {

@@ -89,7 +89,12 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::handle(HttpRequest& 
     } else if (spec.stream) {
       response = co_await spec.stream(ctx, req, out, m.params);
     } else if (spec.on_io_thread) {
-      response = spec.blocking(ctx, req, m.params);
+      try {
+        response = spec.blocking(ctx, req, m.params);
+      } catch (const std::exception& e) {
+        api_log()->error("{} {}: {}", req.method, req.path, e.what());
+        response = problem_response(ApiErrorCode::kInternal, "internal error");
+      }
     } else {
       auto io = co_await asio::this_coro::executor;
       co_await asio::post(ctx.blocking, asio::use_awaitable);

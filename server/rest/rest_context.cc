@@ -163,16 +163,26 @@ std::optional<HttpResponse> RestContext::plan_problem(const api::PlanParse& pars
     return problem_response(ApiErrorCode::kInvalidPlan,
                             std::to_string(parse.errors.size()) + " problem(s) in the plan",
                             parse.errors);
-  std::vector<api::FieldError> denied;
+  // Every URL of the plan at once (one shared resolution deadline, server/rest/target_allowlist.h).
+  std::vector<std::string> urls, paths;
   for (std::size_t i = 0; i < parse.plan->targets.size(); ++i) {
     const auto& t = parse.plan->targets[i];
-    if (auto why = allowlist.check(t.base_url); !why.empty())
-      denied.push_back({"/targets/" + std::to_string(i) + "/base_url", why});
+    urls.push_back(t.base_url);
+    paths.push_back("/targets/" + std::to_string(i) + "/base_url");
     if (!t.metrics_url.empty()) {
-      if (auto why = allowlist.check(t.metrics_url); !why.empty())
-        denied.push_back({"/targets/" + std::to_string(i) + "/metrics_url", why});
+      urls.push_back(t.metrics_url);
+      paths.push_back("/targets/" + std::to_string(i) + "/metrics_url");
     }
   }
+  const auto verdicts = allowlist.check_all(urls);
+  std::vector<api::FieldError> denied;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    if (!verdicts.reasons[i].empty()) denied.push_back({paths[i], verdicts.reasons[i]});
+  }
+  if (verdicts.busy)
+    return problem_response(ApiErrorCode::kResolverBusy,
+                            "too many target names are being resolved; retry later", denied)
+        .with_header("Retry-After", "5");
   if (!denied.empty())
     return problem_response(ApiErrorCode::kInvalidPlan, "target not allowed", denied);
   return std::nullopt;

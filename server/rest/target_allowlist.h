@@ -3,10 +3,12 @@
 // allowed when its host is a listed name or every address it resolves to is inside a listed
 // network. sim:// (embedded simulators) is always allowed.
 //
-// Name resolution is bounded: each lookup runs on a thread of its own and check() waits for it
-// at most resolve_timeout, so a resolver that never answers costs a plan validation that long,
-// never the API's worker pool (issue 23 #6). At most max_pending lookups run at once; beyond
-// that check() refuses at once ("retry later") instead of queueing.
+// Name resolution is bounded (issue 23 #6): every distinct host of a plan is looked up at once,
+// each on a thread of its own (address literals need none), and check_all() waits for all of
+// them until one shared deadline, resolve_timeout. A resolver that never answers so costs a
+// plan validation that long, whatever the number of hosts, and holds one worker of the API's
+// pool for it. At most max_pending lookups run at once; beyond that the URL is refused at once
+// with busy set ("retry later": 503, not an invalid plan).
 // Thread-safety: check() may be called from several threads at once.
 #pragma once
 
@@ -41,14 +43,19 @@ class TargetAllowlist {
   };
   explicit TargetAllowlist(const std::vector<std::string>& entries);
   TargetAllowlist(const std::vector<std::string>& entries, Options options);
+  struct Verdicts {
+    std::vector<std::string> reasons;  // parallel to the URLs: "" when allowed, else why not
+    bool busy = false;                 // some URL was refused only because of max_pending
+  };
+  Verdicts check_all(const std::vector<std::string>& urls) const;
   // "" when the URL's host is allowed; else why not, naming the host and the setting.
   std::string check(const std::string& url) const;
 
  private:
-  // The host's addresses, or why there are none ("does not resolve", a timeout, too many
-  // lookups in flight).
-  std::optional<std::vector<ResolvedAddress>> resolve(const std::string& host,
-                                                      std::string& why) const;
+  struct Lookup;
+  // The host's lookup, started (or done, for an address literal); null when max_pending are
+  // in flight or no thread could be started.
+  std::shared_ptr<Lookup> start_lookup(const std::string& host) const;
   net::AddressFilter filter_;
   Options options_;
   // Lookups in flight; shared with their threads, which may outlive this object.

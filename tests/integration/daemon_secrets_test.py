@@ -35,10 +35,11 @@ BINARY = None
 SIM_KEY = "sk-llmcap-SIMKEY-5e1d0c9b8a7f"
 ECHO_KEY = "sk-llmcap-ECHOKEY-3c2b1a09f8e7"
 ECHO_HEADER = "hdr-llmcap-ECHOHDR-77e6d5c4b3"
+ECHO_API_KEY = "azk-llmcap-ECHOAPIKEY-3c2b1a09"  # an Azure-style Api-Key header
 ADMIN = "admin-llmcap-ADMINTOK-0f1e2d3c4b"
 READ = "read-llmcap-READTOK-9a8b7c6d5e4f"
 WRONG = "wrong-llmcap-WRONGTOK-1234567890"
-SECRETS = [SIM_KEY, ECHO_KEY, ECHO_HEADER, ADMIN, READ, WRONG]
+SECRETS = [SIM_KEY, ECHO_KEY, ECHO_HEADER, ECHO_API_KEY, ADMIN, READ, WRONG]
 
 
 def result_steps(res):
@@ -51,6 +52,7 @@ def result_steps(res):
 class EchoHandler(http.server.BaseHTTPRequestHandler):
     """401 for everything, the credentials it received in the body."""
     seen = []
+    api_keys = []
 
     def log_message(self, *args):
         pass
@@ -62,6 +64,7 @@ class EchoHandler(http.server.BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         key = self.headers.get("X-Api-Key", "")
         EchoHandler.seen.append((auth, key))
+        EchoHandler.api_keys.append(self.headers.get("Api-Key", ""))
         body = json.dumps({"error": {"message": "invalid credentials %s / %s" % (auth, key),
                                      "type": "invalid_request_error"}}).encode()
         self.send_response(401)
@@ -79,7 +82,7 @@ def secrets_plan(echo_port):
     doc["targets"].append({"name": "echo", "base_url": "http://127.0.0.1:%d" % echo_port,
                            "price_per_hour": 1.0, "model": "echo-model",
                            "secrets": {"api_key": ECHO_KEY},
-                           "headers": {"X-Api-Key": ECHO_HEADER}})
+                           "headers": {"X-Api-Key": ECHO_HEADER, "Api-Key": ECHO_API_KEY}})
     return doc
 
 
@@ -107,6 +110,10 @@ class SecretsTest(unittest.TestCase):
             self.assertEqual(job["state"], "succeeded", job)
         # The secrets really reached the echo target (and so came back in its error bodies).
         self.assertIn(("Bearer " + ECHO_KEY, ECHO_HEADER), EchoHandler.seen)
+        # Every credential header the plan reader redacts is stored as a secret and sent as
+        # given, never as the redaction "***" (Api-Key too).
+        self.assertIn(ECHO_API_KEY, EchoHandler.api_keys)
+        self.assertNotIn("***", EchoHandler.api_keys)
         job_id = ids[0]
         base = "/v1/jobs/" + job_id
         results = d.get_json(base + "/results", token=READ)
@@ -157,7 +164,7 @@ class SecretsTest(unittest.TestCase):
             if os.path.exists(d.db_path + suffix):
                 with open(d.db_path + suffix, "rb") as f:
                     raw = f.read()
-                for s in (SIM_KEY, ECHO_KEY, ECHO_HEADER):
+                for s in (SIM_KEY, ECHO_KEY, ECHO_HEADER, ECHO_API_KEY):
                     self.assertNotIn(s.encode(), raw, "secret %r in %s" % (s, suffix or "db"))
         log = d.all_logs()
         self.assertIn(job_id, log)  # the log is really written (debug level)

@@ -81,5 +81,45 @@ TEST(TargetAllowlist, AResolverThatNeverAnswersCostsTheTimeoutOnly) {
   release->set_value();
 }
 
+TEST(TargetAllowlist, AddressLiteralsNeedNoLookup) {
+  TargetAllowlist::Options o;
+  o.resolver = [](const std::string& host) -> std::optional<std::vector<ResolvedAddress>> {
+    ADD_FAILURE() << "looked up an address literal: " << host;
+    return std::nullopt;
+  };
+  TargetAllowlist list({"10.0.0.0/8", "fd00::/8"}, o);
+  EXPECT_EQ(list.check("http://10.1.2.3:8000"), "");
+  EXPECT_EQ(list.check("http://[fd00::1]:8000"), "");
+  EXPECT_EQ(list.check("http://192.168.1.1:8000"),
+            "host '192.168.1.1' resolves to 192.168.1.1, outside target_allowlist");
+}
+
+// A plan naming several hosts whose resolver hangs costs one timeout, not one per host, and a
+// full resolver marks the verdict busy (the API answers 503 + Retry-After, not 422).
+TEST(TargetAllowlist, AllHostsOfAPlanShareOneDeadline) {
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  TargetAllowlist::Options o;
+  o.resolve_timeout = 1000ms;
+  o.max_pending = 3;
+  o.resolver = [released](const std::string&) -> std::optional<std::vector<ResolvedAddress>> {
+    released.wait();
+    return std::nullopt;
+  };
+  TargetAllowlist list({"127.0.0.0/8"}, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto v = list.check_all({"http://a.example", "http://b.example", "http://c.example",
+                                 "http://a.example/metrics", "sim://rtx4090/llama"});
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(v.reasons.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_NE(v.reasons[i].find("did not resolve"), std::string::npos);
+  EXPECT_EQ(v.reasons[4], "");
+  EXPECT_FALSE(v.busy);
+  EXPECT_LT(waited, 2500ms);  // one shared 1 s deadline, not 3 s (generous bound)
+  const auto busy = list.check_all({"http://d.example"});  // three lookups still hang
+  EXPECT_TRUE(busy.busy);
+  release->set_value();
+}
+
 }  // namespace
 }  // namespace llmcap::server
