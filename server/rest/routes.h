@@ -1,7 +1,7 @@
 // The REST API's route table: one row per route — method, path pattern, stable name (the
-// `route` label of llmcap_api_requests_total), who may call it, and its handler. Each resource
-// file contributes its rows; rest_api.cc matches requests against the whole table (404 and 405
-// fall out of it) and applies the row's access rule before the handler runs.
+// `route` label of llmcap_api_request_duration_seconds), who may call it, and its handler. Each
+// resource file contributes its rows; rest_api.cc matches requests against the whole table (404
+// and 405 fall out of it) and applies the row's access rule before the handler runs.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
