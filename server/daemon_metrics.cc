@@ -8,9 +8,12 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
+#include "server/process_metrics.h"
 #include "server/version.h"
 
 namespace llmcap::server {
@@ -71,15 +74,17 @@ struct DaemonMetrics::Families {
                          .Register(r)),
         in_flight(prometheus::BuildGauge()
                       .Name("llmcap_in_flight_requests")
-                      .Help("Requests in flight now")
+                      .Help("Requests in flight now, by job and target")
                       .Register(r)),
         offered_rate(prometheus::BuildGauge()
-                         .Name("llmcap_offered_rate_rps")
-                         .Help("Arrival rate the current step offers (open loop)")
+                         .Name("llmcap_offered_requests_per_second")
+                         .Help("Arrival rate the current step offers (open loop), in the plan's "
+                               "time")
                          .Register(r)),
         achieved_rate(prometheus::BuildGauge()
-                          .Name("llmcap_achieved_rate_rps")
-                          .Help("Arrival rate actually sent in the current step")
+                          .Name("llmcap_achieved_requests_per_second")
+                          .Help("Arrival rate actually sent in the current step, in the plan's "
+                                "time (simulated targets: wall-clock rate / time_scale)")
                           .Register(r)),
         dropped(prometheus::BuildCounter()
                     .Name("llmcap_dropped_arrivals_total")
@@ -87,7 +92,7 @@ struct DaemonMetrics::Families {
                     .Register(r)),
         client_cpu(prometheus::BuildGauge()
                        .Name("llmcap_client_cpu_utilisation_ratio")
-                       .Help("Load generator CPU use in the last step (0..1 of its cores)")
+                       .Help("Load generator CPU use in the job's last step (0..1 of its cores)")
                        .Register(r)),
         jobs(prometheus::BuildGauge().Name("llmcap_jobs").Help("Jobs by state").Register(r)),
         queue(prometheus::BuildGauge()
@@ -95,17 +100,19 @@ struct DaemonMetrics::Families {
                   .Help("Jobs waiting to run")
                   .Register(r)),
         current_step(prometheus::BuildGauge()
-                         .Name("llmcap_current_step_info")
-                         .Help("Step index now running, by target and phase")
+                         .Name("llmcap_current_step_index")
+                         .Help("Index (within its phase) of the step now running, by job, "
+                               "target and phase")
                          .Register(r)),
         verdict(prometheus::BuildGauge()
                     .Name("llmcap_last_verdict")
-                    .Help("Last step verdict by target and phase: 1 pass, 0 fail, -1 "
-                          "inconclusive")
+                    .Help("Verdict of the job's last judged step by target and phase: 1 pass, "
+                          "0 fail, -1 inconclusive")
                     .Register(r)),
         capacity_rps(prometheus::BuildGauge()
-                         .Name("llmcap_qualified_capacity_rps")
-                         .Help("Qualified capacity (requests/s) from the latest finished job")
+                         .Name("llmcap_qualified_capacity_requests_per_second")
+                         .Help("Qualified capacity (open-loop requests/s) of the target's latest "
+                               "finished job that found one; absent without a qualified rate")
                          .Register(r)),
         capacity_tps(prometheus::BuildGauge()
                          .Name("llmcap_qualified_output_tokens_per_second")
@@ -113,7 +120,8 @@ struct DaemonMetrics::Families {
                          .Register(r)),
         cost(prometheus::BuildGauge()
                  .Name("llmcap_cost_per_million_output_tokens")
-                 .Help("Cost per million output tokens at the qualified capacity")
+                 .Help("Cost per million output tokens at the qualified capacity, in the "
+                       "plan's currency (label currency)")
                  .Register(r)),
         build_info(prometheus::BuildGauge()
                        .Name("llmcap_build_info")
@@ -182,6 +190,8 @@ struct DaemonMetrics::Families {
   };
   std::mutex mu;
   std::map<std::string, TargetHandles> targets;  // GUARDED_BY(mu)
+  std::mutex capacity_mu;
+  std::map<std::string, Gauge*> cost_by_target;  // GUARDED_BY(capacity_mu)
 
   TargetHandles& target(const std::string& name) {
     std::lock_guard lock(mu);
@@ -195,13 +205,60 @@ struct DaemonMetrics::Families {
                     &schedule_lag.Add(l, lag_buckets()),
                     &output_tokens.Add(l),
                     &input_tokens.Add(l)};
+    dropped.Add(l);  // 0 until something is dropped: its rate reads 0, not "no data"
     return targets.emplace(name, h).first->second;
   }
 };
 
-DaemonMetrics::DaemonMetrics()
+// The live gauges of each job, so they can be removed once the job has ended.
+struct DaemonMetrics::JobSeries {
+  using Key = std::pair<prometheus::Family<Gauge>*, prometheus::Labels>;
+  struct Job {
+    std::map<Key, Gauge*> series;
+    std::map<std::string, Key> current_step;  // by target: the series of the step now running
+    std::optional<std::chrono::steady_clock::time_point> finished;
+  };
+  std::mutex mu;
+  std::map<std::string, Job> jobs;  // GUARDED_BY(mu)
+
+  void set(const std::string& job, prometheus::Family<Gauge>& family,
+           const prometheus::Labels& labels, double value) {
+    std::lock_guard lock(mu);
+    set_locked(jobs[job], family, labels, value);
+  }
+  void set_locked(Job& j, prometheus::Family<Gauge>& family, const prometheus::Labels& labels,
+                  double value) {
+    Gauge& g = family.Add(labels);
+    g.Set(value);
+    j.series[{&family, labels}] = &g;
+  }
+  void remove_locked(Job& j, const Key& key) {
+    if (auto it = j.series.find(key); it != j.series.end()) {
+      key.first->Remove(it->second);
+      j.series.erase(it);
+    }
+  }
+  // Removes the series of the jobs that ended at least `grace` before `now`.
+  void expire(std::chrono::steady_clock::time_point now,
+              std::chrono::steady_clock::duration grace) {
+    std::lock_guard lock(mu);
+    for (auto it = jobs.begin(); it != jobs.end();) {
+      if (it->second.finished && now - *it->second.finished >= grace) {
+        for (const auto& [key, gauge] : it->second.series) key.first->Remove(gauge);
+        it = jobs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+};
+
+DaemonMetrics::DaemonMetrics(std::chrono::steady_clock::duration series_grace)
     : registry_(std::make_shared<prometheus::Registry>()),
-      f_(std::make_unique<Families>(*registry_)) {
+      f_(std::make_unique<Families>(*registry_)),
+      jobs_(std::make_unique<JobSeries>()),
+      process_(std::make_unique<ProcessCollector>()),
+      series_grace_(series_grace) {
   f_->build_info
       .Add({{"version", kVersion}, {"revision", kGitRevision}, {"build_type", kBuildType}})
       .Set(1);
@@ -245,40 +302,81 @@ void DaemonMetrics::record_itl_seconds(const std::string& target, double seconds
   increments[static_cast<std::size_t>(at)] = static_cast<double>(count);
   f_->target(target).itl->ObserveMultiple(increments, seconds * static_cast<double>(count));
 }
-void DaemonMetrics::set_in_flight(const std::string& target, double n) {
-  f_->in_flight.Add({{"target", target}}).Set(n);
-}
-void DaemonMetrics::set_offered_rate(const std::string& target, double rps) {
-  f_->offered_rate.Add({{"target", target}}).Set(rps);
-}
-void DaemonMetrics::set_achieved_rate(const std::string& target, double rps) {
-  f_->achieved_rate.Add({{"target", target}}).Set(rps);
-}
 void DaemonMetrics::add_dropped_arrivals(const std::string& target, double n) {
   f_->dropped.Add({{"target", target}}).Increment(n);
 }
 void DaemonMetrics::observe_schedule_lag_seconds(const std::string& target, double seconds) {
   f_->target(target).lag->Observe(seconds);
 }
-void DaemonMetrics::set_client_cpu(const std::string& target, double utilisation) {
-  f_->client_cpu.Add({{"target", target}}).Set(utilisation);
+
+void DaemonMetrics::set_in_flight(const std::string& job, const std::string& target, double n) {
+  jobs_->set(job, f_->in_flight, {{"job_id", job}, {"target", target}}, n);
 }
+void DaemonMetrics::set_offered_rate(const std::string& job, const std::string& target,
+                                     double rps) {
+  jobs_->set(job, f_->offered_rate, {{"job_id", job}, {"target", target}}, rps);
+}
+void DaemonMetrics::set_achieved_rate(const std::string& job, const std::string& target,
+                                      double rps) {
+  jobs_->set(job, f_->achieved_rate, {{"job_id", job}, {"target", target}}, rps);
+}
+void DaemonMetrics::set_client_cpu(const std::string& job, const std::string& target,
+                                   double utilisation) {
+  jobs_->set(job, f_->client_cpu, {{"job_id", job}, {"target", target}}, utilisation);
+}
+void DaemonMetrics::set_current_step(const std::string& job, const std::string& target,
+                                     const std::string& phase, double step_index) {
+  f_->dropped.Add({{"target", target}});  // 0 until something is dropped
+  const prometheus::Labels labels{{"job_id", job}, {"target", target}, {"phase", phase}};
+  std::lock_guard lock(jobs_->mu);
+  auto& j = jobs_->jobs[job];
+  auto previous = j.current_step.find(target);
+  if (previous != j.current_step.end() && previous->second.second != labels)
+    jobs_->remove_locked(j, previous->second);
+  jobs_->set_locked(j, f_->current_step, labels, step_index);
+  j.current_step.insert_or_assign(target, JobSeries::Key{&f_->current_step, labels});
+}
+void DaemonMetrics::set_last_verdict(const std::string& job, const std::string& target,
+                                     const std::string& phase, double verdict) {
+  jobs_->set(job, f_->verdict, {{"job_id", job}, {"target", target}, {"phase", phase}}, verdict);
+}
+void DaemonMetrics::job_finished(const std::string& job) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(jobs_->mu);
+    if (auto it = jobs_->jobs.find(job); it != jobs_->jobs.end()) it->second.finished = now;
+  }
+  jobs_->expire(now, series_grace_);
+}
+
 void DaemonMetrics::set_jobs(const std::string& state, double n) {
   f_->jobs.Add({{"state", state}}).Set(n);
 }
 void DaemonMetrics::set_queue_length(double n) { f_->queue.Add({}).Set(n); }
-void DaemonMetrics::set_current_step(const std::string& target, const std::string& phase,
-                                     double step_index) {
-  f_->current_step.Add({{"target", target}, {"phase", phase}}).Set(step_index);
-}
-void DaemonMetrics::set_last_verdict(const std::string& target, const std::string& phase,
-                                     double verdict) {
-  f_->verdict.Add({{"target", target}, {"phase", phase}}).Set(verdict);
-}
-void DaemonMetrics::set_capacity(const std::string& target, double rps, double tps, double cost) {
-  f_->capacity_rps.Add({{"target", target}}).Set(rps);
-  f_->capacity_tps.Add({{"target", target}}).Set(tps);
-  f_->cost.Add({{"target", target}}).Set(cost);
+
+void DaemonMetrics::set_capacity(const std::string& target, const Capacity& c) {
+  std::lock_guard lock(f_->capacity_mu);
+  auto put = [&target](prometheus::Family<Gauge>& family, const std::optional<double>& v) {
+    const prometheus::Labels labels{{"target", target}};
+    if (v) {
+      family.Add(labels).Set(*v);
+    } else if (family.Has(labels)) {
+      family.Remove(&family.Add(labels));
+    }
+  };
+  put(f_->capacity_rps, c.requests_per_second);
+  put(f_->capacity_tps, c.output_tokens_per_second);
+  // One cost series per target: a job priced in another currency replaces it.
+  auto& cost = f_->cost_by_target;
+  if (auto it = cost.find(target); it != cost.end()) {
+    f_->cost.Remove(it->second);
+    cost.erase(it);
+  }
+  if (c.cost_per_million_output_tokens) {
+    Gauge& g = f_->cost.Add({{"target", target}, {"currency", c.currency}});
+    g.Set(*c.cost_per_million_output_tokens);
+    cost.emplace(target, &g);
+  }
 }
 void DaemonMetrics::set_storage_queue_depth(double n) { f_->storage_queue.Add({}).Set(n); }
 
@@ -294,10 +392,13 @@ void DaemonMetrics::observe_api_request(const std::string& route, int status, do
 }
 
 std::string DaemonMetrics::serialize() const {
-  f_->uptime.Add({}).Set(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  const auto now = std::chrono::steady_clock::now();
+  jobs_->expire(now, series_grace_);
+  f_->uptime.Add({}).Set(std::chrono::duration<double>(now - started_).count());
+  auto families = registry_->Collect();
+  for (auto& f : process_->Collect()) families.push_back(std::move(f));
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
 

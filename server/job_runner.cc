@@ -93,6 +93,9 @@ class DaemonSink final : public ExecutionSink {
         redactor_(redactor) {}
 
   void set_after_step(std::function<void()> f) { after_step_ = std::move(f); }
+  // The time_scale of each simulated target (by name): live rates are exported in the plan's
+  // time, like the (expanded) latencies, not in the compressed wall-clock time of the run.
+  void set_time_scales(std::map<std::string, double> scales) { time_scales_ = std::move(scales); }
   // Before each step is stored: "" when storage is sound, else why the job must stop (the
   // database file was deleted or replaced under the daemon).
   void set_storage_check(std::function<std::string()> f) { storage_check_ = std::move(f); }
@@ -110,9 +113,9 @@ class DaemonSink final : public ExecutionSink {
     auto id = store_.begin_step(s);
     step_id_ = id.ok() ? id.value() : -1;
     if (!id.ok()) begin_error_ = id.status().to_string();
-    metrics_.set_current_step(ctx.target, ctx.phase, static_cast<double>(ctx.step_index));
-    if (ctx.params.contains("rate_rps"))
-      metrics_.set_offered_rate(ctx.target, ctx.params["rate_rps"].get<double>());
+    metrics_.set_current_step(job_id_, ctx.target, ctx.phase, static_cast<double>(ctx.step_index));
+    if (ctx.params.contains("rate_rps"))  // the plan's rate (uncompressed)
+      metrics_.set_offered_rate(job_id_, ctx.target, ctx.params["rate_rps"].get<double>());
     std::lock_guard lock(mu_);
     progress_ = progress_json(ctx, nullptr);
     events_.append(job_id_, "progress", progress_.dump());
@@ -120,9 +123,12 @@ class DaemonSink final : public ExecutionSink {
   }
 
   void on_progress(const StepContext& ctx, const agent::StepProgress& p) override {
-    metrics_.set_in_flight(ctx.target, static_cast<double>(p.in_flight));
-    if (p.elapsed_ns > 0)
-      metrics_.set_achieved_rate(ctx.target, static_cast<double>(p.sent) / (p.elapsed_ns / 1e9));
+    metrics_.set_in_flight(job_id_, ctx.target, static_cast<double>(p.in_flight));
+    if (p.elapsed_ns > 0) {
+      // elapsed_ns is wall-clock: a simulated target's step ran time_scale× faster.
+      const double seconds = static_cast<double>(p.elapsed_ns) / 1e9 * time_scale(ctx.target);
+      metrics_.set_achieved_rate(job_id_, ctx.target, static_cast<double>(p.sent) / seconds);
+    }
     if (p.dropped_arrivals > last_dropped_) {
       metrics_.add_dropped_arrivals(ctx.target,
                                     static_cast<double>(p.dropped_arrivals - last_dropped_));
@@ -144,16 +150,16 @@ class DaemonSink final : public ExecutionSink {
       }
     }
     last_dropped_ = 0;
-    metrics_.set_in_flight(ctx.target, 0);
+    metrics_.set_in_flight(job_id_, ctx.target, 0);
     for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
     // The pooled ITL histogram goes to Prometheus bucket by bucket (≤1% value error).
     for (const auto& b : result.itl_ns.buckets()) {
       const double seconds = analysis::LogHistogram::bucket_value(b.index) * 1e-9;
       metrics_.record_itl_seconds(ctx.target, seconds, b.count);
     }
-    metrics_.set_client_cpu(ctx.target, result.client_cpu_utilisation);
+    metrics_.set_client_cpu(job_id_, ctx.target, result.client_cpu_utilisation);
     const analysis::Outcome outcome = step.verdict.outcome;
-    metrics_.set_last_verdict(ctx.target, ctx.phase,
+    metrics_.set_last_verdict(job_id_, ctx.target, ctx.phase,
                               outcome == analysis::Outcome::kPass   ? 1
                               : outcome == analysis::Outcome::kFail ? 0
                                                                     : -1);
@@ -214,6 +220,11 @@ class DaemonSink final : public ExecutionSink {
   }
 
  private:
+  double time_scale(const std::string& target) const {
+    const auto it = time_scales_.find(target);
+    return it != time_scales_.end() && it->second > 0 ? it->second : 1.0;
+  }
+
   json progress_json(const StepContext& ctx, const agent::StepProgress* p) const {
     const double done = static_cast<double>(ctx.global_step);
     const double planned = static_cast<double>(std::max<std::int64_t>(1, ctx.planned_steps));
@@ -246,6 +257,7 @@ class DaemonSink final : public ExecutionSink {
   JobEvents& events_;
   const SecretRedactor& redactor_;
   std::function<void()> after_step_;  // called once each step is stored
+  std::map<std::string, double> time_scales_;
   std::function<std::string()> storage_check_;
   std::int64_t step_id_ = -1;
   std::string begin_error_;
@@ -286,6 +298,26 @@ std::int64_t first_step_after(const std::map<std::string, json>& completed_phase
   return next;
 }
 
+// The qualified-capacity gauges of a target of the results document: each figure only when the
+// target has a qualified capacity that carries it (docs/metrics.md, "Prometheus metrics"). A
+// closed-loop qualification has no qualified rate (its offered_rate_rps is 0).
+DaemonMetrics::Capacity capacity_metrics(const json& target) {
+  DaemonMetrics::Capacity c;
+  c.currency = target.value("currency", "USD");
+  const json& q = target.contains("qualified") ? target["qualified"] : json();
+  if (!q.is_object()) return c;
+  auto number = [&q](const char* key) -> std::optional<double> {
+    return q.contains(key) && q[key].is_number() ? std::optional(q[key].get<double>())
+                                                 : std::nullopt;
+  };
+  if (q.value("basis", "") == "open_loop") {
+    if (const auto rps = number("offered_rate_rps"); rps && *rps > 0) c.requests_per_second = rps;
+  }
+  c.output_tokens_per_second = number("output_tokens_per_s");
+  c.cost_per_million_output_tokens = number("cost_per_million_output_tokens");
+  return c;
+}
+
 // Puts the stored secrets back into the stored (redacted) plan document.
 void restore_secrets(json& plan, const std::vector<storage::SecretRecord>& secrets) {
   for (auto& t : plan["targets"]) {
@@ -314,6 +346,12 @@ JobRunner::JobRunner(storage::JobStore& store, storage::SampleWriter& writer,
       telemetry_interval_s_(telemetry_interval_s) {}
 
 void JobRunner::run(const std::string& job_id, std::stop_token stop) {
+  // Whatever way the job ends, its live series go after the grace period.
+  struct Finished {
+    DaemonMetrics& metrics;
+    const std::string& job_id;
+    ~Finished() { metrics.job_finished(job_id); }
+  } finished{metrics_, job_id};
   std::string what;
   try {
     run_job(job_id, std::move(stop));
@@ -435,6 +473,9 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   DaemonSink sink(job_id, store_, writer_, metrics_, events_, *redactor);
   sink.set_storage_check(
       [this] { return storage::database_file_problem(database_path_, database_file_); });
+  std::map<std::string, double> time_scales;
+  for (const auto& t : plan.targets) time_scales[t.name] = t.time_scale;
+  sink.set_time_scales(std::move(time_scales));
   sink.set_after_step([this, &stop_after_step] {
     if (shutting_down_) stop_after_step.request_stop();
   });
@@ -489,13 +530,10 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   for (const auto& t : result.results["targets"]) {
     storage::CapacityRecord r{job_id, t.value("name", ""), t["qualified"].dump(), 0};
     check(store_.save_capacity(r), job_id, "save capacity");
-    if (t["qualified"].is_object()) {
-      const auto& q = t["qualified"];
-      const auto& cost = q["cost_per_million_output_tokens"];
-      metrics_.set_capacity(t.value("name", ""), q.value("offered_rate_rps", 0.0),
-                            q.value("output_tokens_per_s", 0.0),
-                            cost.is_number() ? cost.get<double>() : 0.0);
-    }
+    // Only a job that ran to its end replaces a target's capacity gauges (a failed or cancelled
+    // one judged only part of its plan).
+    if (result.error.empty() && !result.cancelled)
+      metrics_.set_capacity(t.value("name", ""), capacity_metrics(t));
   }
 
   if (!result.error.empty()) {

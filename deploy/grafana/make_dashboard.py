@@ -16,6 +16,7 @@ import sys
 DS = {"type": "prometheus", "uid": "${datasource}"}
 T = 'target=~"$target"'  # the target template variable, used in every llmcap selector
 M = 'model_name=~"$model"'  # the model variable, used in every vllm selector
+D = 'job="llmcapd"'  # llmcapd's own scrape job (process_* series exist for every target too)
 
 VERDICT_MAPPINGS = [
     {
@@ -112,7 +113,7 @@ def base_steps(bound=None, color="red"):
 
 
 def timeseries(layout, title, targets, unit="short", desc="", w=8, h=8, bound=None,
-               overrides=None, stack=False, min_zero=True):
+               overrides=None, stack=False, min_zero=True, no_value=None):
     custom = {
         "drawStyle": "line",
         "lineWidth": 1,
@@ -131,6 +132,8 @@ def timeseries(layout, title, targets, unit="short", desc="", w=8, h=8, bound=No
     }
     if min_zero:
         defaults["min"] = 0
+    if no_value is not None:
+        defaults["noValue"] = no_value  # shown instead of "No data" where that is the truth
     return {
         "type": "timeseries",
         "id": layout.id(),
@@ -160,7 +163,15 @@ def sla_series_override(name):
 
 
 def stat(layout, title, targets, unit="short", desc="", w=4, h=4, steps=None, mappings=None,
-         color_mode="value", text_mode="auto"):
+         color_mode="value", text_mode="auto", no_value=None):
+    defaults = {
+        "unit": unit,
+        "mappings": mappings or [],
+        "thresholds": thresholds(steps or base_steps()),
+        "color": {"mode": "thresholds"},
+    }
+    if no_value is not None:
+        defaults["noValue"] = no_value
     return {
         "type": "stat",
         "id": layout.id(),
@@ -169,15 +180,7 @@ def stat(layout, title, targets, unit="short", desc="", w=4, h=4, steps=None, ma
         "datasource": DS,
         "gridPos": layout.place(w, h),
         "targets": targets,
-        "fieldConfig": {
-            "defaults": {
-                "unit": unit,
-                "mappings": mappings or [],
-                "thresholds": thresholds(steps or base_steps()),
-                "color": {"mode": "thresholds"},
-            },
-            "overrides": [],
-        },
+        "fieldConfig": {"defaults": defaults, "overrides": []},
         "options": {
             "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "colorMode": color_mode,
@@ -230,16 +233,19 @@ def build():
         desc="Finished requests per second by target and outcome (ok or the error class)."))
     panels.append(timeseries(
         L, "In-flight requests",
-        [target("llmcap_in_flight_requests{%s}" % T, "{{target}}")],
-        desc="Requests in flight now. A growing trend at a fixed offered rate is a growing "
-             "backlog: the step cannot pass (docs/metrics.md §4.1)."))
+        [target("llmcap_in_flight_requests{%s}" % T, "{{target}} {{job_id}}")],
+        desc="Requests in flight now, per job and target. A growing trend at a fixed offered "
+             "rate is a growing backlog: the step cannot pass (docs/metrics.md §4.1)."))
     panels.append(timeseries(
         L, "Offered vs achieved arrival rate",
-        [target("llmcap_offered_rate_rps{%s}" % T, "offered {{target}}", "A"),
-         target("llmcap_achieved_rate_rps{%s}" % T, "achieved {{target}}", "B")],
+        [target("llmcap_offered_requests_per_second{%s}" % T, "offered {{target}} {{job_id}}",
+                "A"),
+         target("llmcap_achieved_requests_per_second{%s}" % T,
+                "achieved {{target}} {{job_id}}", "B")],
         unit="reqps",
-        desc="Open loop: the rate the step offers and the rate actually sent. A gap means the "
-             "load generator fell behind."))
+        desc="Open loop: the rate the step offers and the rate actually sent, in the plan's "
+             "time (simulated targets: scaled back by time_scale). A gap means the load "
+             "generator fell behind."))
     panels.append(timeseries(
         L, "Tokens per second",
         [target("sum by (target) (rate(llmcap_output_tokens_total{%s}[1m]))" % T,
@@ -251,8 +257,11 @@ def build():
              "second, as received by the client."))
     panels.append(timeseries(
         L, "Error ratio",
-        [target('sum by (target) (rate(llmcap_requests_total{%s, outcome!="ok"}[1m])) / '
-                'sum by (target) (rate(llmcap_requests_total{%s}[1m]))' % (T, T),
+        # A target without a failed request has no outcome!="ok" series: its ratio is 0, not
+        # missing (the `or` adds 0 for every target with finished requests).
+        [target('(sum by (target) (rate(llmcap_requests_total{%s, outcome!="ok"}[1m])) or '
+                'sum by (target) (rate(llmcap_requests_total{%s}[1m])) * 0) / '
+                'sum by (target) (rate(llmcap_requests_total{%s}[1m]))' % (T, T, T),
                 "{{target}}")],
         unit="percentunit", bound=0.01,
         desc="Failed and timed-out requests / finished requests over 1 minute. Dashed line: "
@@ -261,12 +270,13 @@ def build():
         L, "Dropped arrivals",
         [target("sum by (target) (rate(llmcap_dropped_arrivals_total{%s}[1m]))" % T,
                 "{{target}}")],
-        unit="short",
+        unit="short", no_value="0",
         desc="Arrivals per second dropped at the in-flight cap (client-side safety valve). "
-             "Any drop makes the step inconclusive."))
+             "Any drop makes the step inconclusive. The counter starts at 0 with a target's "
+             "first step."))
     panels.append(timeseries(
         L, "Load generator CPU",
-        [target("llmcap_client_cpu_utilisation_ratio{%s}" % T, "{{target}}")],
+        [target("llmcap_client_cpu_utilisation_ratio{%s}" % T, "{{target}} {{job_id}}")],
         unit="percentunit", bound=0.9,
         desc="CPU use of the load generator in the last step (0..1 of its cores). Above 0.9 "
              "the client, not the target, may be the bottleneck."))
@@ -277,9 +287,11 @@ def build():
         desc="Actual send time minus intended send time, P99 over 1 minute. High lag means "
              "coordinated omission: TTFT is measured from the intended time anyway."))
     panels.append(stat(
-        L, "Current step", [target("llmcap_current_step_info{%s}" % T,
-                                   "{{target}} {{phase}}", instant=True)],
-        desc="Step index now running, by target and phase.", w=8, h=8, text_mode="value_and_name"))
+        L, "Current step", [target("llmcap_current_step_index{%s}" % T,
+                                   "{{target}} {{phase}} {{job_id}}", instant=True)],
+        desc="Index (within its phase) of the step now running, by job, target and phase. "
+             "Kept 60 s after the job ends.",
+        w=8, h=8, text_mode="value_and_name", no_value="no step running"))
 
     # --- latency ---------------------------------------------------------------------------
     panels.append(L.row("Latency (client side, from the intended send time)"))
@@ -318,7 +330,7 @@ def build():
                        "inconclusive (the load generator was the bottleneck).",
         "datasource": DS,
         "gridPos": L.place(16, 8),
-        "targets": [target("llmcap_last_verdict{%s}" % T, "{{target}} / {{phase}}")],
+        "targets": [target("llmcap_last_verdict{%s}" % T, "{{target}} / {{phase}} {{job_id}}")],
         "fieldConfig": {
             "defaults": {
                 "mappings": VERDICT_MAPPINGS,
@@ -332,8 +344,8 @@ def build():
                     "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom"}},
     })
     panels.append(stat(
-        L, "Last verdict", [target("llmcap_last_verdict{%s}" % T, "{{target}} / {{phase}}",
-                                   instant=True)],
+        L, "Last verdict", [target("llmcap_last_verdict{%s}" % T,
+                                   "{{target}} / {{phase}} {{job_id}}", instant=True)],
         w=8, h=8, mappings=VERDICT_MAPPINGS, color_mode="background",
         text_mode="value_and_name",
         steps=[{"color": "yellow", "value": None}, {"color": "red", "value": 0},
@@ -343,10 +355,12 @@ def build():
     # --- capacity --------------------------------------------------------------------------
     panels.append(L.row("Qualified capacity (latest finished job)"))
     panels.append(bargauge(
-        L, "Qualified capacity", [target("llmcap_qualified_capacity_rps{%s}" % T, "{{target}}",
-                                         instant=True)],
+        L, "Qualified capacity",
+        [target("llmcap_qualified_capacity_requests_per_second{%s}" % T, "{{target}}",
+                instant=True)],
         unit="reqps",
-        desc="Highest offered rate whose step passed, per target (docs/metrics.md §5.1)."))
+        desc="Highest offered rate whose step passed, per target (docs/metrics.md §5.1). A "
+             "target qualified only closed loop (concurrency sweep) has no rate here."))
     panels.append(bargauge(
         L, "Output tokens/s at qualified capacity",
         [target("llmcap_qualified_output_tokens_per_second{%s}" % T, "{{target}}",
@@ -354,8 +368,9 @@ def build():
         unit="short"))
     panels.append(bargauge(
         L, "Cost per million output tokens",
-        [target("llmcap_cost_per_million_output_tokens{%s}" % T, "{{target}}", instant=True)],
-        unit="currencyUSD",
+        [target("llmcap_cost_per_million_output_tokens{%s}" % T, "{{target}} ({{currency}})",
+                instant=True)],
+        unit="short",
         desc="Hourly price / (qualified output tokens/s × 3600) × 10^6 (docs/metrics.md §6.1). "
              "Lower is better."))
     panels.append({
@@ -365,7 +380,8 @@ def build():
         "datasource": DS,
         "gridPos": L.place(24, 7),
         "targets": [
-            target("llmcap_qualified_capacity_rps{%s}" % T, "", "A", True, "table"),
+            target("llmcap_qualified_capacity_requests_per_second{%s}" % T, "", "A", True,
+                   "table"),
             target("llmcap_qualified_output_tokens_per_second{%s}" % T, "", "B", True, "table"),
             target("llmcap_cost_per_million_output_tokens{%s}" % T, "", "C", True, "table"),
         ],
@@ -373,11 +389,12 @@ def build():
             {"id": "merge", "options": {}},
             {"id": "organize", "options": {
                 "excludeByName": {"Time": True, "__name__": True, "instance": True, "job": True},
-                "renameByName": {"Value #A": "qualified rps", "Value #B": "output tokens/s",
+                "renameByName": {"Value #A": "qualified req/s", "Value #B": "output tokens/s",
                                  "Value #C": "cost per M output tokens"}}},
         ],
         "fieldConfig": {"defaults": {"thresholds": thresholds(base_steps())}, "overrides": []},
-        "options": {"showHeader": True, "sortBy": [{"displayName": "qualified rps", "desc": True}]},
+        "options": {"showHeader": True,
+                    "sortBy": [{"displayName": "output tokens/s", "desc": True}]},
     })
 
     # --- jobs ------------------------------------------------------------------------------
@@ -400,12 +417,16 @@ def build():
                                                 "1": {"text": "up", "index": 1}}}]))
     panels.append(stat(
         L, "Uptime", [target("llmcap_uptime_seconds", "", instant=True)], unit="s", w=4, h=4))
+    panels.append(stat(
+        L, "Started", [target("process_start_time_seconds{%s} * 1000" % D, "{{instance}}",
+                              instant=True)],
+        unit="dateTimeFromNow", w=4, h=4, desc="Process start time (process_start_time_seconds)."))
     panels.append({
         "type": "table",
         "id": L.id(),
         "title": "Build",
         "datasource": DS,
-        "gridPos": L.place(16, 4),
+        "gridPos": L.place(12, 4),
         "targets": [target("llmcap_build_info", "", "A", True, "table")],
         "transformations": [{"id": "organize", "options": {
             "excludeByName": {"Time": True, "Value": True, "__name__": True}}}],
@@ -438,6 +459,24 @@ def build():
         unit="cps", w=12,
         desc="503s at max_connections (full) or max_connections_per_client (per_client), and "
              "accept() failures for lack of file descriptors (fd_exhausted; docs/security.md)."))
+    panels.append(timeseries(
+        L, "llmcapd CPU",
+        [target("rate(process_cpu_seconds_total{%s}[1m])" % D, "{{instance}}")],
+        unit="short",
+        desc="CPU seconds per second (1 = one core busy), user + system, the whole process: "
+             "load generator, API, storage."))
+    panels.append(timeseries(
+        L, "llmcapd memory",
+        [target("process_resident_memory_bytes{%s}" % D, "resident {{instance}}", "A"),
+         target("process_virtual_memory_bytes{%s}" % D, "virtual {{instance}}", "B")],
+        unit="bytes"))
+    panels.append(timeseries(
+        L, "llmcapd file descriptors",
+        [target("process_open_fds{%s}" % D, "open {{instance}}", "A"),
+         target("process_max_fds{%s}" % D, "limit {{instance}}", "B")],
+        desc="Open descriptors (sockets of in-flight requests and API connections, the "
+             "database) against the soft RLIMIT_NOFILE. Near the limit, accept() fails "
+             "(fd_exhausted above)."))
 
     # --- target telemetry ------------------------------------------------------------------
     panels.append(L.row("Target telemetry (vLLM-style /metrics of the server under test)"))

@@ -69,11 +69,26 @@ def check_extractor():
 def main():
     check_extractor()
     daemon = pq.exported_metrics(os.path.join(ROOT, "server/daemon_metrics.cc"))
+    process = pq.process_metrics(os.path.join(ROOT, "server/process_metrics.cc"))
     sim = pq.exported_metrics(os.path.join(ROOT, "sim/sim_metrics.cc"))
     # Guards against a parser that silently finds nothing (which would make every check pass).
     if len(daemon) < 20 or not all(n.startswith("llmcap_") for n in daemon):
         err("parsed only %d llmcap_* families from server/daemon_metrics.cc: %s"
             % (len(daemon), sorted(daemon)))
+    want_process = {"process_cpu_seconds_total": "counter", "process_resident_memory_bytes":
+                    "gauge", "process_virtual_memory_bytes": "gauge", "process_open_fds": "gauge",
+                    "process_max_fds": "gauge", "process_start_time_seconds": "gauge"}
+    if process != want_process:
+        err("server/process_metrics.cc exports %r, want the standard %r" % (process, want_process))
+    # Renamed in this version (docs/metrics.md): the old names must be gone everywhere.
+    for old in ("llmcap_current_step_info", "llmcap_offered_rate_rps", "llmcap_achieved_rate_rps",
+                "llmcap_qualified_capacity_rps"):
+        if old in daemon:
+            err("%s is still exported (renamed in this version)" % old)
+    for n in daemon:
+        if n.endswith("_rps"):
+            err("%s: spell the unit requests_per_second" % n)
+    daemon.update(process)
     if len(sim) < 5 or not all(n.startswith("vllm:") for n in sim):
         err("parsed only %d vllm:* families from sim/sim_metrics.cc" % len(sim))
     known = dict(daemon)
@@ -216,11 +231,30 @@ def main():
 
     # Per-target llmcap metrics must be filtered by the target variable.
     per_target = {"llmcap_requests_total", "llmcap_ttft_seconds_bucket", "llmcap_in_flight_requests",
-                  "llmcap_qualified_capacity_rps", "llmcap_last_verdict"}
+                  "llmcap_qualified_capacity_requests_per_second", "llmcap_last_verdict"}
     for where, e in panel_exprs:
         for n in pq.metric_names(e):
             if n in per_target and not re.search(re.escape(n) + r'\{[^}]*target=~"\$target"', e):
                 err("%s: %s not filtered by target=~\"$target\"" % (where, n))
+            # Targets under test export process_* too: llmcapd's are those of its scrape job.
+            if n.startswith("process_") and not re.search(re.escape(n) + r'\{[^}]*job="llmcapd"', e):
+                err("%s: %s not filtered by job=\"llmcapd\"" % (where, n))
+    # Panels where no series means 0 must say 0 (or compute it), not "No data".
+    by_title = {p.get("title"): p for p in panels}
+    dropped = by_title.get("Dropped arrivals", {})
+    if dropped.get("fieldConfig", {}).get("defaults", {}).get("noValue") != "0":
+        err("panel 'Dropped arrivals': noValue must be \"0\" (nothing dropped is 0, not no data)")
+    ratio = [t.get("expr", "") for t in by_title.get("Error ratio", {}).get("targets", [])]
+    if not ratio or not all(re.search(r'outcome!="ok"\}\[1m\]\)\)\s+or\s', e) for e in ratio):
+        err("panel 'Error ratio': a target without failed requests must read 0 (`or ... * 0`)")
+    # Live per-job gauges: the legend names the job, so two jobs on one target name stay apart.
+    for p in panels:
+        for t in p.get("targets") or []:
+            names = pq.metric_names(t.get("expr", ""))
+            if any(n in ("llmcap_in_flight_requests", "llmcap_achieved_requests_per_second",
+                         "llmcap_current_step_index", "llmcap_last_verdict") for n in names) \
+                    and "{{job_id}}" not in t.get("legendFormat", ""):
+                err("panel %r: legend of %s lacks {{job_id}}" % (p.get("title"), names))
 
     # Alert rules.
     with open(ALERTS, encoding="utf-8") as f:

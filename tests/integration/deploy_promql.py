@@ -14,6 +14,17 @@ def exported_metrics(source_path):
     return {name: kind.lower() for kind, name in _BUILD_RE.findall(text)}
 
 
+# server/process_metrics.cc: `{"process_x", prometheus::MetricType::Gauge, ...}`.
+_PROCESS_RE = re.compile(r'\{"(process_\w+)",\s*prometheus::MetricType::(Counter|Gauge)')
+
+
+def process_metrics(source_path):
+    """{name: type} of the standard process_* families llmcapd's ProcessCollector exports."""
+    with open(source_path, encoding="utf-8") as f:
+        text = f.read()
+    return {name: kind.lower() for name, kind in _PROCESS_RE.findall(text)}
+
+
 _KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
              "group_right", "offset", "bool", "inf", "nan"}
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')

@@ -4,8 +4,11 @@ so the dashboard and alert rules are checked against what is actually exported, 
 - `llmcapd sim`: every vllm:* family the dashboard uses must be in the exposition with the
   type the dashboard assumes (histograms used through _bucket), after one streamed request;
 - `llmcapd serve` (once the command exists): every llmcap_* family of server/daemon_metrics.cc
-  must be announced (# TYPE) with its declared type; /healthz and /readyz answer; SIGTERM
-  stops it with exit 0.
+  must be announced (# TYPE) with its declared type, the standard process_* families of
+  server/process_metrics.cc from the start; /healthz and /readyz answer; a short open-loop job
+  on a simulated target with time_scale 4 exports its live gauges under its job_id with the
+  achieved rate in the plan's time (not 4x), a dropped-arrivals counter at 0, and no qualified
+  rate (a rate sweep never qualifies); SIGTERM stops it with exit 0.
 
 Usage: deploy_scrape_test.py <repository root> <path to llmcapd>. Standard library only."""
 import json
@@ -135,8 +138,61 @@ def check_sim():
         stop(p, "llmcapd sim")
 
 
+def sample_value(text, series):
+    """The value of `series` (name{labels} as exported), or None."""
+    m = re.search(r'^%s (\S+)$' % re.escape(series), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def check_sim_job(port):
+    """A 2-second (wall) open-loop step at 4 req/s of plan time on a target running 4x faster."""
+    plan = {"version": 1,
+            "targets": [{"name": "gpu", "base_url": "sim://a100-80g-pcie/llama-3.1-8b",
+                         "sim": {"time_scale": 4}}],
+            "workload": {"input_tokens": {"fixed": 64}, "output_tokens": {"fixed": 8}},
+            "phases": [{"kind": "rate_sweep", "rates_rps": [4], "duration_s": 8,
+                        "warmup_s": 0}]}
+    req = urllib.request.Request("http://127.0.0.1:%d/v1/jobs" % port,
+                                 data=json.dumps(plan).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        job = json.loads(r.read().decode())["id"]
+    state = ""
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        _, body = get(port, "/v1/jobs/" + job)
+        state = json.loads(body)["state"]
+        if state in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.2)
+    if state != "succeeded":
+        errors.append("sim job %s ended %r" % (job, state))
+        return
+    # The finished job's live series stay for the grace period (60 s).
+    _, text = get(port, "/metrics")
+    live = '{job_id="%s",target="gpu"}' % job
+    offered = sample_value(text, "llmcap_offered_requests_per_second" + live)
+    achieved = sample_value(text, "llmcap_achieved_requests_per_second" + live)
+    if offered != 4:
+        errors.append("llmcap_offered_requests_per_second%s = %r, want 4" % (live, offered))
+    # Wall-clock, the target received 16 req/s; in the plan's time (that of the latencies) 4.
+    if achieved is None or not 2 <= achieved <= 6:
+        errors.append("llmcap_achieved_requests_per_second%s = %r, want about 4 (the plan's "
+                      "time, not the 4x compressed wall-clock rate)" % (live, achieved))
+    step = sample_value(text, 'llmcap_current_step_index{job_id="%s",phase="rate_sweep",'
+                              'target="gpu"}' % job)
+    if step is None:
+        errors.append("no llmcap_current_step_index series of job %s" % job)
+    if sample_value(text, 'llmcap_dropped_arrivals_total{target="gpu"}') != 0:
+        errors.append('llmcap_dropped_arrivals_total{target="gpu"} is not exported as 0')
+    if re.search(r'^llmcap_qualified_capacity_requests_per_second\{', text, re.M):
+        errors.append("a rate sweep qualifies nothing, yet a qualified rate is exported")
+    print("serve: sim job %s: offered %r, achieved %r req/s (plan time)" % (job, offered, achieved))
+
+
 def check_serve():
     declared = pq.exported_metrics(os.path.join(ROOT, "server/daemon_metrics.cc"))
+    process = pq.process_metrics(os.path.join(ROOT, "server/process_metrics.cc"))
     with tempfile.TemporaryDirectory() as tmp:
         p, port, out = start(["serve", "--port", "0", "--database",
                               os.path.join(tmp, "llmcap.db"), "--log-level", "warn"])
@@ -168,6 +224,17 @@ def check_serve():
                       "llmcap_job_queue_length", "llmcap_storage_write_queue_depth"):
                 if not re.search(r'^%s(\{| )' % n, text, re.M):
                     errors.append("live llmcapd /metrics: no sample of %s at start-up" % n)
+            if len(process) != 6:
+                errors.append("parsed %d process_* families from server/process_metrics.cc"
+                              % len(process))
+            for name, kind in sorted(process.items()):
+                if types.get(name) != kind:
+                    errors.append("live llmcapd /metrics: %s announced as %r, want %s"
+                                  % (name, types.get(name), kind))
+            rss = sample_value(text, "process_resident_memory_bytes")
+            if rss is None or rss < 1e6:
+                errors.append("process_resident_memory_bytes = %r" % rss)
+            check_sim_job(port)
             print("serve: %d llmcap families announced" % sum(
                 1 for n in types if n.startswith("llmcap_")))
         finally:
