@@ -11,7 +11,8 @@ struct Row {
   std::string_view slug;
   std::string_view title;
 };
-// The mapping table. Keep one row per ApiErrorCode.
+// The mapping table. Keep one row per ApiErrorCode, and one section `## slug` per row in
+// docs/problems.md (tests/integration/openapi_live_test.py checks both ways).
 constexpr Row kRows[] = {
     {ApiErrorCode::kMalformedJson, 400, "malformed-json", "Malformed JSON"},
     {ApiErrorCode::kBadRequest, 400, "bad-request", "Bad request"},
@@ -48,7 +49,7 @@ std::string_view problem_type(ApiErrorCode code) {
   static const auto* types = [] {
     auto* m = new std::vector<std::pair<ApiErrorCode, std::string>>();
     for (const auto& r : kRows)
-      m->emplace_back(r.code, "https://llmcap.dev/problems/" + std::string(r.slug));
+      m->emplace_back(r.code, std::string(kProblemTypeBase) + std::string(r.slug));
     return m;
   }();
   for (const auto& [c, t] : *types) {

@@ -15,6 +15,12 @@ packages=(
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   packages+=(prometheus chromium clang-14 libclang-rt-14-dev openssl)
+  # The live OpenAPI test validates bodies with jsonschema, in Debian's python3 (the one CTest
+  # runs: tests/integration/CMakeLists.txt), unless it can import one already.
+  /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || packages+=(python3-jsonschema)
+  # npm fetches the OpenAPI linter (tests/integration/openapi_lint_test.sh); a Node.js from
+  # elsewhere (NodeSource) brings its own npm, which Debian's npm package would conflict with.
+  command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
 missing=()

@@ -31,7 +31,7 @@ BINARY = None
 SECRET = "sk-llmcap-test-SECRET-4f9c2a7e"
 ADMIN = "admin-token-0123456789abcdef"
 READ = "read-token-0123456789abcdef"
-PROBLEM_BASE = "https://llmcap.dev/problems/"
+PROBLEM_BASE = "https://github.com/llmcap/llmcap/blob/main/docs/problems.md#"
 
 
 def long_plan(name="long", target="a100", secret=None):

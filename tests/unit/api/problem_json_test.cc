@@ -28,12 +28,13 @@ TEST(ProblemJson, EveryCodeHasItsStatusTypeAndTitle) {
   for (const auto& [code, status] : expected) {
     EXPECT_EQ(http_status(code), status) << static_cast<int>(code);
     const std::string type(problem_type(code));
-    EXPECT_EQ(type.rfind("https://llmcap.dev/problems/", 0), 0u) << type;
+    EXPECT_EQ(type.rfind(kProblemTypeBase, 0), 0u) << type;
     EXPECT_FALSE(problem_title(code).empty());
     types.insert(type);
   }
   EXPECT_EQ(types.size(), std::size(expected));  // one distinct type per code
-  EXPECT_EQ(problem_type(ApiErrorCode::kInvalidPlan), "https://llmcap.dev/problems/invalid-plan");
+  EXPECT_EQ(problem_type(ApiErrorCode::kInvalidPlan),
+            "https://github.com/llmcap/llmcap/blob/main/docs/problems.md#invalid-plan");
 }
 
 TEST(ProblemJson, ResponseCarriesEveryFieldError) {
@@ -50,7 +51,8 @@ TEST(ProblemJson, ResponseCarriesEveryFieldError) {
   }
   EXPECT_TRUE(content_type);
   const json body = json::parse(r.body);
-  EXPECT_EQ(body["type"], "https://llmcap.dev/problems/invalid-plan");
+  EXPECT_EQ(body["type"],
+            "https://github.com/llmcap/llmcap/blob/main/docs/problems.md#invalid-plan");
   EXPECT_EQ(body["title"], "Invalid plan");
   EXPECT_EQ(body["status"], 422);
   EXPECT_EQ(body["detail"], "2 errors");
