@@ -10,7 +10,7 @@ into a "null" type. Also: the served document is docs/openapi.json, and every pr
 api/problem_json.cc has its section in docs/problems.md (and no section is left over).
 
 Usage: openapi_live_test.py SOURCE_DIR LLMCAPD. Python 3 + jsonschema (Debian python3-jsonschema;
-skipped with exit 77 without it). ~20 s: three tiny simulated jobs, one restart.
+skipped with exit 77 without it). ~10 s: three tiny simulated jobs, one restart.
 """
 
 import copy
@@ -375,6 +375,21 @@ class OpenApiLiveTest(unittest.TestCase):
         gets = {(t, "get") for t, item in self.api.doc["paths"].items() if "get" in item}
         hit = {(t, m) for t, m, _ in self.api.seen}
         self.assertEqual(gets - hit, set(), "documented GET routes not exercised")
+
+    def test_connection_limit_503(self):
+        d = Daemon(BINARY, args=["--max-connections-per-client", "1"], log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        with socket.create_connection(("127.0.0.1", d.port), timeout=10) as held:
+            time.sleep(0.2)  # accepted and counted before the second connection
+            status, headers, body = raw_exchange(
+                d.port, b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(status, 503, body)
+        self.assertTrue(headers.get("retry-after"), headers)
+        self.api.check("GET", "/v1/jobs", RawResponse(status, headers, body))
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(20), 0)
 
     def test_tokens_401_403(self):
         d = Daemon(BINARY, args=["--admin-tokens", ADMIN, "--read-tokens", READ,
