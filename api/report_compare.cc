@@ -18,6 +18,15 @@ std::string job_id_of(const json& doc, std::size_t index) {
   return "job " + std::to_string(index + 1);
 }
 
+// "A", "B", …, "Z", "AA", "AB", …: short labels that keep series names readable (job ids are
+// 26 characters).
+std::string job_label(std::size_t index) {
+  std::string out;
+  for (std::size_t n = index + 1; n > 0; n = (n - 1) / 26)
+    out.insert(out.begin(), static_cast<char>('A' + (n - 1) % 26));
+  return out;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
@@ -71,6 +80,8 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
   json targets = json::array();
   json jobs = json::array();
   std::vector<analysis::TargetOffer> offers;
+  std::vector<std::string> source_names;  // per offer
+  std::vector<std::size_t> job_of;        // per offer
   bool per_target = false;
   std::vector<std::string> plans;
   for (std::size_t i = 0; i < results_docs.size(); ++i) {
@@ -84,7 +95,8 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
       names.push_back(source);
       t["source_name"] = source;
       t["job_id"] = ids[i];
-      t["name"] = ids[i] + "/" + source;
+      t["job_label"] = job_label(i);
+      t["name"] = source + " (" + job_label(i) + ")";
       if (json_member(t, "phases").is_array()) {
         for (auto& p : t["phases"]) {
           if (!json_member(p, "steps").is_array()) continue;
@@ -94,9 +106,12 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
       const auto& q = json_member(t, "qualified");
       offers.push_back({t["name"].get<std::string>(), json_number(t, "price_per_hour").value_or(0),
                         q.is_object() ? json_number(q, "output_tokens_per_s").value_or(0) : 0});
+      source_names.push_back(source);
+      job_of.push_back(i);
       targets.push_back(std::move(t));
     }
     jobs.push_back(json{{"job_id", ids[i]},
+                        {"label", job_label(i)},
                         {"plan", json_string(doc, "plan")},
                         {"workload_fingerprint", json_string(doc, "workload_fingerprint")},
                         {"comparison_label", label},
@@ -113,12 +128,27 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
                                      : per_target ? "per-target optimised"
                                                   : "same-config"},
                 {"targets", targets}};
+  // Same-name targets across jobs: each against its namesake in the first job that has it.
+  // Only when no name recurs is everything compared with the first job's first target.
   json comparisons = json::array();
-  for (std::size_t i = 1; i < offers.size(); ++i) {
-    if (auto c = analysis::compare_targets(offers[0], offers[i]))
-      comparisons.push_back(comparison_json(*c));
+  bool any_namesake = false;
+  for (std::size_t i = 0; i < offers.size(); ++i) {
+    for (std::size_t b = 0; b < i; ++b) {
+      if (source_names[b] != source_names[i] || job_of[b] == job_of[i]) continue;
+      any_namesake = true;
+      if (auto c = analysis::compare_targets(offers[b], offers[i]))
+        comparisons.push_back(comparison_json(*c));
+      break;
+    }
+  }
+  if (!any_namesake) {
+    for (std::size_t i = 1; i < offers.size(); ++i) {
+      if (auto c = analysis::compare_targets(offers[0], offers[i]))
+        comparisons.push_back(comparison_json(*c));
+    }
   }
   combined["comparison"] = comparisons;
+  combined["comparison_basis"] = any_namesake ? "same-name targets" : "first target";
 
   // Demand plan over all targets, when every job planned for the same demand.
   const auto& d0 = json_member(json_member(results_docs[0], "plan_document"), "demand");

@@ -1,9 +1,13 @@
 // Side-by-side comparison of several jobs (GET /v1/compare?jobs=a,b): combines their results
 // documents into one results-like document that report_html.h / report_tables.h render as
-// usual. Capacity rows of every job appear together; each target is renamed
-// "<job id>/<target name>" (keeping `job_id` and `source_name`) so equal target names of two
-// jobs stay apart. The comparison and the demand plan are recomputed over all qualified targets
-// with the first target as the baseline (docs/metrics.md §6.2).
+// usual. Jobs get short labels in order ("A", "B", …, "Z", "AA"; `jobs[].label`); capacity rows
+// of every job appear together, each target renamed "<target name> (<label>)" (keeping
+// `job_id`, `job_label` and `source_name`) so equal target names of two jobs stay apart while
+// chart legends stay short. The comparison compares each target with the target of the same
+// name in the first job that has one (`comparison_basis: "same-name targets"`); only when no
+// name recurs across jobs is every target compared with the first job's first target
+// (`"first target"`). The demand plan is recomputed over all qualified targets
+// (docs/metrics.md §6.2).
 //
 // A job's id is read from `job.id` (the REST results document), else `job_id`, else
 // "job <index>". Jobs are comparable only when their `workload_fingerprint`s are equal (same

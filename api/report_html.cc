@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -44,7 +45,8 @@ td.labels { white-space: normal; text-align: left; min-width: 165px; }
 td.labels .badge { margin: 1px 3px 1px 0; padding: 0 6px; font-size: 11px; white-space: nowrap; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-td.reasons { text-align: left; min-width: 200px; max-width: 460px; white-space: normal; font-size: 12px; color: #333; }
+td.reasons { text-align: left; min-width: 180px; white-space: normal; font-size: 12px; color: #333; }
+td.step { white-space: normal; min-width: 80px; }
 .outcome-pass, .verdict-qualified { color: #0b6e2e; font-weight: 600; }
 .outcome-fail, .verdict-none { color: #b3261e; font-weight: 600; }
 .outcome-inconclusive { color: #8a5a00; font-weight: 600; }
@@ -59,6 +61,14 @@ dl.record dd { margin: 0; word-break: break-word; }
 pre#plan-json { background: #fff; border: 1px solid #dde1e6; border-radius: 8px; padding: 12px;
   overflow-x: auto; font-size: 12px; }
 details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
+@media (max-width: 1000px) {
+  main { padding: 12px 8px 30px; }
+  .charts { grid-template-columns: 1fr; }
+  table { font-size: 12px; }
+  th, td, #capacity-table th, #capacity-table td { padding: 4px 4px; }
+  td.labels { min-width: 120px; }
+  td.reasons { min-width: 150px; }
+}
 )css";
 
 std::string esc(std::string_view s) { return html_escape(s); }
@@ -74,6 +84,19 @@ std::string percent(const std::optional<double>& fraction) {
 std::string td(std::string_view text, std::string_view cls = "") {
   return cls.empty() ? "<td>" + esc(text) + "</td>"
                      : "<td class=\"" + std::string(cls) + "\">" + esc(text) + "</td>";
+}
+
+std::string goodput_cell(const std::optional<double>& goodput_rps,
+                         const std::optional<double>& sla_attainment) {
+  if (!goodput_rps) return td("-");
+  std::string text = format_fixed(*goodput_rps, 2);
+  if (sla_attainment) text += " (" + format_fixed(*sla_attainment * 100, 0) + "%)";
+  return td(text);
+}
+
+std::string triple(const std::optional<double>& a, const std::optional<double>& b,
+                   const std::optional<double>& c, int decimals) {
+  return opt_fixed(a, decimals) + " / " + opt_fixed(b, decimals) + " / " + opt_fixed(c, decimals);
 }
 
 // `align`: one 'l' (text) or 'r' (number) per column; missing letters mean 'r'.
@@ -161,6 +184,56 @@ std::vector<ChartPoint> sorted(std::vector<ChartPoint> pts) {
   return pts;
 }
 
+// One target's steps on one load axis, split so that its line never joins two steps run at the
+// same load (a search trial and its confirm, a soak at a searched rate) with a vertical stroke:
+// per load, the step with the longest window (the confirm or soak; the later one on a tie) is
+// on the line, the others are dots of the same colour.
+struct LoadSplit {
+  std::vector<const json*> line;   // one step per load
+  std::vector<const json*> extra;  // the other steps at a load already on the line
+};
+
+LoadSplit split_by_load(const std::vector<StepRef>& refs, bool concurrency) {
+  std::map<long long, const json*> best;  // load (to 1e-6) → step on the line
+  LoadSplit out;
+  for (const auto& ref : refs) {
+    const double x = x_of(*ref.step, concurrency);
+    if (!std::isfinite(x)) {
+      out.extra.push_back(ref.step);
+      continue;
+    }
+    const json*& b = best[std::llround(x * 1e6)];
+    const auto window = [](const json* step) {
+      return json_number(json_member(*step, "stats"), "window_s").value_or(0);
+    };
+    if (b && window(ref.step) < window(b)) {
+      out.extra.push_back(ref.step);
+      continue;
+    }
+    if (b) out.extra.push_back(b);
+    b = ref.step;
+  }
+  for (const auto& [x, step] : best) out.line.push_back(step);
+  return out;
+}
+
+// The line series and the dots-only series (not in the legend) of one target's steps.
+void add_load_series(SvgChart& chart, const LoadSplit& split, ChartSeries line, bool concurrency,
+                     const std::function<double(const json&)>& y_of) {
+  ChartSeries dots = line;
+  dots.line = false;
+  dots.markers = true;
+  dots.in_legend = false;
+  for (const json* step : split.line)
+    line.points.push_back({x_of(*step, concurrency), y_of(*step)});
+  for (const json* step : split.extra)
+    dots.points.push_back({x_of(*step, concurrency), y_of(*step)});
+  line.points = sorted(std::move(line.points));
+  const bool with_dots = line.markers && !dots.points.empty();
+  chart.add_series(std::move(line));
+  if (with_dots) chart.add_series(std::move(dots));
+}
+
 // Throughput and latency-vs-load charts for one load axis (concurrency or offered rate).
 std::vector<std::string> load_charts(const json& results, bool concurrency) {
   const auto& targets = targets_of(results);
@@ -196,13 +269,11 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
       ChartSeries s;
       s.name = json_string(targets[i], "name");
       s.color_index = static_cast<int>(i);
-      for (const auto& ref : per_target[i]) {
-        s.points.push_back(
-            {x_of(*ref.step, concurrency),
-             json_number(json_member(*ref.step, "stats"), "output_tokens_per_s").value_or(kNaN)});
-      }
-      s.points = sorted(std::move(s.points));
-      chart.add_series(std::move(s));
+      add_load_series(
+          chart, split_by_load(per_target[i], concurrency), std::move(s), concurrency,
+          [](const json& step) {
+            return json_number(json_member(step, "stats"), "output_tokens_per_s").value_or(kNaN);
+          });
       const auto& q = json_member(targets[i], "qualified");
       const bool basis_matches =
           json_string(q, "basis") == (concurrency ? "closed_loop" : "open_loop");
@@ -217,7 +288,11 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
         chart,
         std::string("One line per target; the ring marks the SLA-qualified point (") +
             (concurrency ? "highest passing concurrency level" : "highest passing offered rate") +
-            ") when the target qualified on this load model."));
+            ") when the target qualified on this load model." +
+            (concurrency ? ""
+                         : " Where several steps ran at one rate (a search trial and its "
+                           "confirm, a soak), the line goes through the longest and the others "
+                           "are dots.")));
   }
 
   for (const std::string metric : {"ttft", "tpot"}) {
@@ -253,22 +328,25 @@ std::vector<std::string> load_charts(const json& results, bool concurrency) {
         s.color_index = static_cast<int>(i);
         s.style = style;
         s.markers = std::string(p) == "p95";
-        for (const auto& ref : per_target[i]) {
-          s.points.push_back(
-              {x_of(*ref.step, concurrency),
-               json_number(json_member(json_member(*ref.step, "stats"), key), p).value_or(kNaN)});
-        }
-        s.points = sorted(std::move(s.points));
-        chart.add_series(std::move(s));
+        const std::string pct = p;
+        add_load_series(
+            chart, split_by_load(per_target[i], concurrency), std::move(s), concurrency,
+            [&](const json& step) {
+              return json_number(json_member(json_member(step, "stats"), key), pct).value_or(kNaN);
+            });
       }
     }
     for (const auto& b : bounds)
       chart.add_threshold({b.limit_ms, "SLA " + b.label + " " + upper + " ≤ " +
                                            format_compact(b.limit_ms) + " ms"});
+    const std::string bounds_text =
+        bounds.empty() ? (json_member(results, "plan_document").is_object()
+                              ? " The plan sets no " + upper + " bound."
+                              : " The plan is not in this document, so its SLA bounds are not "
+                                "drawn.")
+                       : " Dashed red lines are the plan's SLA bounds.";
     out.push_back(figure(
-        chart, upper +
-                   " percentiles per step (dotted P50, solid P95, dashed P99); dashed red lines "
-                   "are the plan's SLA bounds." +
+        chart, upper + " percentiles per step (dotted P50, solid P95, dashed P99)." + bounds_text +
                    std::string(
                        metric == "ttft"
                            ? " TTFT is measured from the intended send time (docs/metrics.md §1.4) "
@@ -511,14 +589,22 @@ std::string capacity_table(const json& results) {
   const bool any_memory = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) {
     return r.memory_headroom_gb.has_value();
   });
-  std::vector<std::string> head = {"Target",          "Model",         "Precision",
-                                   "In / out tokens", "Load",          "Sustained (req/s)",
-                                   "Output tok/s",    "P95 TTFT (ms)", "P95 TPOT (ms)",
-                                   "P95 E2E (ms)",    "Error rate"};
+  std::vector<std::string> head = {"Target",
+                                   "Model",
+                                   "Precision",
+                                   "In / out tokens",
+                                   "Load",
+                                   "Sustained (req/s)",
+                                   "Goodput req/s (met SLO)",
+                                   "Output tok/s",
+                                   "P95 TTFT (ms)",
+                                   "P95 TPOT (ms)",
+                                   "P95 E2E (ms)",
+                                   "Error rate"};
   if (any_memory) head.push_back("Memory headroom (GB)");
   for (const char* h : {"Price per hour", "Cost per M output tokens", "Verdict", "Labels"})
     head.push_back(h);
-  std::string align = "lllrrrrrrrr";
+  std::string align = "lllrrrrrrrrr";
   if (any_memory) align += 'r';
   align += "rrll";
   std::string out =
@@ -526,9 +612,10 @@ std::string capacity_table(const json& results) {
   for (const auto& r : rows) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") +
            td(r.model, "text") + td(r.precision, "text") + td(lengths_text(r)) + td(load_text(r)) +
-           td(opt_fixed(r.requests_per_s, 2)) + td(opt_fixed(r.output_tokens_per_s, 1)) +
-           td(opt_fixed(r.ttft_p95_ms, 0)) + td(opt_fixed(r.tpot_p95_ms, 1)) +
-           td(opt_fixed(r.e2e_p95_ms, 0)) + td(percent(r.error_rate));
+           td(opt_fixed(r.requests_per_s, 2)) + goodput_cell(r.goodput_rps, r.sla_attainment) +
+           td(opt_fixed(r.output_tokens_per_s, 1)) + td(opt_fixed(r.ttft_p95_ms, 0)) +
+           td(opt_fixed(r.tpot_p95_ms, 1)) + td(opt_fixed(r.e2e_p95_ms, 0)) +
+           td(percent(r.error_rate));
     if (any_memory) out += td(opt_fixed(r.memory_headroom_gb, 1));
     out += td(r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-");
     out += td(r.cost_per_million_output_tokens
@@ -552,6 +639,8 @@ std::string capacity_table(const json& results) {
       "bound (docs/metrics.md §5.1), "
       "at the open-loop (offered rate) point when one exists, otherwise the closed-loop "
       "(concurrency) point. "
+      "Goodput: requests per second at that point that met every SLO, with their share of the "
+      "requests intended (docs/metrics.md §3.3). "
       "Cost per million output tokens = price per hour / (qualified output tokens/s × 3600) × 10⁶, "
       "never at the peak.</p>";
   return out;
@@ -585,8 +674,17 @@ std::string comparison_section(const json& results) {
       "</tbody></table></div><p class=\"caption\">Relative cost per token = price ratio / "
       "throughput ratio at the qualified "
       "points (docs/metrics.md §6.2); below ×1.00 the target is cheaper per output token than the "
-      "baseline.</p></section>";
-  return out;
+      "baseline.";
+  const auto basis = json_string(results, "comparison_basis");
+  if (basis == "same-name targets")
+    out +=
+        " Each target is compared with the target of the same name in the first job that has "
+        "it.";
+  else if (basis == "first target")
+    out +=
+        " No target name recurs across the jobs, so each is compared with the first job's "
+        "first target.";
+  return out + "</p></section>";
 }
 
 std::string demand_section(const json& results) {
@@ -627,7 +725,8 @@ std::string jobs_section(const json& results) {
   std::string out =
       "<section id=\"jobs\"><h2>Jobs compared</h2><div class=\"table-wrap\"><table "
       "id=\"jobs-table\">" +
-      th_row({"Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"}, "lllll") +
+      th_row({"Label", "Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"},
+             "llllll") +
       "<tbody>";
   for (const auto& j : jobs) {
     std::string names;
@@ -638,11 +737,13 @@ std::string jobs_section(const json& results) {
         names += n.is_string() ? n.get<std::string>() : "";
       }
     }
-    out += "<tr>" + td(json_string(j, "job_id"), "text") + td(json_string(j, "plan"), "text") +
-           td(json_string(j, "workload_fingerprint"), "text") +
+    out += "<tr>" + td(json_string(j, "label"), "text") + td(json_string(j, "job_id"), "text") +
+           td(json_string(j, "plan"), "text") + td(json_string(j, "workload_fingerprint"), "text") +
            td(json_string(j, "comparison_label"), "text") + td(names, "text") + "</tr>";
   }
-  out += "</tbody></table></div>";
+  out +=
+      "</tbody></table></div><p class=\"caption\">Targets are named \"target (label)\" after "
+      "their job's label.</p>";
   if (json_member(results, "workloads_differ").is_boolean() &&
       results["workloads_differ"].get<bool>())
     out +=
@@ -658,10 +759,11 @@ std::string steps_section(const json& results) {
   std::string out = "<section id=\"steps\"><h2>Steps</h2>";
   std::string current;
   bool open = false;
-  const auto head =
-      th_row({"Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50", "TTFT P95", "TTFT P99",
-              "TPOT P50", "TPOT P95", "TPOT P99", "E2E P95", "Error rate", "Verdict", "Reasons"},
-             "llrrrrrrrrrrrll");
+  // The step label states the load (c=8, 12.00 rps, confirm …, soak …), so no Load column.
+  const auto head = th_row({"Phase", "Step", "Req/s", "Goodput req/s (met SLO)", "Output tok/s",
+                            "TTFT P50 / P95 / P99 (ms)", "TPOT P50 / P95 / P99 (ms)",
+                            "E2E P95 (ms)", "Errors", "Verdict", "Reasons"},
+                           "llrrrrrrrll");
   for (const auto& s : rows) {
     if (!open || s.target != current) {
       if (open) out += "</tbody></table></div>";
@@ -671,10 +773,6 @@ std::string steps_section(const json& results) {
              "</h3><div class=\"table-wrap\"><table class=\"steps-table\" data-target=\"" +
              esc(s.target) + "\">" + head + "<tbody>";
     }
-    std::string load = s.phase_kind == "concurrency_sweep" && s.concurrency
-                           ? "c=" + std::to_string(*s.concurrency)
-                       : s.offered_rate_rps ? format_fixed(*s.offered_rate_rps, 2) + " rps"
-                                            : "-";
     std::string reasons;
     for (const auto& r : s.reasons) {
       if (!reasons.empty()) reasons += "<br>";
@@ -682,22 +780,22 @@ std::string steps_section(const json& results) {
     }
     const std::string outcome = s.outcome.empty() ? "-" : s.outcome;
     out += "<tr data-outcome=\"" + esc(outcome) + "\">" + td(s.phase, "text") +
-           td(s.label, "text") + td(load) + td(opt_fixed(s.requests_per_s, 2)) +
-           td(opt_fixed(s.output_tokens_per_s, 1)) + td(opt_fixed(s.ttft_p50_ms, 0)) +
-           td(opt_fixed(s.ttft_p95_ms, 0)) + td(opt_fixed(s.ttft_p99_ms, 0)) +
-           td(opt_fixed(s.tpot_p50_ms, 1)) + td(opt_fixed(s.tpot_p95_ms, 1)) +
-           td(opt_fixed(s.tpot_p99_ms, 1)) + td(opt_fixed(s.e2e_p95_ms, 0)) +
-           td(percent(s.error_rate)) + "<td class=\"text outcome-" + esc(outcome) + "\">" +
-           esc(outcome) + (s.client_bound ? " (client-bound)" : "") +
-           (s.partial ? " (partial)" : "") + "</td>" + "<td class=\"reasons\">" + reasons +
-           "</td></tr>";
+           td(s.label, "text step") + td(opt_fixed(s.requests_per_s, 2)) +
+           goodput_cell(s.goodput_rps, s.sla_attainment) + td(opt_fixed(s.output_tokens_per_s, 1)) +
+           td(triple(s.ttft_p50_ms, s.ttft_p95_ms, s.ttft_p99_ms, 0)) +
+           td(triple(s.tpot_p50_ms, s.tpot_p95_ms, s.tpot_p99_ms, 1)) +
+           td(opt_fixed(s.e2e_p95_ms, 0)) + td(percent(s.error_rate)) +
+           "<td class=\"text outcome-" + esc(outcome) + "\">" + esc(outcome) +
+           (s.client_bound ? " (client-bound)" : "") + (s.partial ? " (partial)" : "") + "</td>" +
+           "<td class=\"reasons\">" + reasons + "</td></tr>";
   }
   if (open) out += "</tbody></table></div>";
   return out +
-         "<p class=\"caption\">Latencies in milliseconds. Reasons list the checks that missed or "
-         "could not be evaluated; "
-         "an inconclusive step means the load generator, not the target, was the bottleneck "
-         "(docs/metrics.md §4.2).</p></section>";
+         "<p class=\"caption\">Latencies in milliseconds. Goodput: requests per second that met "
+         "every SLO, with their share of the requests intended (docs/metrics.md §3.3). Reasons "
+         "list the checks that missed or could not be evaluated; an inconclusive step means the "
+         "load generator, not the target, was the bottleneck (docs/metrics.md §4.2).</p>"
+         "</section>";
 }
 
 // Scale-out with region labels: each step's overall client-side latency beside each region's.
@@ -779,6 +877,12 @@ std::string hardware_section(const json& results) {
 
 }  // namespace
 
+json report_document(json results, const json& plan_document) {
+  if (!results.is_object()) return results;
+  if (plan_document.is_object()) results["plan_document"] = plan_document;
+  return results;
+}
+
 std::string render_report_html(const json& results, const ReportOptions& options) {
   const auto plan = json_string(results, "plan", "(unnamed plan)");
   const std::string title = options.title.empty() ? "Capacity report: " + plan : options.title;
@@ -813,6 +917,12 @@ std::string render_report_html(const json& results, const ReportOptions& options
   if (client_bound) out += "<span class=\"badge warn\">client-bound steps present</span>";
   const auto& error = json_member(results, "error");
   out += "</p>";
+  if (!json_member(results, "plan_document").is_object())
+    out +=
+        "<p class=\"meta\" id=\"no-plan\"><span class=\"badge warn\">plan missing</span> This "
+        "document does not carry the plan it ran (plan_document), so the charts have no SLA "
+        "lines; render the report from `llmcapd run --out` output or from the daemon "
+        "(GET /v1/jobs/JOB_ID/report).</p>";
   if (error.is_string())
     out += "<p class=\"meta outcome-fail\">Error: " + esc(error.get<std::string>()) + "</p>";
   out += "</header>";

@@ -1,5 +1,6 @@
 #include "api/report_tables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -97,6 +98,38 @@ std::string step_load(const StepRow& s) {
   return "-";
 }
 
+bool near(const std::optional<double>& a, const std::optional<double>& b, double tolerance) {
+  return a && b && std::fabs(*a - *b) <= tolerance * std::max(1.0, std::fabs(*b));
+}
+
+// The step a qualified (or best-evidence) point was measured in: same load (rate or
+// concurrency) and the same throughput figures; the last such step (a confirm or soak repeats
+// an earlier rate). Null when none matches (an older or hand-made document).
+const json* step_of_point(const json& target, const json& point) {
+  const bool closed = json_string(point, "basis") == "closed_loop";
+  const json* found = nullptr;
+  const auto& phases = json_member(target, "phases");
+  if (!phases.is_array()) return nullptr;
+  for (const auto& p : phases) {
+    const auto& steps = json_member(p, "steps");
+    if (!steps.is_array()) continue;
+    for (const auto& s : steps) {
+      const auto& params = json_member(s, "params");
+      const auto& st = json_member(s, "stats");
+      const bool load_matches =
+          closed
+              ? near(json_number(params, "concurrency"), json_number(point, "concurrency"), 0)
+              : near(json_number(params, "rate_rps"), json_number(point, "offered_rate_rps"), 1e-3);
+      if (load_matches &&
+          near(json_number(st, "output_tokens_per_s"), json_number(point, "output_tokens_per_s"),
+               1e-3) &&
+          near(json_number(st, "requests_per_s"), json_number(point, "requests_per_s"), 1e-3))
+        found = &s;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string csv_field(std::string_view text) {
@@ -148,6 +181,10 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
       if (r.qualified)
         r.cost_per_million_output_tokens = json_number(q, "cost_per_million_output_tokens");
       r.memory_headroom_gb = json_number(q, "memory_headroom_gb");
+      if (const json* step = step_of_point(t, q)) {
+        r.goodput_rps = json_number(json_member(*step, "stats"), "goodput_rps");
+        r.sla_attainment = json_number(json_member(*step, "stats"), "sla_attainment");
+      }
     }
     if (!r.memory_headroom_gb) r.memory_headroom_gb = json_number(t, "memory_headroom_gb");
     if (!r.memory_headroom_gb)
@@ -223,6 +260,8 @@ std::vector<StepRow> step_rows(const json& results) {
           }
         }
         r.error_rate = json_number(st, "error_rate");
+        r.goodput_rps = json_number(st, "goodput_rps");
+        r.sla_attainment = json_number(st, "sla_attainment");
         r.client_bound =
             json_member(s, "client_bound").is_boolean() && s["client_bound"].get<bool>();
         r.partial = json_member(s, "partial").is_boolean() && s["partial"].get<bool>();
@@ -279,6 +318,14 @@ std::string load_text(const CapacityRow& row) {
   return row.evidence_only ? "≥ " + out + ", not confirmed" : out;
 }
 
+std::string goodput_text(const std::optional<double>& goodput_rps,
+                         const std::optional<double>& sla_attainment) {
+  if (!goodput_rps) return "-";
+  std::string out = format_fixed(*goodput_rps, 2);
+  if (sla_attainment) out += " (" + format_fixed(*sla_attainment * 100, 0) + "% met SLO)";
+  return out;
+}
+
 std::string lengths_text(const CapacityRow& row) {
   if (!row.input_tokens_mean || !row.output_tokens_mean) return "-";
   return format_fixed(*row.input_tokens_mean, 0) + " / " + format_fixed(*row.output_tokens_mean, 0);
@@ -297,16 +344,16 @@ std::string render_markdown(const json& results) {
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
   out += "\n## Qualified capacity\n\n";
-  out +=
-      md_header({"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s",
-                 "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
-                 "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
-                "lllllrrrrrrrrrll");
+  out += md_header(
+      {"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s", "Goodput req/s",
+       "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
+       "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
+      "lllllrrrrrrrrrrll");
   for (const auto& r : capacity_rows(results)) {
     out += md_row({r.target, r.model, r.precision, lengths_text(r), load_text(r),
-                   opt_fixed(r.requests_per_s, 2), opt_fixed(r.output_tokens_per_s, 1),
-                   opt_fixed(r.ttft_p95_ms, 0), opt_fixed(r.tpot_p95_ms, 1),
-                   opt_fixed(r.e2e_p95_ms, 0), percent(r.error_rate),
+                   opt_fixed(r.requests_per_s, 2), goodput_text(r.goodput_rps, r.sla_attainment),
+                   opt_fixed(r.output_tokens_per_s, 1), opt_fixed(r.ttft_p95_ms, 0),
+                   opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0), percent(r.error_rate),
                    opt_fixed(r.memory_headroom_gb, 1),
                    r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-",
                    r.cost_per_million_output_tokens
@@ -355,20 +402,21 @@ std::string render_markdown(const json& results) {
     }
   }
   out += "\n## Steps\n\n";
-  out +=
-      md_header({"Target", "Phase", "Step", "Load", "Req/s", "Output tok/s", "TTFT P50/P95/P99 ms",
-                 "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
-                "llllrrrrrrll");
+  out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Goodput req/s", "Output tok/s",
+                    "TTFT P50/P95/P99 ms", "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate",
+                    "Verdict", "Reasons"},
+                   "llllrrrrrrrll");
   for (const auto& s : step_rows(results)) {
-    out += md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
-                   opt_fixed(s.output_tokens_per_s, 1),
-                   opt_fixed(s.ttft_p50_ms, 0) + " / " + opt_fixed(s.ttft_p95_ms, 0) + " / " +
-                       opt_fixed(s.ttft_p99_ms, 0),
-                   opt_fixed(s.tpot_p50_ms, 1) + " / " + opt_fixed(s.tpot_p95_ms, 1) + " / " +
-                       opt_fixed(s.tpot_p99_ms, 1),
-                   opt_fixed(s.e2e_p95_ms, 0), percent(s.error_rate),
-                   s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
-                   join(s.reasons, "; ")});
+    out +=
+        md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
+                goodput_text(s.goodput_rps, s.sla_attainment), opt_fixed(s.output_tokens_per_s, 1),
+                opt_fixed(s.ttft_p50_ms, 0) + " / " + opt_fixed(s.ttft_p95_ms, 0) + " / " +
+                    opt_fixed(s.ttft_p99_ms, 0),
+                opt_fixed(s.tpot_p50_ms, 1) + " / " + opt_fixed(s.tpot_p95_ms, 1) + " / " +
+                    opt_fixed(s.tpot_p99_ms, 1),
+                opt_fixed(s.e2e_p95_ms, 0), percent(s.error_rate),
+                s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
+                join(s.reasons, "; ")});
   }
   std::string regions;
   for (const auto& s : step_rows(results)) {
@@ -428,7 +476,9 @@ std::string render_capacity_csv(const json& results) {
                               "currency",
                               "cost_per_million_output_tokens",
                               "verdict",
-                              "labels"});
+                              "labels",
+                              "goodput_rps",
+                              "sla_attainment"});
   for (const auto& r : capacity_rows(results)) {
     out += csv_line({r.job_id,
                      r.target,
@@ -450,7 +500,9 @@ std::string render_capacity_csv(const json& results) {
                      r.currency,
                      csv_number(r.cost_per_million_output_tokens),
                      r.verdict,
-                     join(r.labels, "; ")});
+                     join(r.labels, "; "),
+                     csv_number(r.goodput_rps),
+                     csv_number(r.sla_attainment)});
   }
   return out;
 }
@@ -465,7 +517,8 @@ std::string render_steps_csv(const json& results) {
                               "tpot_p95_ms",    "tpot_p99_ms",
                               "e2e_p95_ms",     "error_rate",
                               "client_bound",   "partial",
-                              "outcome",        "reasons"});
+                              "outcome",        "reasons",
+                              "goodput_rps",    "sla_attainment"});
   for (const auto& s : step_rows(results)) {
     out += csv_line({s.target,
                      s.phase,
@@ -486,7 +539,9 @@ std::string render_steps_csv(const json& results) {
                      s.client_bound ? "true" : "false",
                      s.partial ? "true" : "false",
                      s.outcome,
-                     join(s.reasons, "; ")});
+                     join(s.reasons, "; "),
+                     csv_number(s.goodput_rps),
+                     csv_number(s.sla_attainment)});
   }
   return out;
 }

@@ -30,6 +30,11 @@ struct CapacityRow {
   std::optional<double> offered_rate_rps;  // open-loop basis
   std::optional<int> concurrency;          // closed-loop basis
   std::optional<double> requests_per_s;    // sustained (completed) rate at the point
+  // Requests per second that met every SLO at the point (docs/metrics.md §3.3), and their share
+  // of the requests intended; from the step the point was measured in (found by its rate or
+  // concurrency and figures), nullopt when no step matches.
+  std::optional<double> goodput_rps;
+  std::optional<double> sla_attainment;  // fraction 0..1
   std::optional<double> output_tokens_per_s;
   std::optional<double> ttft_p95_ms;
   std::optional<double> tpot_p95_ms;
@@ -79,6 +84,8 @@ struct StepRow {
   std::optional<double> tpot_p50_ms, tpot_p95_ms, tpot_p99_ms;
   std::optional<double> e2e_p50_ms, e2e_p95_ms;
   std::optional<double> error_rate;
+  std::optional<double> goodput_rps;     // requests/s that met every SLO (docs/metrics.md §3.3)
+  std::optional<double> sla_attainment;  // their share of the requests intended, 0..1
   bool client_bound = false;
   bool partial = false;
   std::string outcome;                 // "pass" | "fail" | "inconclusive" | ""
@@ -105,6 +112,9 @@ std::vector<DemandRow> demand_rows(const nlohmann::json& results);
 std::string load_text(const CapacityRow& row);
 // "512 / 128" / "-".
 std::string lengths_text(const CapacityRow& row);
+// "4.40 (92% met SLO)" / "4.40" / "-": goodput in requests/s with the SLA attainment.
+std::string goodput_text(const std::optional<double>& goodput_rps,
+                         const std::optional<double>& sla_attainment);
 
 // "All regions" first (the step's overall figures), then one row per region; empty when the
 // step has no regions.

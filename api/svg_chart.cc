@@ -95,7 +95,13 @@ Scale make_scale(const ChartAxis& axis, std::vector<double> values) {
   return s;
 }
 
-std::string dash_attr(LineStyle style) {
+// A solid series past the palette's first lap gets a dash pattern of its own lap.
+std::string dash_attr(LineStyle style, int color_index = 0) {
+  if (style == LineStyle::kSolid && color_index >= SvgChart::kPaletteSize) {
+    static constexpr const char* kLapDash[] = {" stroke-dasharray=\"10 3 2 3\"",
+                                               " stroke-dasharray=\"4 2\""};
+    return kLapDash[(color_index / SvgChart::kPaletteSize - 1) % 2];
+  }
   switch (style) {
     case LineStyle::kDashed: return " stroke-dasharray=\"7 4\"";
     case LineStyle::kDotted: return " stroke-dasharray=\"2 3\"";
@@ -138,9 +144,10 @@ void SvgChart::add_mark(ChartMark mark) { marks_.push_back(std::move(mark)); }
 void SvgChart::add_band(ChartBand band) { bands_.push_back(std::move(band)); }
 
 const char* SvgChart::color(int index) {
-  static constexpr const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                             "#E69F00", "#56B4E9", "#7F7F7F", "#000000"};
-  constexpr int n = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
+  static constexpr const char* kPalette[kPaletteSize] = {
+      "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+      "#332288", "#999933", "#882255", "#117733", "#000000", "#7F7F7F"};
+  constexpr int n = kPaletteSize;
   return kPalette[((index % n) + n) % n];
 }
 
@@ -187,6 +194,7 @@ std::string SvgChart::render() const {
   // Legend layout: rows that wrap at the plot width.
   std::vector<LegendItem> legend;
   for (const auto& s : series_) {
+    if (!s.in_legend) continue;
     legend.push_back(
         {LegendItem::Kind::kSeries, s.name, s.color_index, s.style, s.markers, s.line});
   }
@@ -321,8 +329,8 @@ std::string SvgChart::render() const {
       if (!cur.empty()) runs.push_back(std::move(cur));
       for (const auto& r : runs) {
         svg += "<polyline fill=\"none\" stroke=\"" + std::string(c) +
-               "\" stroke-width=\"2.2\" stroke-linejoin=\"round\"" + dash_attr(s.style) +
-               " points=\"" + r + "\"/>";
+               "\" stroke-width=\"2.2\" stroke-linejoin=\"round\"" +
+               dash_attr(s.style, s.color_index) + " points=\"" + r + "\"/>";
       }
     }
     if (s.markers) {
@@ -374,7 +382,7 @@ std::string SvgChart::render() const {
       if (item.line)
         svg += "<line x1=\"" + num(p.x) + "\" x2=\"" + num(p.x + 24) + "\" y1=\"" + num(y) +
                "\" y2=\"" + num(y) + "\" stroke=\"" + c + "\" stroke-width=\"2.4\"" +
-               dash_attr(item.style) + "/>";
+               dash_attr(item.style, item.color_index) + "/>";
       if (item.markers || !item.line)
         svg += "<circle cx=\"" + num(p.x + 12) + "\" cy=\"" + num(y) + "\" r=\"3.4\" fill=\"" + c +
                "\"/>";

@@ -31,10 +31,11 @@ enum class LineStyle { kSolid, kDashed, kDotted };
 struct ChartSeries {
   std::string name;                // legend text
   std::vector<ChartPoint> points;  // drawn in the given order
-  int color_index = -1;            // palette index; -1: the series' position
+  int color_index = -1;            // palette index; -1: the series' position in the chart
   LineStyle style = LineStyle::kSolid;
-  bool markers = true;  // a dot on each point
-  bool line = true;     // false: scatter only
+  bool markers = true;    // a dot on each point
+  bool line = true;       // false: scatter only
+  bool in_legend = true;  // false: drawn, but not listed (extra dots of a listed series)
 };
 
 struct ChartThreshold {
@@ -89,7 +90,12 @@ class SvgChart {
   // The <svg> element. An empty chart still renders its axes and says "no data".
   std::string render() const;
 
-  // Palette (Okabe-Ito, readable for colour-blind readers); index wraps.
+  // Palette of kPaletteSize colours that colour-blind readers can tell apart (Okabe-Ito without
+  // its yellow, then Paul Tol's indigo, olive, wine and green, black and grey), assigned by
+  // series index: series 0..11 of a chart never share a colour. The index wraps; a solid series
+  // whose index is kPaletteSize or more is drawn with a dash pattern (one per lap), so two
+  // series look alike only beyond 36.
+  static constexpr int kPaletteSize = 12;
   static const char* color(int index);
 
  private:

@@ -41,39 +41,44 @@ int cmd_report(const std::vector<std::string>& args) {
     std::cerr << "llmcapd report: format: expected html, markdown or csv\n";
     return kExitUsage;
   }
-  std::string text;
+  std::string rendered;
   const std::string& source = positional[0];
   if (source.rfind("job_", 0) == 0) {
+    // The daemon renders it from the job's stored results and stored plan
+    // (api::report_document, as `llmcapd run --out` writes its file); GET .../results alone
+    // does not carry the plan, so a report built from it would have no SLA lines.
     const net::BlockingClient daemon("http://127.0.0.1:" + std::to_string(port), "");
-    auto r = daemon.request("GET", "/v1/jobs/" + source + "/results");
+    const std::string accept = format == "markdown" ? "text/markdown"
+                               : format == "csv"    ? "text/csv"
+                                                    : "text/html";
+    auto r = daemon.request("GET", "/v1/jobs/" + source + "/report", "", {{"Accept", accept}});
     if (r.status != 200) {
-      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/results on port " << port << ": "
+      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/report on port " << port << ": "
                 << (r.status ? std::to_string(r.status) : r.error) << "\n";
       return r.status == 404 ? kExitUsage : kExitRuntime;
     }
-    text = r.body;
+    rendered = std::move(r.body);
   } else {
     std::string error;
-    text = read_file(source, error);
+    const std::string text = read_file(source, error);
     if (!error.empty()) {
       std::cerr << "llmcapd report: " << error << "\n";
       return kExitUsage;
     }
-  }
-  const auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (!doc.is_object() || !doc.contains("targets")) {
-    std::cerr << "llmcapd report: " << source << " is not a results document\n";
-    return kExitUsage;
-  }
-  std::string rendered;
-  if (format == "markdown")
-    rendered = api::render_markdown(doc);
-  else if (format == "csv")
-    rendered = api::render_capacity_csv(doc);
-  else {
-    api::ReportOptions o;
-    if (doc.contains("job_id") && doc["job_id"].is_string()) o.job_id = doc["job_id"];
-    rendered = api::render_report_html(doc, o);
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (!doc.is_object() || !doc.contains("targets")) {
+      std::cerr << "llmcapd report: " << source << " is not a results document\n";
+      return kExitUsage;
+    }
+    if (format == "markdown")
+      rendered = api::render_markdown(doc);
+    else if (format == "csv")
+      rendered = api::render_capacity_csv(doc);
+    else {
+      api::ReportOptions o;
+      if (doc.contains("job_id") && doc["job_id"].is_string()) o.job_id = doc["job_id"];
+      rendered = api::render_report_html(doc, o);
+    }
   }
   if (out_path.empty()) {
     std::cout << rendered;

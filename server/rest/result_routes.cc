@@ -63,10 +63,29 @@ std::optional<json> results_doc(RestContext& c, const std::string& id, HttpRespo
   return json::parse(r.body, nullptr, false);
 }
 
+// The report's input for a job: its stored results and the plan it stored, joined by
+// api::report_document, the function `llmcapd run` builds its results file with (one code path
+// for every report, so the daemon's pages draw the plan's SLA bounds too).
+std::optional<json> report_doc(RestContext& c, const std::string& id, HttpResponse& error) {
+  auto doc = results_doc(c, id, error);
+  if (!doc) return doc;
+  auto job = c.deps.store.get_job(id);
+  if (!job.ok()) {
+    error = storage_problem(job.status());
+    return std::nullopt;
+  }
+  auto plan = c.deps.store.get_plan(job.value().plan_id);
+  if (!plan.ok()) {
+    error = storage_problem(plan.status());
+    return std::nullopt;
+  }
+  return api::report_document(std::move(*doc), json::parse(plan.value().plan_json, nullptr, false));
+}
+
 HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams& path) {
   const std::string& id = path.at("id");
   HttpResponse error;
-  auto doc = results_doc(c, id, error);
+  auto doc = report_doc(c, id, error);
   if (!doc) return error;
   if (!doc->contains("targets"))
     return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
@@ -96,7 +115,7 @@ HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathPara
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     if (id.empty()) continue;
     HttpResponse error;
-    auto doc = results_doc(c, id, error);
+    auto doc = report_doc(c, id, error);
     if (!doc) return error;
     docs.push_back(std::move(*doc));
   }

@@ -37,26 +37,62 @@ TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
   EXPECT_EQ(doc["workload_fingerprint"], a["workload_fingerprint"]);
   ASSERT_EQ(doc["jobs"].size(), 2u);
   EXPECT_EQ(doc["jobs"][1]["job_id"], "job-b");
+  EXPECT_EQ(doc["jobs"][0]["label"], "A");
+  EXPECT_EQ(doc["jobs"][1]["label"], "B");
   const auto rows = capacity_rows(doc);
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0].target, "job-a/rtx4090-48g");
+  // Short names (the job's label, not its 26-character id) keep legends readable.
+  EXPECT_EQ(rows[0].target, "rtx4090-48g (A)");
   EXPECT_EQ(rows[0].job_id, "job-a");
-  EXPECT_EQ(rows[3].target, "job-b/a100-80g-pcie");
+  EXPECT_EQ(rows[3].target, "a100-80g-pcie (B)");
   EXPECT_EQ(doc["targets"][2]["source_name"], "rtx4090-48g");
-  EXPECT_EQ(doc["targets"][2]["phases"][0]["steps"][0]["target"], "job-b/rtx4090-48g");
+  EXPECT_EQ(doc["targets"][2]["job_label"], "B");
+  EXPECT_EQ(doc["targets"][2]["phases"][0]["steps"][0]["target"], "rtx4090-48g (B)");
   EXPECT_EQ(rows[0].output_tokens_per_s, rows[2].output_tokens_per_s);
-  // Comparison against the first target: same throughput, half the price → ×0.50 per token.
-  ASSERT_EQ(doc["comparison"].size(), 3u);
-  EXPECT_EQ(doc["comparison"][1]["target"], "job-b/rtx4090-48g");
-  EXPECT_NEAR(doc["comparison"][1]["relative_cost_per_token"].get<double>(), 0.5, 1e-4);
+  // Each target against its namesake in job A (not everything against A's first target):
+  // the 4090 at half the price → ×0.50 per token; the A100 unchanged → ×1.00.
+  EXPECT_EQ(doc["comparison_basis"], "same-name targets");
+  ASSERT_EQ(doc["comparison"].size(), 2u);
+  EXPECT_EQ(doc["comparison"][0]["target"], "rtx4090-48g (B)");
+  EXPECT_EQ(doc["comparison"][0]["baseline"], "rtx4090-48g (A)");
+  EXPECT_NEAR(doc["comparison"][0]["relative_cost_per_token"].get<double>(), 0.5, 1e-4);
+  EXPECT_EQ(doc["comparison"][1]["target"], "a100-80g-pcie (B)");
+  EXPECT_EQ(doc["comparison"][1]["baseline"], "a100-80g-pcie (A)");
+  EXPECT_NEAR(doc["comparison"][1]["relative_cost_per_token"].get<double>(), 1.0, 1e-4);
   // Same demand in both plans → one demand plan over four offers; the cheaper copy wins.
   ASSERT_TRUE(doc.contains("demand_plan"));
   EXPECT_EQ(doc["demand_plan"]["lines"].size(), 4u);
-  EXPECT_EQ(doc["demand_plan"]["cheapest"], "job-b/rtx4090-48g");
+  EXPECT_EQ(doc["demand_plan"]["cheapest"], "rtx4090-48g (B)");
   // Renders like any results document.
   const auto html = render_report_html(doc, {});
   EXPECT_NE(html.find("<table id=\"jobs-table\">"), std::string::npos);
-  EXPECT_NE(html.find("<tr data-target=\"job-b/a100-80g-pcie\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr data-target=\"a100-80g-pcie (B)\">"), std::string::npos);
+  EXPECT_NE(html.find("data-series=\"rtx4090-48g (B)\""), std::string::npos);
+  EXPECT_EQ(html.find("data-series=\"job-"), std::string::npos);
+  EXPECT_NE(html.find("the same name in the first job"), std::string::npos);
+}
+
+TEST(ReportCompareTest, WithoutNamesakesEveryTargetIsComparedWithTheFirst) {
+  auto a = with_job(load("results-two-targets.json"), "job-a");
+  auto b = with_job(load("results-two-targets.json"), "job-b");
+  b["targets"][0]["name"] = "rtx4090-other";
+  b["targets"][1]["name"] = "a100-other";
+  const auto out = compare_results({a, b}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["comparison_basis"], "first target");
+  ASSERT_EQ(doc["comparison"].size(), 3u);
+  for (const auto& c : doc["comparison"]) EXPECT_EQ(c["baseline"], "rtx4090-48g (A)");
+}
+
+TEST(ReportCompareTest, JobLabelsGoPastZ) {
+  std::vector<json> docs;
+  for (int i = 0; i < 28; ++i) docs.push_back(load("results-tiny.json"));
+  const auto out = compare_results(docs, false);
+  ASSERT_TRUE(out.document) << out.error;
+  EXPECT_EQ((*out.document)["jobs"][25]["label"], "Z");
+  EXPECT_EQ((*out.document)["jobs"][26]["label"], "AA");
+  EXPECT_EQ((*out.document)["targets"][27]["name"], "a100 (AB)");
 }
 
 TEST(ReportCompareTest, DifferentFingerprintsAreRefusedNamingTheJobs) {
@@ -94,8 +130,9 @@ TEST(ReportCompareTest, JobIdFallbacksAndBadInput) {
   json b = load("results-tiny.json");
   const auto out = compare_results({a, b}, false);
   ASSERT_TRUE(out.document) << out.error;
-  EXPECT_EQ((*out.document)["targets"][0]["name"], "plain-id/a100");
-  EXPECT_EQ((*out.document)["targets"][1]["name"], "job 2/a100");
+  EXPECT_EQ((*out.document)["targets"][0]["job_id"], "plain-id");
+  EXPECT_EQ((*out.document)["targets"][1]["job_id"], "job 2");
+  EXPECT_EQ((*out.document)["targets"][1]["name"], "a100 (B)");
 
   const auto one = compare_results({a}, false);
   EXPECT_FALSE(one.document);

@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "api/report_format.h"
 #include "api/report_tables.h"
@@ -184,6 +186,99 @@ TEST_F(ReportHtmlTest, DemandComparisonStepsHardwareAndPlan) {
   EXPECT_NE(html_.find("Load generator CPU"), std::string::npos);
   const auto plan = element_by_id(html_, "pre", "plan-json");
   EXPECT_NE(plan.find("&quot;capacity_search&quot;"), std::string::npos);
+}
+
+// x coordinates of every <polyline> of a chart, one vector per polyline.
+std::vector<std::vector<double>> polyline_xs(const std::string& svg) {
+  std::vector<std::vector<double>> out;
+  const std::regex points("<polyline[^>]* points=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), points); it != std::sregex_iterator();
+       ++it) {
+    std::vector<double> xs;
+    std::istringstream in((*it)[1].str());
+    std::string pair;
+    while (in >> pair) xs.push_back(std::stod(pair.substr(0, pair.find(','))));
+    out.push_back(std::move(xs));
+  }
+  return out;
+}
+
+TEST_F(ReportHtmlTest, StepsAtOneRateAreNotJoinedByVerticalLines) {
+  // The 4090's soak runs at 3.00 rps, the a100's search confirm and trials repeat rates: the
+  // line visits each rate once; the other steps there are dots.
+  for (const char* kind : {"throughput-vs-rate", "ttft-vs-rate", "tpot-vs-rate"}) {
+    SCOPED_TRACE(kind);
+    const auto c = chart(html_, kind);
+    const auto lines = polyline_xs(c);
+    ASSERT_FALSE(lines.empty());
+    for (const auto& xs : lines) {
+      for (std::size_t i = 1; i < xs.size(); ++i) EXPECT_LT(xs[i - 1], xs[i]) << c.substr(0, 300);
+    }
+  }
+  json doc = two_;
+  // A soak at exactly a searched rate: without the split the line would go straight up there.
+  auto& phases = doc["targets"][1]["phases"];
+  phases[4]["steps"][0]["params"]["rate_rps"] = phases[2]["steps"][1]["params"]["rate_rps"];
+  phases[4]["steps"][0]["stats"]["window_s"] = 60;
+  const auto c = chart(render_report_html(doc, {}), "throughput-vs-rate");
+  for (const auto& xs : polyline_xs(c)) {
+    for (std::size_t i = 1; i < xs.size(); ++i) EXPECT_LT(xs[i - 1], xs[i]);
+  }
+  // The longer soak is on the line; the search step at that rate is a dot.
+  const auto soak_y =
+      format_compact(phases[4]["steps"][0]["stats"]["output_tokens_per_s"].get<double>());
+  EXPECT_NE(c.find("a100-80g-pcie: 13, " + soak_y + "</title>"), std::string::npos) << c;
+  EXPECT_NE(c.find("<g class=\"series\" data-series=\"a100-80g-pcie\"><circle"), std::string::npos);
+}
+
+TEST_F(ReportHtmlTest, EachStepOfACdfChartHasItsOwnColour) {
+  for (std::size_t n = 0;; ++n) {
+    const auto c = chart(html_, "cdf-ttft", n);
+    if (c.empty()) {
+      EXPECT_GT(n, 2u);
+      break;
+    }
+    std::set<std::string> colours;
+    std::size_t series = 0;
+    const std::regex stroke(
+        "<g class=\"series\"[^>]*><polyline fill=\"none\" stroke=\"(#[0-9A-F]+)\"");
+    for (auto it = std::sregex_iterator(c.begin(), c.end(), stroke); it != std::sregex_iterator();
+         ++it, ++series)
+      colours.insert((*it)[1].str());
+    EXPECT_EQ(colours.size(), series) << c.substr(0, 200);
+  }
+}
+
+TEST_F(ReportHtmlTest, GoodputInTheStepsAndCapacityTables) {
+  const auto cap = element_by_id(html_, "table", "capacity-table");
+  EXPECT_NE(cap.find(">Goodput req/s (met SLO)</th>"), std::string::npos);
+  EXPECT_NE(cap.find("<td>15.80 (100%)</td>"), std::string::npos) << cap;
+  const auto start = html_.find("<table class=\"steps-table\" data-target=\"a100-80g-pcie\"");
+  ASSERT_NE(start, std::string::npos);
+  const auto steps = html_.substr(start, html_.find("</table>", start) - start);
+  EXPECT_NE(steps.find(">Goodput req/s (met SLO)</th>"), std::string::npos);
+  EXPECT_NE(steps.find("<td>13.60 ("), std::string::npos) << steps;  // the 26.01 rps trial
+}
+
+TEST_F(ReportHtmlTest, WithoutItsPlanTheReportSaysSoAndReportDocumentAddsIt) {
+  json bare = two_;
+  const json plan = bare["plan_document"];
+  bare.erase("plan_document");  // what GET /v1/jobs/{id}/results holds
+  const auto without = render_report_html(bare, {});
+  EXPECT_EQ(count(without, "<line class=\"threshold\""), 0u);
+  EXPECT_NE(without.find("id=\"no-plan\""), std::string::npos);
+  EXPECT_NE(without.find("so its SLA bounds are not drawn"), std::string::npos);
+  EXPECT_EQ(html_.find("id=\"no-plan\""), std::string::npos);
+
+  const auto with = render_report_html(report_document(bare, plan), {});
+  EXPECT_EQ(with.find("id=\"no-plan\""), std::string::npos);
+  for (const char* kind :
+       {"ttft-vs-concurrency", "ttft-vs-rate", "tpot-vs-concurrency", "tpot-vs-rate", "burst-ttft"})
+    EXPECT_EQ(count(chart(with, kind), "<line class=\"threshold\""), 1u) << kind;
+  EXPECT_EQ(with, html_);  // the same page as from the `llmcapd run --out` document
+  // A plan that is not an object (a stored plan that did not parse) keeps the document's own.
+  EXPECT_EQ(report_document(two_, json()), two_);
+  EXPECT_EQ(report_document(json::array(), plan), json::array());
 }
 
 TEST(ReportHtmlEscapeTest, TargetNamedScriptComesOutEscaped) {

@@ -245,6 +245,37 @@ TEST(ReportTablesTest, StepsCsvHasOneLinePerStep) {
   EXPECT_GT(lines.size(), 10u);
 }
 
+TEST(ReportTablesTest, GoodputOfEveryStepAndOfTheQualifiedPoint) {
+  json doc = load("results-two-targets.json");
+  // The a100's point was measured in the 16.26 rps search step, the 4090's in its soak (the last
+  // step at its rate with its figures).
+  doc["targets"][1]["phases"][2]["steps"][3]["stats"]["sla_attainment"] = 0.926;
+  const auto rows = capacity_rows(doc);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[0].goodput_rps && rows[1].goodput_rps);
+  EXPECT_DOUBLE_EQ(*rows[0].goodput_rps, 1.8333);
+  EXPECT_DOUBLE_EQ(*rows[1].goodput_rps, 15.8);
+  EXPECT_DOUBLE_EQ(*rows[1].sla_attainment, 0.926);
+  EXPECT_EQ(goodput_text(rows[1].goodput_rps, rows[1].sla_attainment), "15.80 (93% met SLO)");
+  EXPECT_EQ(goodput_text(std::nullopt, 0.5), "-");
+  // No step with the point's figures (a hand-made document): no goodput, never a guess.
+  doc["targets"][1]["qualified"]["output_tokens_per_s"] = 1.0;
+  EXPECT_FALSE(capacity_rows(doc)[1].goodput_rps);
+
+  const auto steps = step_rows(doc);
+  ASSERT_FALSE(steps.empty());
+  for (const auto& s : steps) EXPECT_TRUE(s.goodput_rps) << s.label;
+  const auto md = render_markdown(doc);
+  EXPECT_NE(md.find("| Goodput req/s |"), std::string::npos);
+  EXPECT_NE(md.find("| 1.83 (100% met SLO) |"), std::string::npos);
+  const auto cap_header = csv_split(lines_of(render_capacity_csv(doc), "\r\n")[0]);
+  EXPECT_EQ(cap_header[cap_header.size() - 2], "goodput_rps");
+  const auto step_lines = lines_of(render_steps_csv(doc), "\r\n");
+  const auto step_header = csv_split(step_lines[0]);
+  EXPECT_EQ(step_header[step_header.size() - 2], "goodput_rps");
+  EXPECT_EQ(csv_split(step_lines[1]).back(), "1");  // sla_attainment of the first step
+}
+
 TEST(ReportTablesTest, CsvFieldQuoting) {
   EXPECT_EQ(csv_field("plain"), "plain");
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <string>
 
 namespace llmcap::api {
@@ -142,10 +143,42 @@ TEST(SvgChartTest, BandIsShadedAndLabelled) {
   EXPECT_NE(svg.find("burst ×4</text>"), std::string::npos);
 }
 
-TEST(SvgChartTest, PaletteWraps) {
-  EXPECT_STREQ(SvgChart::color(0), SvgChart::color(8));
-  EXPECT_STRNE(SvgChart::color(0), SvgChart::color(1));
-  EXPECT_STREQ(SvgChart::color(-1), SvgChart::color(7));
+TEST(SvgChartTest, TwelveDistinctColoursThenTheyWrap) {
+  std::set<std::string> seen;
+  for (int i = 0; i < SvgChart::kPaletteSize; ++i) seen.insert(SvgChart::color(i));
+  EXPECT_EQ(seen.size(), 12u);  // e.g. a sweep's c=4 and c=64 no longer share teal
+  EXPECT_STREQ(SvgChart::color(0), SvgChart::color(12));
+  EXPECT_STREQ(SvgChart::color(-1), SvgChart::color(11));
+}
+
+TEST(SvgChartTest, SeriesPastTheFirstLapAreDashedAndColoursFollowTheIndex) {
+  SvgChart chart(basic_options());
+  for (int i = 0; i < 14; ++i)
+    chart.add_series({"s" + std::to_string(i), {{0, 1.0 * i}, {10, 2.0 * i}}});
+  const auto svg = chart.render();
+  auto polyline_of = [&](int i) {
+    const auto g = svg.find("data-series=\"s" + std::to_string(i) + "\"");
+    return svg.substr(g, svg.find("/>", svg.find("<polyline", g)) - g);
+  };
+  EXPECT_EQ(polyline_of(11).find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(polyline_of(4).find(SvgChart::color(4)), std::string::npos);
+  // Series 12 has series 0's colour but not its look.
+  EXPECT_NE(polyline_of(12).find(SvgChart::color(0)), std::string::npos);
+  EXPECT_NE(polyline_of(12).find("stroke-dasharray"), std::string::npos);
+  EXPECT_EQ(polyline_of(0).find("stroke-dasharray"), std::string::npos);
+}
+
+TEST(SvgChartTest, SeriesOutOfTheLegendIsDrawnButNotListed) {
+  SvgChart chart(basic_options());
+  chart.add_series({"listed", {{0, 1}, {10, 2}}});
+  ChartSeries extra{"extra dots", {{5, 1.5}}, 0, LineStyle::kSolid, true, false};
+  extra.in_legend = false;
+  chart.add_series(extra);
+  const auto svg = chart.render();
+  EXPECT_NE(svg.find("data-series=\"extra dots\""), std::string::npos);
+  const auto legend = svg.substr(svg.find("<g class=\"legend\">"));
+  EXPECT_NE(legend.find(">listed</text>"), std::string::npos);
+  EXPECT_EQ(legend.find("extra dots"), std::string::npos);
 }
 
 }  // namespace
