@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/plan_reader.h"
+#include "api/report_html.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
 #include "server/cli/console_sink.h"
@@ -129,7 +130,7 @@ int cmd_run(const std::vector<std::string>& args) {
   g_stop = nullptr;
   sims.stop();
 
-  result.results["plan_document"] = parse.normalized;
+  result.results = api::report_document(std::move(result.results), parse.normalized);
   if (!out_path.empty()) {
     std::ofstream out(out_path);
     out << result.results.dump(2) << "\n";
