@@ -13,8 +13,8 @@ std::optional<double> cost_per_million_output_tokens(double hourly_price,
 std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
                                                 const TargetOffer& target) {
   if (!(baseline.qualified_output_tokens_per_s > 0) ||
-      !(target.qualified_output_tokens_per_s > 0) || !(baseline.hourly_price > 0) ||
-      !(target.hourly_price >= 0)) {
+      !(target.qualified_output_tokens_per_s > 0) || !baseline.hourly_price ||
+      !target.hourly_price || !(*baseline.hourly_price > 0) || !(*target.hourly_price >= 0)) {
     return std::nullopt;
   }
   TargetComparison c;
@@ -22,7 +22,7 @@ std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
   c.target = target.name;
   c.throughput_ratio =
       target.qualified_output_tokens_per_s / baseline.qualified_output_tokens_per_s;
-  c.price_ratio = target.hourly_price / baseline.hourly_price;
+  c.price_ratio = *target.hourly_price / *baseline.hourly_price;
   c.relative_cost_per_token = c.price_ratio / c.throughput_ratio;
   return c;
 }
@@ -45,21 +45,29 @@ DemandPlan plan_demand(const Demand& demand, std::span<const TargetOffer> offers
     const TargetOffer& o = offers[i];
     PlanLine line;
     line.name = o.name;
-    line.cost_per_million_output_tokens =
-        cost_per_million_output_tokens(o.hourly_price, o.qualified_output_tokens_per_s);
-    if (o.qualified_output_tokens_per_s > 0 && o.hourly_price >= 0) {
+    if (o.hourly_price)
+      line.cost_per_million_output_tokens =
+          cost_per_million_output_tokens(*o.hourly_price, o.qualified_output_tokens_per_s);
+    // A target without a price still gets its instance count; only its costs are unknown. A
+    // negative (or NaN) price is a bad input: infeasible.
+    const bool priced = o.hourly_price.has_value();
+    const bool bad_price = priced && !(*o.hourly_price >= 0);
+    if (o.qualified_output_tokens_per_s > 0 && !bad_price) {
       line.feasible = true;
       const double needed = plan.required_output_tokens_per_s / o.qualified_output_tokens_per_s;
       // Slack for floating-point noise: 360 × 1.3 = 468.00000000000006.
       line.instances = static_cast<std::int64_t>(std::ceil(needed * (1 - 1e-9)));
       if (plan.required_output_tokens_per_s > 0 && line.instances < 1) line.instances = 1;
-      line.hourly_cost = static_cast<double>(line.instances) * o.hourly_price;
-      line.monthly_cost = line.hourly_cost * hours_per_month;
+      if (priced) {
+        line.hourly_cost = static_cast<double>(line.instances) * *o.hourly_price;
+        line.monthly_cost = *line.hourly_cost * hours_per_month;
+      }
       if (line.instances > 0) {
         line.utilisation = plan.demand_output_tokens_per_s /
                            (static_cast<double>(line.instances) * o.qualified_output_tokens_per_s);
       }
-      if (!plan.cheapest || line.hourly_cost < plan.lines[*plan.cheapest].hourly_cost) {
+      if (line.hourly_cost &&
+          (!plan.cheapest || *line.hourly_cost < *plan.lines[*plan.cheapest].hourly_cost)) {
         plan.cheapest = i;
       }
     }

@@ -29,7 +29,7 @@ std::optional<double> cost_per_million_output_tokens(double hourly_price,
 
 struct TargetOffer {
   std::string name;
-  double hourly_price = 0;                   // per instance
+  std::optional<double> hourly_price;        // per instance; nullopt: not priced
   double qualified_output_tokens_per_s = 0;  // per instance; 0: no qualified capacity
 };
 
@@ -41,7 +41,7 @@ struct TargetComparison {
   double relative_cost_per_token = 0;  // price ratio / throughput ratio
 };
 
-// nullopt when either target lacks qualified capacity or the baseline's price is 0.
+// nullopt when either target lacks qualified capacity or a price, or the baseline's price is 0.
 std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
                                                 const TargetOffer& target);
 
@@ -60,8 +60,8 @@ struct PlanLine {
   std::string name;
   bool feasible = false;  // false: no qualified capacity (instances etc. are 0)
   std::int64_t instances = 0;
-  double hourly_cost = 0;
-  double monthly_cost = 0;
+  std::optional<double> hourly_cost;  // nullopt: not feasible or the target has no price
+  std::optional<double> monthly_cost;
   double utilisation = 0;  // mean demand (no headroom) / (instances × T)
   std::optional<double> cost_per_million_output_tokens;  // at the qualified point
 };
@@ -70,8 +70,9 @@ struct DemandPlan {
   double demand_output_tokens_per_s = 0;
   double required_output_tokens_per_s = 0;
   double hours_per_month = kHoursPerMonth;
-  std::vector<PlanLine> lines;          // same order as the offers
-  std::optional<std::size_t> cheapest;  // index of the lowest hourly cost among feasible lines
+  std::vector<PlanLine> lines;  // same order as the offers
+  std::optional<std::size_t>
+      cheapest;  // index of the lowest hourly cost among priced feasible lines
 };
 
 DemandPlan plan_demand(const Demand& demand, std::span<const TargetOffer> offers,

@@ -51,8 +51,8 @@ std::optional<std::string> validate(const SlaSpec& spec) {
   for (std::size_t i = 0; i < spec.bounds.size(); ++i) {
     const SlaBound& b = spec.bounds[i];
     const std::string field = "bounds[" + std::to_string(i) + "]";
-    if (!is_summary_percentile(b.percentile)) {
-      return field + ".percentile: must be one of 50, 90, 95, 99, 99.9 (got " +
+    if (!is_valid_percentile(b.percentile)) {
+      return field + ".percentile: must be between 0 and 100, both excluded (got " +
              number(b.percentile) + ")";
     }
     if (!std::isfinite(b.limit_ms) || b.limit_ms <= 0) {

@@ -1,9 +1,10 @@
 // SlaSpec: the service-level agreement a step is judged against (docs/metrics.md §4), plus the
 // thresholds of the verdict rules, and the per-request SLO check used for goodput (§3.3 there).
 //
-// A bound says "percentile P of metric M must be ≤ limit_ms". Percentiles are the ones a
-// Summary stores: 50, 90, 95, 99, 99.9. Every threshold has a documented default; validate()
-// checks a spec once (e.g. when a plan is accepted) and names the offending field.
+// A bound says "percentile P of metric M must be ≤ limit_ms", for any P with 0 < P < 100
+// (the step statistics compute the ones beyond P50/P90/P95/P99/P99.9 on demand). Every threshold
+// has a documented default; validate() checks a spec once (e.g. when a plan is accepted) and names
+// the offending field.
 //
 // Plain values: safe to copy and share read-only between threads.
 #pragma once
@@ -36,7 +37,7 @@ std::optional<TtftDefinition> parse_ttft_definition(std::string_view s);
 
 struct SlaBound {
   SlaMetric metric = SlaMetric::kTtft;
-  double percentile = 95;  // one of 50, 90, 95, 99, 99.9
+  double percentile = 95;  // 0 < percentile < 100
   double limit_ms = 1000;  // the percentile must be ≤ this
 };
 
@@ -71,7 +72,7 @@ struct SlaSpec {
 };
 
 // nullopt when valid, else a message naming the field, e.g. "bounds[1].percentile: must be
-// one of 50, 90, 95, 99, 99.9 (got 97)".
+// between 0 and 100, both excluded (got 100)".
 std::optional<std::string> validate(const SlaSpec& spec);
 
 // A spec with the docs/metrics.md §4 example bounds: P95 TTFT ≤ 1000 ms, P95 TPOT ≤ 35 ms.

@@ -102,9 +102,10 @@ struct HistogramQuantiles {
   double p95 = 0;
   double p99 = 0;
   double p999 = 0;
-  std::optional<double> at(double p) const;  // like Summary::at
+  std::vector<std::pair<double, double>> extra;  // like Summary::extra
+  std::optional<double> at(double p) const;      // like Summary::at
 };
-HistogramQuantiles quantiles_of(const LogHistogram& h);
+HistogramQuantiles quantiles_of(const LogHistogram& h, const std::vector<double>& extra = {});
 
 struct StepStats {
   std::int64_t window_start_ns = 0;

@@ -16,6 +16,20 @@ bool is_summary_percentile(double p) {
   return false;
 }
 
+bool is_valid_percentile(double p) { return p > 0 && p < 100; }
+
+std::vector<double> extra_percentiles(const std::vector<double>& wanted) {
+  std::vector<double> out;
+  for (double p : wanted) {
+    if (!is_valid_percentile(p) || is_summary_percentile(p)) continue;
+    if (std::none_of(out.begin(), out.end(),
+                     [p](double q) { return std::fabs(p - q) < kPercentileTolerance; }))
+      out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::optional<double> Summary::at(double p) const {
   if (count == 0) return std::nullopt;
   if (std::fabs(p - 50.0) < kPercentileTolerance) return p50;
@@ -23,6 +37,8 @@ std::optional<double> Summary::at(double p) const {
   if (std::fabs(p - 95.0) < kPercentileTolerance) return p95;
   if (std::fabs(p - 99.0) < kPercentileTolerance) return p99;
   if (std::fabs(p - 99.9) < kPercentileTolerance) return p999;
+  for (const auto& [q, v] : extra)
+    if (std::fabs(p - q) < kPercentileTolerance) return v;
   return std::nullopt;
 }
 
@@ -36,7 +52,7 @@ std::optional<double> percentile(const std::vector<double>& sorted, double p) {
   return sorted[lower] + fraction * (sorted[lower + 1] - sorted[lower]);
 }
 
-Summary summarize(std::vector<double> values) {
+Summary summarize(std::vector<double> values, const std::vector<double>& extra) {
   std::erase_if(values, [](double v) { return std::isnan(v); });
   Summary s;
   if (values.empty()) return s;
@@ -58,6 +74,7 @@ Summary summarize(std::vector<double> values) {
   s.p95 = *percentile(values, 95);
   s.p99 = *percentile(values, 99);
   s.p999 = *percentile(values, 99.9);
+  for (double p : extra) s.extra.emplace_back(p, *percentile(values, p));
   return s;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace llmcap::analysis {
@@ -28,21 +29,28 @@ struct Summary {
   double p95 = 0;
   double p99 = 0;
   double p999 = 0;  // P99.9
+  // Further percentiles asked for (an SLA bound on P75 or P99.99): {p, value}, p ascending.
+  std::vector<std::pair<double, double>> extra;
 
   bool empty() const { return count == 0; }
-  // The stored percentile for p ∈ {50, 90, 95, 99, 99.9}; nullopt for any other p or when
-  // empty. Compare p with a small tolerance so 99.9 parsed from text matches.
+  // The stored percentile for p ∈ {50, 90, 95, 99, 99.9} or one of `extra`; nullopt for any
+  // other p or when empty. Compare p with a small tolerance so 99.9 parsed from text matches.
   std::optional<double> at(double p) const;
 };
 
-// True when p is one of the percentiles a Summary stores (50, 90, 95, 99, 99.9).
+// True when p is one of the percentiles every Summary stores (50, 90, 95, 99, 99.9).
 bool is_summary_percentile(double p);
+// True when p can be asked for at all: 0 < p < 100.
+bool is_valid_percentile(double p);
+// The percentiles of `wanted` that are not stored anyway, sorted, without duplicates.
+std::vector<double> extra_percentiles(const std::vector<double>& wanted);
 
 // Percentile p ∈ [0, 100] of values already sorted ascending (method above). p outside
 // [0, 100] is clamped. nullopt when sorted is empty.
 std::optional<double> percentile(const std::vector<double>& sorted, double p);
 
-// Summarises values (taken by value: sorted in place).
-Summary summarize(std::vector<double> values);
+// Summarises values (taken by value: sorted in place); `extra` adds those percentiles
+// (see extra_percentiles()).
+Summary summarize(std::vector<double> values, const std::vector<double>& extra = {});
 
 }  // namespace llmcap::analysis

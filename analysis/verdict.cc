@@ -91,7 +91,12 @@ std::string fmt(double v, int decimals = 2) {
   return buf;
 }
 
-std::string percentile_label(double p) { return std::fabs(p - 99.9) < 1e-9 ? "99.9" : fmt(p, 0); }
+// "95", "99.9", "99.99", "75": the shortest text that reads back as p.
+std::string percentile_label(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", p);
+  return buf;
+}
 
 // "≤ limit" check.
 VerdictReason at_most(CheckKind kind, double measured, double limit, std::string what,

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <set>
 
 namespace llmcap::api {
@@ -442,7 +444,11 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
     h.finish();
     if (hw->is_object()) t.hardware_json = hw->dump();
   }
-  r.number("price_per_hour", t.price_per_hour, 0, 1e6);
+  if (r.has("price_per_hour")) {
+    double price = 0;
+    r.number("price_per_hour", price, 0, 1e6);
+    t.price_per_hour = price;
+  }
   r.string("currency", t.currency, false, 3);
   if (r.has("currency") &&
       (t.currency.size() != 3 || !std::all_of(t.currency.begin(), t.currency.end(),
@@ -504,6 +510,21 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
   r.finish();
 }
 
+// "p95" → 95, "p99.9" → 99.9, "p99_9" (the results' spelling) → 99.9, "p999" → 99.9 (the
+// spelling of earlier versions); nullopt unless the number is in (0, 100).
+std::optional<double> parse_percentile_key(const std::string& key) {
+  if (key == "p999") return 99.9;
+  if (key.size() < 2 || key[0] != 'p') return std::nullopt;
+  std::string number = key.substr(1);
+  std::replace(number.begin(), number.end(), '_', '.');
+  if (number.find_first_not_of("0123456789.") != std::string::npos || number.front() == '.' ||
+      number.back() == '.' || std::count(number.begin(), number.end(), '.') > 1)
+    return std::nullopt;
+  const double p = std::strtod(number.c_str(), nullptr);
+  if (!(p > 0 && p < 100)) return std::nullopt;
+  return p;
+}
+
 void read_sla(const json* v, const std::string& path, PlanSla& sla,
               std::vector<FieldError>& errors) {
   ObjectReader r(v, path, errors);
@@ -524,23 +545,18 @@ void read_sla(const json* v, const std::string& path, PlanSla& sla,
     std::set<double> seen;
     for (const auto& [pk, lv] : m->items()) {
       const std::string p = r.path(key) + "/" + escape_pointer(pk);
-      double pct = 0;
-      if (pk == "p50")
-        pct = 50;
-      else if (pk == "p90")
-        pct = 90;
-      else if (pk == "p95")
-        pct = 95;
-      else if (pk == "p99")
-        pct = 99;
-      else if (pk == "p99.9" || pk == "p999")
-        pct = 99.9;
-      else {
-        errors.push_back({p, "unknown percentile (use p50, p90, p95, p99, p99.9)"});
+      const auto pct_or = parse_percentile_key(pk);
+      if (!pct_or) {
+        errors.push_back({p,
+                          "not a percentile: use pN with 0 < N < 100, e.g. p50, p75, p95, p99.9, "
+                          "p99.99 (p999 is read as p99.9)"});
         continue;
       }
+      const double pct = *pct_or;
       if (!seen.insert(pct).second) {
-        errors.push_back({p, "duplicate bound (p999 and p99.9 are the same percentile)"});
+        errors.push_back({p,
+                          "duplicate bound: another key names the same percentile (p999, p99_9 and "
+                          "p99.9 are all P99.9)"});
         continue;
       }
       if (!lv.is_number() || !std::isfinite(lv.get<double>()) || lv.get<double>() <= 0 ||
@@ -870,9 +886,9 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
     for (const auto& [k, v] : t.secrets) secrets[k] = redact_secrets ? "***" : v;
     // Keys whose value is absent or empty are left out, so the normalised plan parses again as
     // it is (the daemon stores it and re-reads it when the job starts).
-    json j{{"name", t.name},        {"base_url", t.base_url}, {"api", t.api},
-           {"headers", headers},    {"secrets", secrets},     {"price_per_hour", t.price_per_hour},
-           {"currency", t.currency}};
+    json j{{"name", t.name},     {"base_url", t.base_url}, {"api", t.api},
+           {"headers", headers}, {"secrets", secrets},     {"currency", t.currency}};
+    if (t.price_per_hour) j["price_per_hour"] = *t.price_per_hour;
     if (!t.model.empty()) j["model"] = t.model;
     if (!t.tls_ca_file.empty() || t.tls_insecure) {
       j["tls"] = json::object();
@@ -891,11 +907,8 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   }
   json bounds = json::object();
   for (const auto& b : plan.sla.bounds) {
-    char p[16];
-    if (b.percentile == 99.9)
-      std::snprintf(p, sizeof p, "p99.9");
-    else
-      std::snprintf(p, sizeof p, "p%g", b.percentile);
+    char p[32];
+    std::snprintf(p, sizeof p, "p%.10g", b.percentile);
     bounds[b.metric + "_ms"][p] = b.limit_ms;
   }
   json sla = bounds;

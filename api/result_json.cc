@@ -1,6 +1,8 @@
 #include "api/result_json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace llmcap::api {
 
@@ -15,34 +17,50 @@ json opt(const std::optional<double>& v, double scale = 1.0) {
 
 // Rounds to 4 significant decimals past the point so JSON stays readable.
 double r4(double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : 0.0; }
+// "p75", "p99_99": the key of a percentile beyond the five every summary holds (p99_9's style).
+std::string percentile_key(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p%.10g", p);
+  std::string key = buf;
+  std::replace(key.begin(), key.end(), '.', '_');
+  return key;
+}
+
+void add_extra(json& out, const std::vector<std::pair<double, double>>& extra) {
+  for (const auto& [p, v] : extra) out[percentile_key(p)] = r4(v / kNsPerMs);
+}
 }  // namespace
 
 json summary_ms_json(const analysis::Summary& s) {
   if (s.empty()) return json{{"count", 0}};
-  return json{{"count", s.count},
-              {"mean", r4(s.mean / kNsPerMs)},
-              {"min", r4(s.min / kNsPerMs)},
-              {"max", r4(s.max / kNsPerMs)},
-              {"stddev", r4(s.stddev / kNsPerMs)},
-              {"p50", r4(s.p50 / kNsPerMs)},
-              {"p90", r4(s.p90 / kNsPerMs)},
-              {"p95", r4(s.p95 / kNsPerMs)},
-              {"p99", r4(s.p99 / kNsPerMs)},
-              {"p99_9", r4(s.p999 / kNsPerMs)}};
+  json out{{"count", s.count},
+           {"mean", r4(s.mean / kNsPerMs)},
+           {"min", r4(s.min / kNsPerMs)},
+           {"max", r4(s.max / kNsPerMs)},
+           {"stddev", r4(s.stddev / kNsPerMs)},
+           {"p50", r4(s.p50 / kNsPerMs)},
+           {"p90", r4(s.p90 / kNsPerMs)},
+           {"p95", r4(s.p95 / kNsPerMs)},
+           {"p99", r4(s.p99 / kNsPerMs)},
+           {"p99_9", r4(s.p999 / kNsPerMs)}};
+  add_extra(out, s.extra);
+  return out;
 }
 
 json quantiles_ms_json(const analysis::HistogramQuantiles& q) {
   if (q.count == 0) return json{{"count", 0}};
-  return json{{"count", q.count},
-              {"mean", r4(q.mean / kNsPerMs)},
-              {"min", r4(q.min / kNsPerMs)},
-              {"max", r4(q.max / kNsPerMs)},
-              {"p50", r4(q.p50 / kNsPerMs)},
-              {"p90", r4(q.p90 / kNsPerMs)},
-              {"p95", r4(q.p95 / kNsPerMs)},
-              {"p99", r4(q.p99 / kNsPerMs)},
-              {"p99_9", r4(q.p999 / kNsPerMs)},
-              {"method", "log-bucketed histogram, <=1% relative error"}};
+  json out{{"count", q.count},
+           {"mean", r4(q.mean / kNsPerMs)},
+           {"min", r4(q.min / kNsPerMs)},
+           {"max", r4(q.max / kNsPerMs)},
+           {"p50", r4(q.p50 / kNsPerMs)},
+           {"p90", r4(q.p90 / kNsPerMs)},
+           {"p95", r4(q.p95 / kNsPerMs)},
+           {"p99", r4(q.p99 / kNsPerMs)},
+           {"p99_9", r4(q.p999 / kNsPerMs)},
+           {"method", "log-bucketed histogram, <=1% relative error"}};
+  add_extra(out, q.extra);
+  return out;
 }
 
 json step_stats_json(const analysis::StepStats& s) {
@@ -203,8 +221,8 @@ json demand_plan_json(const analysis::DemandPlan& p) {
         json{{"target", l.name},
              {"feasible", l.feasible},
              {"instances", l.instances},
-             {"hourly_cost", r4(l.hourly_cost)},
-             {"monthly_cost", r4(l.monthly_cost)},
+             {"hourly_cost", l.hourly_cost ? json(r4(*l.hourly_cost)) : json(nullptr)},
+             {"monthly_cost", l.monthly_cost ? json(r4(*l.monthly_cost)) : json(nullptr)},
              {"utilisation", r4(l.utilisation)},
              {"cost_per_million_output_tokens", l.cost_per_million_output_tokens
                                                     ? json(r4(*l.cost_per_million_output_tokens))

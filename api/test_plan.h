@@ -40,9 +40,9 @@ struct PlanTarget {
   std::vector<std::pair<std::string, std::string>> secrets;  // api_key → Authorization: Bearer
   std::string tls_ca_file;
   bool tls_insecure = false;
-  std::string hardware_json = "{}";  // the hardware/engine record as given
-  std::string precision;             // hardware.precision, else sim dtype, else ""
-  double price_per_hour = 0;
+  std::string hardware_json = "{}";      // the hardware/engine record as given
+  std::string precision;                 // hardware.precision, else sim dtype, else ""
+  std::optional<double> price_per_hour;  // absent: not priced (no cost, no cost of instances)
   std::string currency = "USD";
   std::string metrics_url;
   std::string sim_json = "{}";  // `sim` options for sim:// targets

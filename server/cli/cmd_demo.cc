@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "net/blocking_client.h"
+#include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
 #include "server/cli/demo_plan.h"

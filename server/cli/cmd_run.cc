@@ -10,6 +10,7 @@
 
 #include "api/plan_reader.h"
 #include "api/report_html.h"
+#include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
 #include "server/cli/console_sink.h"
@@ -139,10 +140,8 @@ int cmd_run(const std::vector<std::string>& args) {
       return kExitRuntime;
     }
   }
-  std::cout << "\nQualified capacity (SLA:";
-  for (const auto& b : parse.plan->sla.bounds)
-    std::cout << " P" << b.percentile << " " << b.metric << " <= " << b.limit_ms << " ms;";
-  std::cout << " errors <= " << parse.plan->sla.max_error_rate * 100 << "%)\n"
+  std::cout << "\nQualified capacity (SLA: "
+            << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
             << capacity_table_text(result.results);
   if (!result.error.empty()) {
     std::cerr << "llmcapd run: " << result.error << "\n";

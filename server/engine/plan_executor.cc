@@ -843,8 +843,10 @@ json TargetRun::run(std::string& error, bool& cancelled) {
     qualified = api::qualified_point_json(point);
     qualified["basis"] = verdict.basis;
     // Cost comes from the measured output throughput at the qualified point (docs/metrics.md §6.1).
-    const auto cost =
-        analysis::cost_per_million_output_tokens(target_.price_per_hour, point.output_tokens_per_s);
+    const auto cost = target_.price_per_hour
+                          ? analysis::cost_per_million_output_tokens(*target_.price_per_hour,
+                                                                     point.output_tokens_per_s)
+                          : std::nullopt;
     qualified["cost_per_million_output_tokens"] = cost ? json(*cost) : json(nullptr);
   } else if (basis_capacity && basis_capacity->best_evidence) {
     // Evidence short of a qualified capacity: shown, never priced or planned with.
@@ -864,25 +866,26 @@ json TargetRun::run(std::string& error, bool& cancelled) {
     workload["input_tokens_mean"] = m["input_tokens_mean"];
     workload["output_tokens_mean"] = m["output_tokens_mean"];
   }
-  json doc{{"name", target_.name},
-           {"base_url", target_.base_url},
-           {"simulated", EmbeddedSimulators::is_sim_url(target_.base_url)},
-           {"model", model_.empty() ? target_.spec.model : model_},
-           {"precision", target_.precision},
-           {"api", std::string(agent::to_string(target_.spec.api))},
-           {"workload", workload},
-           {"hardware", json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json,
-                                    nullptr, false)},
-           {"price_per_hour", target_.price_per_hour},
-           {"currency", target_.currency},
-           {"phases", phases},
-           {"capacity", cap},
-           {"qualified", qualified},
-           {"best_evidence", best_evidence},
-           {"verdict", api::target_verdict_json(verdict)},
-           {"client_bound_steps", verdict.client_bound_steps},
-           {"insufficient_sample_steps", verdict.insufficient_sample_steps},
-           {"time_scale", target_.time_scale}};
+  json doc{
+      {"name", target_.name},
+      {"base_url", target_.base_url},
+      {"simulated", EmbeddedSimulators::is_sim_url(target_.base_url)},
+      {"model", model_.empty() ? target_.spec.model : model_},
+      {"precision", target_.precision},
+      {"api", std::string(agent::to_string(target_.spec.api))},
+      {"workload", workload},
+      {"hardware",
+       json::parse(target_.hardware_json.empty() ? "{}" : target_.hardware_json, nullptr, false)},
+      {"price_per_hour", target_.price_per_hour ? json(*target_.price_per_hour) : json(nullptr)},
+      {"currency", target_.currency},
+      {"phases", phases},
+      {"capacity", cap},
+      {"qualified", qualified},
+      {"best_evidence", best_evidence},
+      {"verdict", api::target_verdict_json(verdict)},
+      {"client_bound_steps", verdict.client_bound_steps},
+      {"insufficient_sample_steps", verdict.insufficient_sample_steps},
+      {"time_scale", target_.time_scale}};
   if (search_repeats.size() > 1) {
     const auto rep = analysis::assess_repeatability(search_repeats);
     doc["repeatability"] = json{{"runs", rep.runs},
@@ -1028,115 +1031,6 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   results["state"] = !out.error.empty() ? "failed" : out.cancelled ? "cancelled" : "succeeded";
   if (!out.error.empty()) results["error"] = out.error;
   out.results = std::move(results);
-  return out;
-}
-
-std::string capacity_table_text(const json& results) {
-  std::string out;
-  char line[640];
-  // "planned" is the rate the schedule offered (the level's key), "achieved" what was sent per
-  // second in the window (a Poisson schedule's realised rate differs by chance).
-  std::snprintf(line, sizeof line,
-                "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9s %9s  %s\n", "target",
-                "model", "prec", "in/out", "planned", "achieved", "out tok/s", "P95 TTFT",
-                "P95 TPOT", "P95 E2E", "err%", "price/h", "cost/Mtok", "verdict");
-  out += line;
-  const json& targets = results.contains("targets") ? results["targets"] : json::array();
-  std::string statements;
-  for (const auto& t : targets) {
-    const json& q = t.contains("qualified") ? t["qualified"] : json();
-    const json& ev = t.contains("best_evidence") ? t["best_evidence"] : json();
-    const json& verdict = t.contains("verdict") ? t["verdict"] : json::object();
-    const std::string outcome = verdict.value("outcome", q.is_object() ? "pass" : "fail");
-    const json& w = t.contains("workload") ? t["workload"] : json::object();
-    // "?" when a dataset's length was not measured (a server that reports no usage).
-    auto len = [&w](const char* key) {
-      if (!w.contains(key) || !w[key].is_number()) return std::string("?");
-      char buf[24];
-      std::snprintf(buf, sizeof buf, "%.0f", w[key].get<double>());
-      return std::string(buf);
-    };
-    const std::string inout = len("input_tokens_mean") + "/" + len("output_tokens_mean");
-    std::string labels;
-    if (t.value("simulated", false)) labels += " simulated";
-    if (w.value("source", "") == "dataset") labels += " dataset-measured-lengths";
-    for (const auto& l : verdict.value("labels", json::array()))
-      labels += " " + l.get<std::string>();
-    const json& p = q.is_object() ? q : ev;
-    std::string verdict_text = outcome == "pass"   ? "PASS"
-                               : outcome == "fail" ? "FAIL"
-                                                   : "INCONCLUSIVE";
-    if (q.is_object() && q.value("non_monotonic", false)) verdict_text += " (non-monotonic)";
-    if (!q.is_object() && ev.is_object()) verdict_text += " (short-step pass only, not confirmed)";
-    if (p.is_object()) {
-      char planned[32], achieved[32];
-      const bool open = p.value("basis", "") == "open_loop";
-      if (open) {
-        std::snprintf(planned, sizeof planned, "%s%.2f rps",
-                      q.is_object() ? "" : ">=", p.value("offered_rate_rps", 0.0));
-        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("achieved_rate_rps", 0.0));
-      } else {
-        std::snprintf(planned, sizeof planned, "c=%d", p.value("concurrency", 0));
-        std::snprintf(achieved, sizeof achieved, "%.2f", p.value("requests_per_s", 0.0));
-      }
-      const json& cost = q.is_object() ? q["cost_per_million_output_tokens"] : json();
-      char cost_text[32] = "-";
-      if (cost.is_number()) std::snprintf(cost_text, sizeof cost_text, "%.4f", cost.get<double>());
-      std::snprintf(line, sizeof line,
-                    "%-16s %-14s %-6s %-10s %11s %9s %11.1f %7.0fms %7.1fms %7.0fms %6.2f %9.2f "
-                    "%9s  %s%s\n",
-                    t.value("name", "").c_str(), t.value("model", "").c_str(),
-                    t.value("precision", "").c_str(), inout.c_str(), planned, achieved,
-                    p.value("output_tokens_per_s", 0.0), p["ttft_ms"].value("p95", 0.0),
-                    p["tpot_ms"].value("p95", 0.0), p["e2e_ms"].value("p95", 0.0),
-                    p.value("error_rate", 0.0) * 100, t.value("price_per_hour", 0.0), cost_text,
-                    verdict_text.c_str(), labels.c_str());
-    } else {
-      std::snprintf(line, sizeof line,
-                    "%-16s %-14s %-6s %-10s %11s %9s %11s %9s %9s %9s %6s %9.2f %9s  %s%s\n",
-                    t.value("name", "").c_str(), t.value("model", "").c_str(),
-                    t.value("precision", "").c_str(), inout.c_str(), "-", "-", "-", "-", "-", "-",
-                    "-", t.value("price_per_hour", 0.0), "-", verdict_text.c_str(), labels.c_str());
-    }
-    out += line;
-    if (outcome != "pass" && verdict.contains("statement"))
-      statements += "  " + t.value("name", "") + ": " + verdict.value("statement", "") + "\n";
-  }
-  out += statements;
-  if (results.contains("verdict"))
-    out += "verdict: " + results["verdict"].value("outcome", "") + " (" +
-           results["verdict"].value("statement", "") + ")\n";
-  out += "comparison: " + results.value("comparison_label", std::string("same-config")) + "\n";
-  for (const auto& c : results.value("comparison", json::array())) {
-    std::snprintf(line, sizeof line,
-                  "  %s vs %s: throughput ×%.2f, price ×%.2f, relative cost per token ×%.2f\n",
-                  c.value("target", "").c_str(), c.value("baseline", "").c_str(),
-                  c.value("throughput_ratio", 0.0), c.value("price_ratio", 0.0),
-                  c.value("relative_cost_per_token", 0.0));
-    out += line;
-  }
-  if (results.contains("demand_plan")) {
-    const auto& d = results["demand_plan"];
-    std::snprintf(line, sizeof line,
-                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; "
-                  "instances from each qualified point's measured output tok/s\n",
-                  d.value("demand_output_tokens_per_s", 0.0),
-                  d.value("required_output_tokens_per_s", 0.0), d.value("hours_per_month", 0.0));
-    out += line;
-    for (const auto& l : d.value("lines", json::array())) {
-      if (l.value("feasible", false)) {
-        std::snprintf(
-            line, sizeof line, "  %-16s %3lld instance(s)  %10.2f /h  %12.2f /month%s\n",
-            l.value("target", "").c_str(), static_cast<long long>(l.value("instances", 0)),
-            l.value("hourly_cost", 0.0), l.value("monthly_cost", 0.0),
-            d["cheapest"].is_string() && d["cheapest"] == l["target"] ? "  <- cheapest" : "");
-      } else {
-        std::snprintf(line, sizeof line, "  %-16s not feasible (no qualified capacity)\n",
-                      l.value("target", "").c_str());
-      }
-      out += line;
-    }
-  }
   return out;
 }
 

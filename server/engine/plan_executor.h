@@ -106,7 +106,4 @@ class PlanExecutor {
   StepBackend* backend_;  // never null: &local_ unless given
 };
 
-// Builds the qualified-capacity table rows (one per target) of a results document as text.
-std::string capacity_table_text(const nlohmann::json& results);
-
 }  // namespace llmcap::server

@@ -22,9 +22,9 @@ struct RunTarget {
   agent::TargetSpec spec;        // base_url resolved by the executor for sim:// targets
   agent::WorkloadSpec workload;  // the plan's workload or this target's override
   bool workload_overridden = false;
-  std::string hardware_json = "{}";  // hardware/engine record from the plan
-  std::string precision;             // e.g. "bf16" (hardware.precision or sim dtype)
-  double price_per_hour = 0;
+  std::string hardware_json = "{}";      // hardware/engine record from the plan
+  std::string precision;                 // e.g. "bf16" (hardware.precision or sim dtype)
+  std::optional<double> price_per_hour;  // absent: not priced
   std::string currency = "USD";
   std::string metrics_url;
   // The daemon's target_allowlist (empty: any address, `llmcapd run`): the agent (spec, for

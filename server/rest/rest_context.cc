@@ -111,7 +111,15 @@ Role RestContext::role_of(const HttpRequest& req) const {
 
 json RestContext::live_progress(const storage::JobRecord& j) const {
   json stored = json::parse(j.progress_json, nullptr, false);
-  if (j.state != storage::JobState::kRunning) return stored;
+  if (j.state != storage::JobState::kRunning) {
+    // eta_s and the live counters describe a running step: once the job stops (or waits to
+    // resume) the last values would be stale.
+    if (stored.is_object()) {
+      if (stored.contains("eta_s")) stored["eta_s"] = nullptr;
+      stored.erase("live");
+    }
+    return stored;
+  }
   const auto read = deps.events.read(j.id, 0);
   for (auto it = read.events.rbegin(); it != read.events.rend(); ++it) {
     if (it->type != "progress") continue;

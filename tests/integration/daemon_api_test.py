@@ -276,6 +276,9 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertTrue(r.json()["cancel_requested"])
         job = d.wait_state(long_id, "cancelled", 30)
         self.assertIsNotNone(job["finished_at"])
+        # A stopped job shows no estimate and no live counters (they were stale).
+        self.assertIsNone(job["progress"].get("eta_s"), job["progress"])
+        self.assertNotIn("live", job["progress"])
         res = d.get_json("/v1/jobs/%s/results" % long_id)
         self.assertFalse(res["complete"])
         steps = [s for t in res["targets"] for ph in t["phases"] for s in ph["steps"]]

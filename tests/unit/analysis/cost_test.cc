@@ -53,16 +53,34 @@ TEST(Cost, InstancesHourlyMonthlyAndCheapest) {
   EXPECT_EQ(plan.lines[2].instances, 3);
   EXPECT_FALSE(plan.lines[3].feasible);
   EXPECT_EQ(plan.lines[3].instances, 0);
-  EXPECT_DOUBLE_EQ(plan.lines[1].hourly_cost, 3.0);
-  EXPECT_DOUBLE_EQ(plan.lines[1].monthly_cost, 3.0 * 730);
-  EXPECT_DOUBLE_EQ(plan.lines[2].hourly_cost, 3.0);
+  EXPECT_DOUBLE_EQ(*plan.lines[1].hourly_cost, 3.0);
+  EXPECT_DOUBLE_EQ(*plan.lines[1].monthly_cost, 3.0 * 730);
+  EXPECT_DOUBLE_EQ(*plan.lines[2].hourly_cost, 3.0);
   EXPECT_NEAR(plan.lines[0].utilisation, 360.0 / 468, 1e-12);
   EXPECT_NEAR(plan.lines[2].utilisation, 360.0 / 600, 1e-12);
   ASSERT_TRUE(plan.cheapest.has_value());
   EXPECT_EQ(*plan.cheapest, 1u);  // first of the $3/h lines
   EXPECT_NEAR(*plan.lines[0].cost_per_million_output_tokens, 4.0 / (468 * 3600.0) * 1e6, 1e-12);
   // Hours per month is the caller's choice.
-  EXPECT_DOUBLE_EQ(plan_demand(d, offers, 720).lines[0].monthly_cost, 4.0 * 720);
+  EXPECT_DOUBLE_EQ(*plan_demand(d, offers, 720).lines[0].monthly_cost, 4.0 * 720);
+}
+
+TEST(Cost, ATargetWithoutAPriceGetsInstancesButNoCost) {
+  // No price is not a price of 0: the instance count stands, every cost is unknown, and the
+  // unpriced line is never the cheapest.
+  const Demand d{90, 240, 0.30};  // 468 tok/s required
+  const std::vector<TargetOffer> offers = {{"unpriced", std::nullopt, 468}, {"priced", 9.0, 234}};
+  const DemandPlan plan = plan_demand(d, offers);
+  ASSERT_EQ(plan.lines.size(), 2u);
+  EXPECT_TRUE(plan.lines[0].feasible);
+  EXPECT_EQ(plan.lines[0].instances, 1);
+  EXPECT_FALSE(plan.lines[0].hourly_cost.has_value());
+  EXPECT_FALSE(plan.lines[0].monthly_cost.has_value());
+  EXPECT_FALSE(plan.lines[0].cost_per_million_output_tokens.has_value());
+  ASSERT_TRUE(plan.cheapest.has_value());
+  EXPECT_EQ(*plan.cheapest, 1u);
+  EXPECT_FALSE(compare_targets(offers[1], offers[0]).has_value());
+  EXPECT_FALSE(compare_targets(offers[0], offers[1]).has_value());
 }
 
 TEST(Cost, NoFeasibleTarget) {

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "analysis/verdict.h"
 #include "tests/unit/analysis/test_samples.h"
 
 namespace llmcap::analysis {
@@ -221,6 +222,37 @@ TEST(StepStats, EmptyWindowAndBadWindow) {
   EXPECT_FALSE(st.schedule_lag_p99_ns.has_value());
   in.window_end_ns = 0;
   EXPECT_THROW(compute_step_stats(in), std::invalid_argument);
+}
+
+TEST(StepStats, PercentilesAnSlaAsksForAreComputedAndJudged) {
+  // Issue 22: a bound on P75 or P99.99 is judged on that very percentile. Service TTFT grows
+  // 1 ms per request (k ms for request k, intended ones k = 100..699), so TTFT from intended
+  // (1 ms send lag) is 101..700 ms and P75 = 101 + 0.75 × 599 = 550.25 ms.
+  std::vector<RequestSample> samples;
+  for (int k = 0; k < 800; ++k)
+    samples.push_back(testing::ok_sample(k, k * 100 * kMs, static_cast<std::int64_t>(k) * kMs));
+  StepInput in = steady_input(samples);
+  in.sla.bounds = {
+      {SlaMetric::kTtft, 75, 560}, {SlaMetric::kTtft, 99.99, 800}, {SlaMetric::kE2e, 75, 1}};
+  for (int i = 1; i <= 100; ++i) in.itl_ns.record(i * kMs);
+  const StepStats st = compute_step_stats(in);
+  ASSERT_TRUE(st.ttft_ns.at(75).has_value());
+  EXPECT_NEAR(*st.ttft_ns.at(75), 550.25 * kMs, 1e-3);
+  ASSERT_TRUE(st.ttft_ns.at(99.99).has_value());
+  EXPECT_NEAR(*st.ttft_ns.at(99.99), (101 + 0.9999 * 599) * kMs, 1e-3);
+  EXPECT_TRUE(st.e2e_ns.at(75).has_value());
+  ASSERT_TRUE(st.itl_ns.at(75).has_value());
+  EXPECT_NEAR(*st.itl_ns.at(75), 75 * kMs, 0.02 * 75 * kMs);  // the histogram's 1% (+ rank)
+  EXPECT_FALSE(st.ttft_ns.at(80).has_value());                // not asked for
+  const StepVerdict v = judge_step(st, in.sla);
+  EXPECT_EQ(v.outcome, Outcome::kFail);  // the E2E P75 bound of 1 ms cannot hold
+  int held = 0, missed = 0;
+  for (const auto& r : v.reasons) {
+    if (r.code == "ttft_p75" || r.code == "ttft_p99.99") held += r.status == CheckStatus::kHeld;
+    if (r.code == "e2e_p75") missed += r.status == CheckStatus::kMissed;
+  }
+  EXPECT_EQ(held, 2);
+  EXPECT_EQ(missed, 1);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ TEST(PlanReader, UnknownKeysAreReportedAtEveryDepth) {
   t["tls"] = {{"bogus", 1}};
   t["secrets"] = {{"password", "hunter2"}};
   t["workload"] = {{"output_tokens", {{"fixed", 10}, {"bogus", 1}}}};
-  j["sla"] = {{"ttft_ms", {{"p42", 10}}}, {"bogus", 1}};
+  j["sla"] = {{"ttft_ms", {{"p100", 10}}}, {"bogus", 1}};
   j["phases"][0]["bogus"] = 1;
   j["phases"][0]["arrival"] = "poisson";  // open-loop key on a closed-loop phase
   j["workload"] = {{"bogus", 1},
@@ -253,7 +253,7 @@ TEST(PlanReader, UnknownKeysAreReportedAtEveryDepth) {
     EXPECT_ERROR(p, path, "unknown key");
   }
   EXPECT_ERROR(p, "/targets/0/secrets/password", "unknown secret");
-  EXPECT_ERROR(p, "/sla/ttft_ms/p42", "unknown percentile");
+  EXPECT_ERROR(p, "/sla/ttft_ms/p100", "not a percentile");
   for (const auto& e : p.errors) EXPECT_THAT(e.message, ::testing::Not(HasSubstr("hunter2")));
 }
 
@@ -873,6 +873,26 @@ TEST(PlanReader, SlaBounds) {
   EXPECT_ERROR(p, "/sla/min_requests", "between 1 and");
 }
 
+TEST(PlanReader, AnyPercentileBetweenZeroAndHundred) {
+  // Issue 22: P75 and P99.99 are as valid as P95; the normalised plan spells each one so that it
+  // reads back as itself. 0 and 100 are the minimum and the maximum, not percentile bounds.
+  auto j = minimal();
+  j["sla"] = {{"ttft_ms", {{"p75", 800}, {"p99.99", 3000}}}, {"e2e_ms", {{"p99_5", 9000}}}};
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  std::vector<double> pcts;
+  for (const auto& b : p.plan->sla.bounds) pcts.push_back(b.percentile);
+  EXPECT_THAT(pcts, ::testing::UnorderedElementsAre(75, 99.99, 99.5));
+  EXPECT_EQ(p.normalized["sla"]["ttft_ms"]["p75"], 800);
+  EXPECT_EQ(p.normalized["sla"]["ttft_ms"]["p99.99"], 3000);
+  EXPECT_EQ(p.normalized["sla"]["e2e_ms"]["p99.5"], 9000);
+  EXPECT_TRUE(parse(p.normalized).plan) << describe(parse(p.normalized));
+  for (const char* bad : {"p0", "p100", "p", "p-5", "p.5", "p5.", "p1.2.3", "q95", "p95ms"}) {
+    j["sla"] = {{"ttft_ms", {{bad, 1000}}}};
+    EXPECT_ERROR(parse(j), std::string("/sla/ttft_ms/") + bad, "not a percentile");
+  }
+}
+
 TEST(PlanReader, DemandDefaultsToTheWorkloadOutputMean) {
   auto j = minimal();
   j["workload"]["output_tokens"] = 200;
@@ -1040,9 +1060,9 @@ TEST(PlanReader, DemoPlanIsTheDocumentedComparison) {
   const auto& plan = *p.plan;
   ASSERT_EQ(plan.targets.size(), 2u);
   EXPECT_EQ(plan.targets[0].base_url, "sim://rtx4090-48g/llama-3.1-8b");
-  EXPECT_DOUBLE_EQ(plan.targets[0].price_per_hour, 0.60);
+  EXPECT_DOUBLE_EQ(*plan.targets[0].price_per_hour, 0.60);
   EXPECT_EQ(plan.targets[1].base_url, "sim://a100-80g-pcie/llama-3.1-8b");
-  EXPECT_DOUBLE_EQ(plan.targets[1].price_per_hour, 1.50);
+  EXPECT_DOUBLE_EQ(*plan.targets[1].price_per_hour, 1.50);
   EXPECT_FALSE(p.per_target_optimised);
   EXPECT_EQ(plan.workload.input_tokens.mean, 1024);
   EXPECT_EQ(plan.workload.output_tokens.mean, 256);

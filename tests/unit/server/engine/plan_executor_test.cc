@@ -223,9 +223,6 @@ TEST(PlanExecutor, TheQualifiedRateIsTheHighestRateWhoseConfirmPassed) {
   EXPECT_EQ(out.verdict, analysis::Outcome::kPass);
   EXPECT_EQ(out.results.at("verdict").at("outcome"), "pass");
   EXPECT_TRUE(out.all_qualified);
-  const std::string table = capacity_table_text(out.results);
-  EXPECT_EQ(table.find("unconfirmed"), std::string::npos) << table;
-  EXPECT_NE(table.find("PASS"), std::string::npos) << table;
 }
 
 TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
@@ -251,9 +248,6 @@ TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
   // No cost and no instances come from evidence short of a qualified capacity.
   const json& lines = out.results.at("demand_plan").at("lines");
   EXPECT_FALSE(lines.at(0).at("feasible").get<bool>());
-  const std::string table = capacity_table_text(out.results);
-  EXPECT_NE(table.find("INCONCLUSIVE"), std::string::npos) << table;
-  EXPECT_EQ(table.find("PASS"), std::string::npos) << table;
 }
 
 TEST(PlanExecutor, AnSlaThatHoldsAtNoRateIsAFail) {
@@ -269,8 +263,6 @@ TEST(PlanExecutor, AnSlaThatHoldsAtNoRateIsAFail) {
   const std::string statement = t["verdict"].at("statement").get<std::string>();
   EXPECT_NE(statement.find("the SLA failed at every level tried"), std::string::npos) << statement;
   EXPECT_EQ(out.verdict, analysis::Outcome::kFail);
-  const std::string table = capacity_table_text(out.results);
-  EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
 }
 
 TEST(PlanConversion, WorkloadCalibrateFalseReachesTheSteps) {

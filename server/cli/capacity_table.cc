@@ -1,0 +1,143 @@
+#include "server/cli/capacity_table.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "api/report_format.h"
+#include "api/report_tables.h"
+
+namespace llmcap::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string fixed_or_dash(const std::optional<double>& v, int decimals, const char* suffix = "") {
+  return v ? api::format_fixed(*v, decimals) + suffix : std::string("-");
+}
+
+std::string money(const std::optional<double>& v, int decimals, const std::string& currency) {
+  return v ? api::format_fixed(*v, decimals) + " " + currency : std::string("-");
+}
+
+std::string verdict_word(const api::CapacityRow& r) {
+  const std::string& o = r.outcome.empty() ? (r.qualified ? "pass" : "fail") : r.outcome;
+  return o == "pass" ? "PASS" : o == "fail" ? "FAIL" : "INCONCLUSIVE";
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+std::string sla_text(const json& sla) {
+  std::string out;
+  if (!sla.is_object()) return "none";
+  auto number = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    return std::string(buf);
+  };
+  for (const char* name : {"ttft", "ttft_service", "tpot", "itl", "e2e"}) {
+    const json& bounds = api::json_member(sla, std::string(name) + "_ms");
+    if (!bounds.is_object()) continue;
+    for (const auto& [key, limit] : bounds.items()) {
+      if (!limit.is_number() || key.size() < 2) continue;
+      std::string pct = key.substr(1);
+      for (auto& c : pct) c = c == '_' ? '.' : c;
+      out += (out.empty() ? "" : "; ") + std::string("P") + pct + " " + name +
+             " <= " + number(limit.get<double>()) + " ms";
+    }
+  }
+  if (const auto e = api::json_number(sla, "max_error_rate"))
+    out += (out.empty() ? "" : "; ") + std::string("errors <= ") + number(*e * 100) + "%";
+  return out.empty() ? "none" : out;
+}
+
+std::string capacity_table_text(const json& results) {
+  const auto rows = api::capacity_rows(results);
+  std::string out;
+  char line[768];
+  // "load" is what the schedule offered at the qualified point (the level's key: c=N closed
+  // loop, R rps open loop, with what was actually sent); "req/s" the completed rate there.
+  std::snprintf(line, sizeof line,
+                "%-16s %-14s %-6s %-10s %-26s %7s %10s %9s %9s %9s %6s %11s %14s  %s\n", "target",
+                "model", "prec", "in/out", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT",
+                "P95 E2E", "err%", "price/h", "cost/M out tok", "verdict");
+  out += line;
+  std::map<std::string, std::string> currency_of;
+  std::map<std::string, bool> dataset_lengths;  // in/out measured from a dataset's usage
+  for (const auto& t : results.value("targets", json::array()))
+    dataset_lengths[api::json_string(t, "name")] =
+        api::json_string(api::json_member(t, "workload"), "source") == "dataset";
+  std::string statements;
+  for (const auto& r : rows) {
+    currency_of[r.target] = r.currency;
+    std::string verdict = verdict_word(r);
+    std::vector<std::string> labels = r.labels;
+    if (dataset_lengths[r.target]) labels.push_back("dataset-measured-lengths");
+    if (!labels.empty()) verdict += " " + join(labels, ", ");
+    const bool figures = r.qualified || r.evidence_only;
+    std::snprintf(
+        line, sizeof line, "%-16s %-14s %-6s %-10s %-26s %7s %10s %9s %9s %9s %6s %11s %14s  %s\n",
+        r.target.c_str(), r.model.c_str(), r.precision.c_str(),
+        (fixed_or_dash(r.input_tokens_mean, 0) + "/" + fixed_or_dash(r.output_tokens_mean, 0))
+            .c_str(),
+        figures ? api::load_text(r).c_str() : "-",
+        figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
+        figures ? fixed_or_dash(r.output_tokens_per_s, 1).c_str() : "-",
+        figures ? fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str() : "-",
+        figures ? fixed_or_dash(r.tpot_p95_ms, 1, "ms").c_str() : "-",
+        figures ? fixed_or_dash(r.e2e_p95_ms, 0, "ms").c_str() : "-",
+        figures && r.error_rate ? api::format_fixed(*r.error_rate * 100, 2).c_str() : "-",
+        money(r.price_per_hour, 2, r.currency).c_str(),
+        money(r.cost_per_million_output_tokens, 4, r.currency).c_str(), verdict.c_str());
+    out += line;
+    if (!r.outcome.empty() && r.outcome != "pass" && !r.statement.empty())
+      statements += "  " + r.target + ": " + r.statement + "\n";
+  }
+  out += statements;
+  if (const auto& v = api::json_member(results, "verdict"); v.is_object())
+    out += "verdict: " + api::json_string(v, "outcome") + " (" + api::json_string(v, "statement") +
+           ")\n";
+  out += "comparison: " + api::json_string(results, "comparison_label", "same-config") + "\n";
+  for (const auto& c : results.value("comparison", json::array())) {
+    std::snprintf(line, sizeof line,
+                  "  %s vs %s: throughput ×%.2f, price ×%.2f, relative cost per token ×%.2f\n",
+                  c.value("target", "").c_str(), c.value("baseline", "").c_str(),
+                  c.value("throughput_ratio", 0.0), c.value("price_ratio", 0.0),
+                  c.value("relative_cost_per_token", 0.0));
+    out += line;
+  }
+  if (const auto& d = api::json_member(results, "demand_plan"); d.is_object()) {
+    std::snprintf(line, sizeof line,
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; "
+                  "instances from each qualified point's measured output tok/s\n",
+                  api::json_number(d, "demand_output_tokens_per_s").value_or(0),
+                  api::json_number(d, "required_output_tokens_per_s").value_or(0),
+                  api::json_number(d, "hours_per_month").value_or(0));
+    out += line;
+    for (const auto& l : api::demand_rows(results)) {
+      const std::string& currency = currency_of[l.target];
+      if (l.feasible && l.instances) {
+        std::snprintf(line, sizeof line, "  %-16s %3lld instance(s)  %14s /h  %16s /month%s\n",
+                      l.target.c_str(), *l.instances, money(l.hourly_cost, 2, currency).c_str(),
+                      money(l.monthly_cost, 2, currency).c_str(),
+                      l.cheapest      ? "  <- cheapest"
+                      : l.hourly_cost ? ""
+                                      : "  (no price)");
+      } else {
+        std::snprintf(line, sizeof line, "  %-16s not feasible (no qualified capacity)\n",
+                      l.target.c_str());
+      }
+      out += line;
+    }
+  }
+  return out;
+}
+
+}  // namespace llmcap::server
