@@ -231,6 +231,7 @@ struct DaemonMetrics::JobSeries {
     Gauge& g = family.Add(labels);
     g.Set(value);
     j.series[{&family, labels}] = &g;
+    j.finished.reset();  // a job that runs again (resumed) is live again
   }
   void remove_locked(Job& j, const Key& key) {
     if (auto it = j.series.find(key); it != j.series.end()) {

@@ -2,7 +2,7 @@
 # End-to-end: Debian's Prometheus scrapes `llmcapd serve` every second while a short simulated
 # job runs; the test then asks Prometheus' HTTP API (/api/v1/query) whether the load
 # generator's series (llmcap_requests_total, llmcap_ttft_seconds_bucket) were collected and grew
-# over time. Usage: prometheus_scrape_test.sh <path to llmcapd>
+# over time, and that the job's live gauges (label job_id) and the process_* metrics arrived. Usage: prometheus_scrape_test.sh <path to llmcapd>
 # Prints "SKIPPED: ..." and exits 77 (CTest: skipped) when prometheus, curl or jq is missing. Every wait is
 # bounded; the trap stops both processes and removes the temp directory on any exit.
 set -euo pipefail
@@ -149,4 +149,17 @@ le_count=$(curl -fsS --max-time 5 --get "$PROM/api/v1/query" \
 (( le_count >= 2 )) || fail "llmcap_ttft_seconds_bucket has $le_count le values"
 curl -fsS --max-time 5 "$DAEMON/v1/jobs/$JOB_ID/results" >/dev/null ||
   fail "GET /v1/jobs/$JOB_ID/results failed"
+
+# The job's live gauges arrive labelled job_id (not clashing with Prometheus' own `job` label,
+# which stays the scrape job) and stay for the grace period after the job ended; the standard
+# process_* metrics are scraped too.
+verdicts=$(query "count(llmcap_last_verdict{job=\"llmcapd\", job_id=\"$JOB_ID\", target=\"a100\"})" || true)
+[[ "${verdicts:-0}" -ge 1 ]] || fail "no llmcap_last_verdict series with job_id=$JOB_ID in Prometheus"
+step=$(query "llmcap_current_step_index{job_id=\"$JOB_ID\", phase=\"concurrency_sweep\"}" || true)
+[[ -n "$step" ]] || fail "no llmcap_current_step_index series of job $JOB_ID in Prometheus"
+for m in process_cpu_seconds_total process_resident_memory_bytes process_open_fds process_max_fds \
+         process_start_time_seconds process_virtual_memory_bytes; do
+  v=$(query "$m{job=\"llmcapd\"}" || true)
+  [[ -n "$v" ]] || fail "Prometheus has no $m{job=\"llmcapd\"}"
+done
 echo "PASS: prometheus saw llmcap_requests_total and llmcap_ttft_seconds_bucket grow ($le_count le buckets)"

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace llmcap::server {
 namespace {
@@ -101,6 +102,17 @@ TEST(DaemonMetrics, AFinishedJobsSeriesStayDuringTheGracePeriod) {
   m.job_finished("done");
   const std::string text = m.serialize();
   EXPECT_EQ(sample(text, R"(llmcap_last_verdict{job_id="done",phase="soak",target="gpu"})"), 1);
+}
+
+TEST(DaemonMetrics, AJobResumedWithinTheGracePeriodKeepsItsSeries) {
+  DaemonMetrics m(20ms);
+  feed(m, "j1");
+  m.job_finished("j1");
+  m.set_current_step("j1", "gpu", "soak", 2);  // resumed within the grace period
+  std::this_thread::sleep_for(60ms);           // the grace period of the first end is over
+  const std::string text = m.serialize();
+  EXPECT_EQ(sample(text, R"(llmcap_current_step_index{job_id="j1",phase="soak",target="gpu"})"), 2);
+  EXPECT_EQ(sample(text, R"(llmcap_last_verdict{job_id="j1",phase="soak",target="gpu"})"), 1);
 }
 
 TEST(DaemonMetrics, DroppedArrivalsStartAtZeroWithTheFirstStep) {
