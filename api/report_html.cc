@@ -24,7 +24,7 @@ const char* kCss = R"css(
 * { box-sizing: border-box; }
 body { margin: 0; background: #f6f7f9; color: #1a1a1a;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 1260px; margin: 0 auto; padding: 20px 18px 40px; }
+main { max-width: 1320px; margin: 0 auto; padding: 20px 18px 40px; }
 header.report-header { background: #fff; border: 1px solid #dde1e6; border-radius: 8px;
   padding: 14px 18px; margin-bottom: 16px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
@@ -41,12 +41,16 @@ th, td { padding: 5px 7px; border-bottom: 1px solid #e6e9ed; text-align: right; 
 td { white-space: nowrap; }
 #capacity-table th, #capacity-table td { padding: 5px 5px; }
 th { background: #eef1f5; font-weight: 600; vertical-align: bottom; }
-td.labels { white-space: normal; text-align: left; min-width: 165px; }
+td.labels { white-space: normal; text-align: left; min-width: 140px; }
 td.labels .badge { margin: 1px 3px 1px 0; padding: 0 6px; font-size: 11px; white-space: nowrap; }
 td.text, th.text { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-td.reasons { text-align: left; min-width: 180px; white-space: normal; font-size: 12px; color: #333; }
-td.step { white-space: normal; min-width: 80px; }
+td.reasons { text-align: left; min-width: 180px; white-space: normal; overflow-wrap: anywhere;
+  font-size: 12px; color: #333; }
+td.step, td.wrap { white-space: normal; }
+td.step { min-width: 64px; }
+td.phase { white-space: normal; overflow-wrap: anywhere; min-width: 64px; }
+td.verdict { white-space: normal; }
 .outcome-pass, .verdict-qualified { color: #0b6e2e; font-weight: 600; }
 .outcome-fail, .verdict-none { color: #b3261e; font-weight: 600; }
 .outcome-inconclusive { color: #8a5a00; font-weight: 600; }
@@ -65,6 +69,7 @@ details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
   main { padding: 12px 8px 30px; }
   .charts { grid-template-columns: 1fr; }
   table { font-size: 12px; }
+  td { white-space: normal; }
   th, td, #capacity-table th, #capacity-table td { padding: 4px 4px; }
   td.labels { min-width: 120px; }
   td.reasons { min-width: 150px; }
@@ -91,7 +96,7 @@ std::string goodput_cell(const std::optional<double>& goodput_rps,
   if (!goodput_rps) return td("-");
   std::string text = format_fixed(*goodput_rps, 2);
   if (sla_attainment) text += " (" + format_fixed(*sla_attainment * 100, 0) + "%)";
-  return td(text);
+  return td(text, "wrap");
 }
 
 std::string triple(const std::optional<double>& a, const std::optional<double>& b,
@@ -611,11 +616,11 @@ std::string capacity_table(const json& results) {
       "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, align) + "<tbody>";
   for (const auto& r : rows) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") +
-           td(r.model, "text") + td(r.precision, "text") + td(lengths_text(r)) + td(load_text(r)) +
-           td(opt_fixed(r.requests_per_s, 2)) + goodput_cell(r.goodput_rps, r.sla_attainment) +
-           td(opt_fixed(r.output_tokens_per_s, 1)) + td(opt_fixed(r.ttft_p95_ms, 0)) +
-           td(opt_fixed(r.tpot_p95_ms, 1)) + td(opt_fixed(r.e2e_p95_ms, 0)) +
-           td(percent(r.error_rate));
+           td(r.model, "text") + td(r.precision, "text") + td(lengths_text(r)) +
+           td(load_text(r), "wrap") + td(opt_fixed(r.requests_per_s, 2)) +
+           goodput_cell(r.goodput_rps, r.sla_attainment) + td(opt_fixed(r.output_tokens_per_s, 1)) +
+           td(opt_fixed(r.ttft_p95_ms, 0)) + td(opt_fixed(r.tpot_p95_ms, 1)) +
+           td(opt_fixed(r.e2e_p95_ms, 0)) + td(percent(r.error_rate));
     if (any_memory) out += td(opt_fixed(r.memory_headroom_gb, 1));
     out += td(r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-");
     out += td(r.cost_per_million_output_tokens
@@ -779,13 +784,13 @@ std::string steps_section(const json& results) {
       reasons += esc(r);
     }
     const std::string outcome = s.outcome.empty() ? "-" : s.outcome;
-    out += "<tr data-outcome=\"" + esc(outcome) + "\">" + td(s.phase, "text") +
+    out += "<tr data-outcome=\"" + esc(outcome) + "\">" + td(s.phase, "text phase") +
            td(s.label, "text step") + td(opt_fixed(s.requests_per_s, 2)) +
            goodput_cell(s.goodput_rps, s.sla_attainment) + td(opt_fixed(s.output_tokens_per_s, 1)) +
            td(triple(s.ttft_p50_ms, s.ttft_p95_ms, s.ttft_p99_ms, 0)) +
            td(triple(s.tpot_p50_ms, s.tpot_p95_ms, s.tpot_p99_ms, 1)) +
            td(opt_fixed(s.e2e_p95_ms, 0)) + td(percent(s.error_rate)) +
-           "<td class=\"text outcome-" + esc(outcome) + "\">" + esc(outcome) +
+           "<td class=\"text verdict outcome-" + esc(outcome) + "\">" + esc(outcome) +
            (s.client_bound ? " (client-bound)" : "") + (s.partial ? " (partial)" : "") + "</td>" +
            "<td class=\"reasons\">" + reasons + "</td></tr>";
   }

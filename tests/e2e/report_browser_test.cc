@@ -1,9 +1,15 @@
 // End-to-end check of the HTML report in a real browser: renders the two-target sample
-// (tests/data/results-two-targets.json) with render_report_html, loads the file in headless
-// Debian Chromium, and checks what the browser parsed (--dump-dom): the SVG charts with their
-// data-chart kinds and axis titles, the capacity table's rows, no script. A 1280 px wide
-// screenshot must be a real PNG of that width. Fails with a clear message when
-// /usr/bin/chromium is missing (install the Debian package `chromium`).
+// (tests/data/results-two-targets.json) with render_report_html, and a compare page of two such
+// jobs (compare_results), loads them in headless Debian Chromium and checks what the browser
+// parsed and laid out:
+//   - the DOM (--dump-dom): SVG charts with their data-chart kinds and axis titles, the capacity
+//     table's rows, no script;
+//   - the layout at 1400 px and 800 px windows: a copy of each page gets the test-only probe
+//     tests/e2e/report_probe.js, which writes what overflowed (page, table frames, cells, chart
+//     texts, legend entries) and each latency chart's SLA-line count into the DOM;
+//   - a 1280 px wide screenshot must be a real PNG of that width.
+// Fails with a clear message when /usr/bin/chromium is missing (install the Debian package
+// `chromium`).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -17,7 +23,9 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "api/report_compare.h"
 #include "api/report_html.h"
 #include "api/report_tables.h"
 
@@ -52,6 +60,13 @@ std::size_t count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 class ReportBrowserTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,26 +77,68 @@ class ReportBrowserTest : public ::testing::Test {
     ASSERT_TRUE(in.good());
     results_ = nlohmann::json::parse(in);
     html_path_ = dir_ / "report.html";
-    std::ofstream out(html_path_);
-    out << llmcap::api::render_report_html(results_, {.title = "",
-                                                      .job_id = "e2e-sample",
-                                                      .generated_at = "",
-                                                      .include_step_cdfs = true,
-                                                      .include_plan = true});
-    ASSERT_TRUE(out.good());
+    write(html_path_, llmcap::api::render_report_html(results_, {.title = "",
+                                                                 .job_id = "e2e-sample",
+                                                                 .generated_at = "",
+                                                                 .include_step_cdfs = true,
+                                                                 .include_plan = true}));
+    // Two jobs of the same plan, with daemon-style 26-character ids; B's 4090 is cheaper.
+    auto a = results_, b = results_;
+    a["job"] = {{"id", "job_01JD8ZK3Q4W5E6R7T8Y9U0I1O2"}};
+    b["job"] = {{"id", "job_01JD8ZM9A8S7D6F5G4H3J2K1L0"}};
+    b["targets"][0]["price_per_hour"] = 0.3;
+    auto compared = llmcap::api::compare_results({a, b}, false);
+    ASSERT_TRUE(compared.document) << compared.error;
+    compare_path_ = dir_ / "compare.html";
+    write(compare_path_, llmcap::api::render_report_html(*compared.document, {}));
+  }
+
+  static void write(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    ASSERT_TRUE(out.good()) << path;
+  }
+
+  // Loads a copy of `page` with the layout probe in a `width_px` wide window; its findings.
+  std::vector<std::string> probe(const fs::path& page, int width_px) const {
+    const std::string script = read_text(fs::path(LLMCAP_E2E_DIR) / "report_probe.js");
+    EXPECT_FALSE(script.empty()) << "tests/e2e/report_probe.js";
+    std::string html = read_text(page);
+    const auto body_end = html.rfind("</body>");
+    EXPECT_NE(body_end, std::string::npos);
+    html.insert(body_end, "<script>" + script + "</script>");
+    const auto probed =
+        dir_ / ("probe-" + std::to_string(width_px) + "-" + page.filename().string());
+    write(probed, html);
+    const auto r = run(chromium(probed, "--virtual-time-budget=5000 --dump-dom", width_px));
+    EXPECT_EQ(r.exit_code, 0) << chromium_log();
+    const auto begin = r.output.find("PROBE-BEGIN\n");
+    const auto end = r.output.find("PROBE-END", begin == std::string::npos ? 0 : begin);
+    EXPECT_NE(begin, std::string::npos) << "the probe did not run: " << chromium_log();
+    if (begin == std::string::npos || end == std::string::npos) return {"probe did not run"};
+    std::vector<std::string> findings;
+    std::istringstream lines(r.output.substr(begin + 12, end - begin - 12));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) findings.push_back(line);
+    }
+    return findings;
   }
   void TearDown() override {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
 
-  std::string chromium(const std::string& mode_flags) const {
+  std::string chromium(const fs::path& page, const std::string& mode_flags,
+                       int width_px = 1280) const {
     return std::string("timeout 90 ") + kChromium +
            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
            " --disable-background-networking --disable-component-update --disable-sync"
            " --disable-dev-shm-usage --user-data-dir=" +
-           (dir_ / "profile").string() + " --window-size=1280,2000 " + mode_flags + " file://" +
-           html_path_.string() + " 2>" + (dir_ / "chromium.log").string();
+           (dir_ / "profile").string() + " --window-size=" + std::to_string(width_px) + ",2000 " +
+           mode_flags + " file://" + page.string() + " 2>" + (dir_ / "chromium.log").string();
+  }
+  std::string chromium(const std::string& mode_flags) const {
+    return chromium(html_path_, mode_flags);
   }
 
   std::string chromium_log() const {
@@ -93,6 +150,7 @@ class ReportBrowserTest : public ::testing::Test {
 
   fs::path dir_;
   fs::path html_path_;
+  fs::path compare_path_;
   nlohmann::json results_;
 };
 
@@ -146,6 +204,65 @@ TEST_F(ReportBrowserTest, ScreenshotIsA1280PixelWidePng) {
   if (const char* keep = std::getenv("LLMCAP_REPORT_SCREENSHOT")) {
     fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
   }
+}
+
+// Every finding except the SLA-line counts, which are checked on their own; at 800 px the
+// 16-column capacity table may scroll inside its frame (and only it).
+std::vector<std::string> overflows(const std::vector<std::string>& findings, int width_px) {
+  std::vector<std::string> out;
+  for (const auto& f : findings) {
+    if (f.rfind("sla ", 0) == 0) continue;
+    if (width_px < 1000 && f.rfind("frame capacity-table ", 0) == 0) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += "\n  " + s;
+  return out;
+}
+
+TEST_F(ReportBrowserTest, ReportAndComparePagesFitAt1400And800PixelsWithTheirSlaLines) {
+  ASSERT_TRUE(fs::exists(kChromium))
+      << kChromium << " is missing: install the Debian package `chromium` (deploy/install-deps.sh)";
+  for (const auto& page : {html_path_, compare_path_}) {
+    for (const int width : {1400, 800}) {
+      SCOPED_TRACE(page.filename().string() + " at " + std::to_string(width) + " px");
+      const auto findings = probe(page, width);
+      const auto bad = overflows(findings, width);
+      EXPECT_TRUE(bad.empty()) << "overflowing:" << joined(bad);
+      int latency_charts = 0;
+      for (const auto& f : findings) {
+        if (f.rfind("sla ", 0) != 0) continue;
+        ++latency_charts;
+        EXPECT_NE(f.substr(f.rfind(' ')), " 0") << "a latency chart without its SLA line: " << f;
+      }
+      EXPECT_EQ(latency_charts, 4) << joined(findings);  // TTFT and TPOT, closed and open loop
+    }
+  }
+}
+
+TEST_F(ReportBrowserTest, TheProbeCatchesAClippedColumnAndAMissingSlaLine) {
+  ASSERT_TRUE(fs::exists(kChromium))
+      << kChromium << " is missing: install the Debian package `chromium` (deploy/install-deps.sh)";
+  // The same page without its plan (what the daemon rendered before it joined the stored plan),
+  // and with a long reason in a Reasons column that may not wrap (the old clipped column).
+  auto doc = results_;
+  doc.erase("plan_document");
+  std::string long_reason;
+  for (int i = 0; i < 20; ++i) long_reason += "ttft P95 missed ";
+  doc["targets"][0]["phases"][0]["steps"][0]["verdict"]["reasons"][0]["status"] = "missed";
+  doc["targets"][0]["phases"][0]["steps"][0]["verdict"]["reasons"][0]["text"] = long_reason;
+  std::string html = llmcap::api::render_report_html(doc, {});
+  html.insert(html.find("</head>"), "<style>td.reasons { white-space: nowrap; }</style>");
+  const auto page = dir_ / "broken.html";
+  write(page, html);
+  const auto findings = probe(page, 1400);
+  EXPECT_NE(joined(findings).find("sla ttft-vs-rate 0"), std::string::npos) << joined(findings);
+  EXPECT_NE(joined(findings).find("frame steps-table[rtx4090-48g]"), std::string::npos)
+      << joined(findings);
 }
 
 }  // namespace
