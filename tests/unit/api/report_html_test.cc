@@ -252,12 +252,13 @@ TEST_F(ReportHtmlTest, EachStepOfACdfChartHasItsOwnColour) {
 TEST_F(ReportHtmlTest, GoodputInTheStepsAndCapacityTables) {
   const auto cap = element_by_id(html_, "table", "capacity-table");
   EXPECT_NE(cap.find(">Goodput req/s (met SLO)</th>"), std::string::npos);
-  EXPECT_NE(cap.find("<td>15.80 (100%)</td>"), std::string::npos) << cap;
+  EXPECT_NE(cap.find("<td class=\"wrap\">15.80 (100%)</td>"), std::string::npos) << cap;
   const auto start = html_.find("<table class=\"steps-table\" data-target=\"a100-80g-pcie\"");
   ASSERT_NE(start, std::string::npos);
   const auto steps = html_.substr(start, html_.find("</table>", start) - start);
   EXPECT_NE(steps.find(">Goodput req/s (met SLO)</th>"), std::string::npos);
-  EXPECT_NE(steps.find("<td>13.60 ("), std::string::npos) << steps;  // the 26.01 rps trial
+  EXPECT_NE(steps.find("<td class=\"wrap\">13.60 ("), std::string::npos)
+      << steps;  // the 26.01 rps trial
 }
 
 TEST_F(ReportHtmlTest, WithoutItsPlanTheReportSaysSoAndReportDocumentAddsIt) {
