@@ -19,9 +19,13 @@ build: deps
 	@cmake --build --preset $(PRESET)
 
 # The main job: llmcapd with embedded simulated targets runs the example plan and prints the
-# qualified-capacity table.
-demo: build
-	$(LLMCAPD) demo
+# qualified-capacity table. It needs llmcapd alone: the build packages (no test tools) and one
+# target of the release preset, not the tests and benchmarks `make build` compiles.
+demo:
+	@deploy/install-deps.sh
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release --target llmcapd
+	build/release/server/llmcapd demo
 
 # Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
 #   asan     the asan preset (ASan + UBSan, Debug): the whole CTest suite (unit, integration,

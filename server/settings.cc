@@ -1,5 +1,6 @@
 #include "server/settings.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -198,6 +199,42 @@ void Settings::add(std::string key, std::string help, std::vector<std::string>* 
   fields_.emplace(std::move(key), std::move(f));
 }
 
+std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  // Optimal string alignment distance.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  const std::size_t allowed = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
+  std::string best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& c : candidates) {
+    const std::size_t dist = distance(name, c);
+    if (dist < best_distance) {
+      best = c;
+      best_distance = dist;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string best = closest_name(name, candidates);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+std::string Settings::nearest_key(std::string_view key) const { return closest_name(key, order_); }
+
 bool Settings::has(std::string_view key) const { return fields_.find(key) != fields_.end(); }
 
 bool Settings::is_bool(std::string_view key) const {
@@ -207,7 +244,9 @@ bool Settings::is_bool(std::string_view key) const {
 
 std::string Settings::set(std::string_view key, std::string_view value, std::string_view source) {
   auto it = fields_.find(key);
-  if (it == fields_.end()) return std::string(source) + ": unknown key '" + std::string(key) + "'";
+  if (it == fields_.end())
+    return std::string(source) + ": unknown key '" + std::string(key) + "'" +
+           did_you_mean(key, order_);
   std::string err = it->second.set_text(value);
   if (!err.empty()) return std::string(source) + ": " + std::string(key) + ": " + err;
   return "";
@@ -223,7 +262,8 @@ std::string Settings::apply_json_text(std::string_view json_text, std::string_vi
   if (!doc.is_object()) return std::string(source) + ": expected a JSON object of settings";
   for (const auto& [key, value] : doc.items()) {
     auto it = fields_.find(key);
-    if (it == fields_.end()) return std::string(source) + ": unknown key '" + key + "'";
+    if (it == fields_.end())
+      return std::string(source) + ": unknown key '" + key + "'" + did_you_mean(key, order_);
     std::string err = it->second.set_json(&value);
     if (!err.empty()) return std::string(source) + ": " + key + ": " + err;
   }
@@ -253,7 +293,11 @@ std::string Settings::apply_environment(const std::vector<std::string>& ignored)
     for (char c : std::string_view(name).substr(env_prefix_.size())) {
       key.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
     }
-    if (!has(key)) return "environment: unknown variable " + name;
+    if (!has(key)) {
+      const std::string near = nearest_key(key);
+      return "environment: unknown variable " + name +
+             (near.empty() ? "" : " (did you mean " + env_name(env_prefix_, near) + "?)");
+    }
     std::string err = set(key, entry.substr(eq + 1), "environment " + name);
     if (!err.empty()) return err;
   }
@@ -300,7 +344,11 @@ std::string parse_flags(Settings& settings, const std::vector<std::string>& args
     for (char& c : key) {
       if (c == '-') c = '_';
     }
-    if (!settings.has(key)) return "unknown flag '--" + name + "'";
+    if (!settings.has(key)) {
+      const std::string near = settings.nearest_key(key);
+      return "unknown flag '--" + name + "'" +
+             (near.empty() ? "" : " (did you mean '--" + Settings::flag_name(near) + "'?)");
+    }
     if (!has_value) {
       if (settings.is_bool(key)) {
         value = "true";

@@ -13,6 +13,14 @@
 
 namespace llmcap::server {
 
+// The candidate nearest to `name` by edit distance (insertions, deletions, substitutions and
+// swaps of neighbours), when it is close enough to be a typo: at most 1 edit for names up to 4
+// characters, 2 up to 8, 3 beyond. "" when none is. Ties go to the first candidate.
+std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" for closest_name(), or "".
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
+
 class Settings {
  public:
   // prefix: environment prefix, e.g. "LLMCAP_" (empty: the environment is not read).
@@ -37,6 +45,8 @@ class Settings {
   std::string set(std::string_view key, std::string_view value, std::string_view source);
   bool has(std::string_view key) const;
   bool is_bool(std::string_view key) const;
+  // The known key nearest to a mistyped one ("" when none is close); see closest_name().
+  std::string nearest_key(std::string_view key) const;
 
   // One line per key: "  --key-name VALUE   help (default: x)".
   std::string help_text() const;

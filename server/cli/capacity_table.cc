@@ -26,6 +26,18 @@ std::string verdict_word(const api::CapacityRow& r) {
   return o == "pass" ? "PASS" : o == "fail" ? "FAIL" : "INCONCLUSIVE";
 }
 
+// The CLI's load column: the planned level, without the achieved rate (req/s is its own column).
+std::string load_column(const api::CapacityRow& r) {
+  std::string out;
+  if (r.concurrency)
+    out = "c=" + std::to_string(*r.concurrency);
+  else if (r.offered_rate_rps)
+    out = api::format_fixed(*r.offered_rate_rps, 2) + " rps";
+  else
+    return "-";
+  return r.evidence_only ? "≥ " + out + " (unconfirmed)" : out;
+}
+
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
@@ -87,7 +99,7 @@ std::string capacity_table_text(const json& results) {
         r.target.c_str(), r.model.c_str(), r.precision.c_str(),
         (fixed_or_dash(r.input_tokens_mean, 0) + "/" + fixed_or_dash(r.output_tokens_mean, 0))
             .c_str(),
-        figures ? api::load_text(r).c_str() : "-",
+        figures ? load_column(r).c_str() : "-",
         figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
         figures ? fixed_or_dash(r.output_tokens_per_s, 1).c_str() : "-",
         figures ? fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str() : "-",

@@ -5,6 +5,7 @@
 
 #include "server/cli/commands.h"
 #include "server/cli/exit_codes.h"
+#include "server/settings.h"
 #include "server/version.h"
 
 namespace llmcap::server {
@@ -85,7 +86,10 @@ int run_cli(int argc, char** argv) {
       }
     }
   }
-  std::cerr << "llmcapd: unknown command or flag '" << first << "' (see llmcapd --help)\n";
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  std::cerr << "llmcapd: unknown command or flag '" << first << "'" << did_you_mean(first, names)
+            << " (see llmcapd --help)\n";
   return kExitUsage;
 }
 

@@ -1,18 +1,27 @@
 // `llmcapd demo`: the README's main job with nothing to set up. Starts an llmcapd daemon in this
 // process (loopback, free port, throwaway database) with its embedded simulated targets,
 // submits the example plan (deploy/plans/demo-4090-vs-a100.json, compiled in) through the
-// public REST API, follows the job's progress, and prints the qualified-capacity table.
+// public REST API, follows the job (each step's verdict as it ends; on a terminal a live line
+// with the job's ETA), prints the qualified-capacity table and keeps the results document and
+// the daemon's HTML report in llmcap-results/.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
+#include "api/report_format.h"
 #include "net/blocking_client.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
+#include "server/cli/console_sink.h"
 #include "server/cli/demo_plan.h"
 #include "server/cli/exit_codes.h"
 #include "server/daemon.h"
@@ -24,16 +33,29 @@ namespace llmcap::server {
 
 std::string read_file(const std::string& path, std::string& error);  // cmd_run.cc
 
+namespace {
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+}  // namespace
+
 int cmd_demo(const std::vector<std::string>& args) {
   std::string plan_path;
   std::string out_path;
+  std::string out_dir = "llmcap-results";
   std::string keep_db;
   bool help = false;
   LogOptions log;
   log.level = "warn";
   Settings s("");
   s.add("plan", "run this plan instead of the built-in example", &plan_path);
-  s.add("out", "also write the results document (JSON) here", &out_path);
+  s.add("out",
+        "write the results document (JSON) here (default: OUT_DIR/<job id>.json, with the HTML "
+        "report beside it)",
+        &out_path);
+  s.add("out_dir", "folder of the default results file", &out_dir);
   s.add("database", "keep the demo's database at this path (default: a temporary file)", &keep_db);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("help", "show this help", &help);
@@ -86,9 +108,32 @@ int cmd_demo(const std::vector<std::string>& args) {
     }
     const auto job = nlohmann::json::parse(created.body);
     const std::string id = job["id"];
-    std::cout << "submitted job " << id << "; following GET /v1/jobs/" << id << "\n";
+    std::cout << "submitted job " << id << "; following GET /v1/jobs/" << id << "\n" << std::flush;
+    const bool live = ::isatty(STDOUT_FILENO) == 1;
     std::string state = "queued";
-    std::string last_line;
+    std::set<std::int64_t> printed;  // global_step of each step line printed
+    std::int64_t steps_planned = 0;
+    // Prints the finished steps not printed yet, in order: "[3/20] target phase label  pass ...".
+    auto print_steps = [&](const nlohmann::json& steps) {
+      std::vector<const nlohmann::json*> fresh;
+      for (const auto& st : steps)
+        if (st.is_object() && !printed.count(st.value("global_step", std::int64_t{-1})))
+          fresh.push_back(&st);
+      std::sort(fresh.begin(), fresh.end(), [](const auto* a, const auto* b) {
+        return a->value("global_step", 0) < b->value("global_step", 0);
+      });
+      for (const auto* st : fresh) {
+        const auto n = st->value("global_step", std::int64_t{0});
+        printed.insert(n);
+        char head[256];
+        std::snprintf(
+            head, sizeof head, "  [%lld/%lld] %-14s %-17s %-18s", static_cast<long long>(n + 1),
+            static_cast<long long>(std::max(steps_planned, n + 1)), st->value("target", "").c_str(),
+            st->value("phase", "").c_str(), st->value("label", "").c_str());
+        std::cout << (live ? "\r\x1b[K" : "") << head << step_result_text(*st);
+      }
+      std::cout << std::flush;
+    };
     const auto t0 = std::chrono::steady_clock::now();
     while (state == "queued" || state == "running") {
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -97,30 +142,57 @@ int cmd_demo(const std::vector<std::string>& args) {
       const auto j = nlohmann::json::parse(r.body, nullptr, false);
       state = j.value("state", "unknown");
       const auto& p = j["progress"];
-      if (p.is_object() && p.contains("target")) {
-        char line[256];
-        std::snprintf(line, sizeof line, "  [%3.0f%%] %-14s %-18s %-22s", p.value("percent", 0.0),
-                      p.value("target", "").c_str(), p.value("phase", "").c_str(),
-                      p.value("step", "").c_str());
-        if (line != last_line) {
-          const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0);
-          std::cout << line << " t=" << static_cast<int>(elapsed.count()) << " s\n" << std::flush;
-          last_line = line;
-        }
+      if (!p.is_object()) continue;
+      steps_planned = p.value("steps_planned", steps_planned);
+      if (p.value("steps_done", std::int64_t{0}) > static_cast<std::int64_t>(printed.size())) {
+        // Finished steps with their verdicts: the job's partial results.
+        auto res = client.request("GET", "/v1/jobs/" + id + "/results");
+        const auto doc = nlohmann::json::parse(res.body, nullptr, false);
+        if (doc.is_object() && doc.contains("steps")) print_steps(doc["steps"]);
+      }
+      if (live && p.contains("target")) {
+        const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0);
+        const auto eta = p.value("eta_s", nlohmann::json());
+        char line[320];
+        std::snprintf(line, sizeof line, "  [%lld/%lld] %-14s %-17s %-18s running, %s elapsed%s%s",
+                      static_cast<long long>(p.value("steps_done", 0) + 1),
+                      static_cast<long long>(steps_planned), p.value("target", "").c_str(),
+                      p.value("phase", "").c_str(), p.value("step", "").c_str(),
+                      duration_text(elapsed.count()).c_str(), eta.is_number() ? ", job ETA " : "",
+                      eta.is_number() ? duration_text(eta.get<double>()).c_str() : "");
+        std::cout << "\r\x1b[K" << line << std::flush;
       }
     }
     auto results = client.request("GET", "/v1/jobs/" + id + "/results");
     const auto doc = nlohmann::json::parse(results.body, nullptr, false);
-    std::cout << "\njob " << id << " " << state << "\n\nQualified capacity\n"
+    nlohmann::json all_steps = nlohmann::json::array();
+    for (const auto& t : doc.value("targets", nlohmann::json::array()))
+      for (const auto& ph : t.value("phases", nlohmann::json::array()))
+        for (const auto& st : ph.value("steps", nlohmann::json::array())) all_steps.push_back(st);
+    print_steps(all_steps);
+    const auto total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0);
+    std::cout << (live ? "\r\x1b[K" : "") << "\njob " << id << " " << state << " after "
+              << duration_text(total.count()) << "\n\nQualified capacity (SLA: "
+              << sla_text(api::json_member(nlohmann::json::parse(plan_text, nullptr, false), "sla"))
+              << ")\n"
               << capacity_table_text(doc);
-    if (!out_path.empty()) {
-      FILE* f = std::fopen(out_path.c_str(), "w");
-      if (f) {
-        const auto text = doc.dump(2);
-        std::fwrite(text.data(), 1, text.size(), f);
-        std::fclose(f);
-      }
+    // Keep what the run produced: the results document and the daemon's HTML report (the
+    // database is a temporary file unless --database was given).
+    if (out_path.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(out_dir, ec);
+      out_path = (std::filesystem::path(out_dir) / (id + ".json")).string();
     }
+    if (write_file(out_path, doc.dump(2) + "\n"))
+      std::cout << "\nresults: " << out_path << "\n";
+    else
+      std::cerr << "llmcapd demo: cannot write '" << out_path << "'\n";
+    auto report =
+        client.request("GET", "/v1/jobs/" + id + "/report", "", {{"Accept", "text/html"}});
+    const std::string html_path =
+        (std::filesystem::path(out_path).parent_path() / (id + ".html")).string();
+    if (report.status == 200 && write_file(html_path, report.body))
+      std::cout << "report:  " << html_path << "  (open it in a browser)\n";
     const std::string verdict =
         doc.contains("verdict") ? doc["verdict"].value("outcome", "") : std::string();
     if (state != "succeeded")

@@ -1,6 +1,7 @@
 // `llmcapd report FILE|JOB --out report.html`: renders a results document (a file written by
 // `llmcapd run --out`, or a job of a running daemon) as the self-contained HTML report, or as
 // Markdown / CSV tables.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,12 +21,17 @@ std::string read_file(const std::string& path, std::string& error);  // cmd_run.
 int cmd_report(const std::vector<std::string>& args) {
   std::string out_path;
   std::string format = "html";
+  std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
+  const char* env_token = std::getenv("LLMCAP_TOKEN");
+  std::string token = env_token ? env_token : "";
   bool help = false;
   Settings s("");
   s.add("out", "write the report here (default: standard output)", &out_path);
   s.add("format", "html, markdown or csv", &format);
-  s.add("port", "port of the local llmcapd when a job id is given", &port);
+  s.add("host", "host of the llmcapd serving the job, when a job id is given", &host);
+  s.add("port", "its port", &port);
+  s.add("token", "a read or admin token of that daemon (default: env LLMCAP_TOKEN)", &token);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
   const CommandLine cl{"report",
@@ -47,14 +53,20 @@ int cmd_report(const std::vector<std::string>& args) {
     // The daemon renders it from the job's stored results and stored plan
     // (api::report_document, as `llmcapd run --out` writes its file); GET .../results alone
     // does not carry the plan, so a report built from it would have no SLA lines.
-    const net::BlockingClient daemon("http://127.0.0.1:" + std::to_string(port), "");
+    const std::string base = std::string("http://") +
+                             (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                             std::to_string(port);
+    const net::BlockingClient daemon(base, token);
     const std::string accept = format == "markdown" ? "text/markdown"
                                : format == "csv"    ? "text/csv"
                                                     : "text/html";
     auto r = daemon.request("GET", "/v1/jobs/" + source + "/report", "", {{"Accept", accept}});
     if (r.status != 200) {
-      std::cerr << "llmcapd report: GET /v1/jobs/" << source << "/report on port " << port << ": "
-                << (r.status ? std::to_string(r.status) : r.error) << "\n";
+      std::cerr << "llmcapd report: GET " << base << "/v1/jobs/" << source
+                << "/report: " << (r.status ? std::to_string(r.status) : r.error);
+      if (r.status == 401 || r.status == 403)
+        std::cerr << " (give a read token with --token or env LLMCAP_TOKEN)";
+      std::cerr << "\n";
       return r.status == 404 ? kExitUsage : kExitRuntime;
     }
     rendered = std::move(r.body);

@@ -1,7 +1,15 @@
 // `llmcapd run PLAN.json [--out results.json]`: runs a plan once, without a daemon, with the
-// same parser, executor and analysis as the daemon; prints a line per step and the
-// qualified-capacity table. Embedded simulators serve sim:// targets.
+// same parser, executor and analysis as the daemon; prints a line per step (redrawn live on a
+// terminal) and the qualified-capacity table, and keeps the results: by default
+// llmcap-results/<plan>_<targets>_<UTC time>.json and the HTML report beside it. Embedded
+// simulators serve sim:// targets.
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
 #include <csignal>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -68,14 +76,40 @@ int load_plan(const std::string& path, const std::string& text, api::PlanParse& 
   return kExitOk;
 }
 
+std::string results_file_name(const std::string& plan_name, const RunPlan& plan,
+                              std::chrono::system_clock::time_point now) {
+  // Only characters every file system and shell takes as they are.
+  auto safe = [](std::string s) {
+    for (auto& c : s)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '-';
+    return s.empty() ? std::string("plan") : s;
+  };
+  std::string targets;
+  for (const auto& t : plan.targets) targets += (targets.empty() ? "" : "+") + t.name;
+  if (plan.targets.size() > 3) targets = std::to_string(plan.targets.size()) + "-targets";
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return safe(plan_name) + "_" + safe(targets) + "_" + stamp;
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   std::string out_path;
+  std::string out_dir = "llmcap-results";
+  bool no_out = false;
   bool help = false;
   bool quiet = false;
   LogOptions log;
   log.level = "warn";
   Settings s("");
-  s.add("out", "write the results document (JSON) to this file", &out_path);
+  s.add("out",
+        "write the results document (JSON) to this file (default: "
+        "OUT_DIR/<plan>_<targets>_<UTC time>.json, with the HTML report beside it)",
+        &out_path);
+  s.add("out_dir", "folder of the default results file", &out_dir);
+  s.add("no_out", "write no results file", &no_out);
   s.add("quiet", "print only the final table", &quiet);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("log_json", "write logs as JSON lines", &log.json);
@@ -117,7 +151,22 @@ int cmd_run(const std::vector<std::string>& args) {
   for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
             << plan.targets.size() << " target(s), estimated at most "
-            << static_cast<long long>(parse.estimated_duration_s) << " s\n";
+            << duration_text(parse.estimated_duration_s) << "\n";
+  std::string html_path;
+  if (out_path.empty() && !no_out) {
+    const std::string stem = results_file_name(
+        plan.name.empty() ? std::filesystem::path(positional[0]).stem().string() : plan.name, plan,
+        std::chrono::system_clock::now());
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) {
+      std::cerr << "llmcapd run: --out-dir: cannot create '" << out_dir << "': " << ec.message()
+                << " (or give --out PATH, or --no-out)\n";
+      return kExitUsage;
+    }
+    out_path = (std::filesystem::path(out_dir) / (stem + ".json")).string();
+    html_path = (std::filesystem::path(out_dir) / (stem + ".html")).string();
+  }
 
   std::stop_source stop;
   g_stop = &stop;
@@ -125,13 +174,18 @@ int cmd_run(const std::vector<std::string>& args) {
   std::signal(SIGTERM, on_signal);
   EmbeddedSimulators sims;
   std::ostringstream discard;
-  ConsoleSink sink(quiet ? static_cast<std::ostream&>(discard) : std::cerr);
+  // Live progress only where someone watches: stderr is a terminal.
+  ConsoleSink sink(quiet ? static_cast<std::ostream&>(discard) : std::cerr,
+                   !quiet && ::isatty(STDERR_FILENO) == 1);
   PlanExecutor executor(sims, sink);
   ExecutionResult result = executor.run(plan, stop.get_token());
   g_stop = nullptr;
   sims.stop();
 
   result.results = api::report_document(std::move(result.results), parse.normalized);
+  std::cout << "\nQualified capacity (SLA: "
+            << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
+            << capacity_table_text(result.results);
   if (!out_path.empty()) {
     std::ofstream out(out_path);
     out << result.results.dump(2) << "\n";
@@ -139,10 +193,17 @@ int cmd_run(const std::vector<std::string>& args) {
       std::cerr << "llmcapd run: cannot write '" << out_path << "'\n";
       return kExitRuntime;
     }
+    std::cout << "results: " << out_path << "\n";
   }
-  std::cout << "\nQualified capacity (SLA: "
-            << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
-            << capacity_table_text(result.results);
+  if (!html_path.empty()) {
+    std::ofstream html(html_path);
+    html << api::render_report_html(result.results);
+    if (!html) {
+      std::cerr << "llmcapd run: cannot write '" << html_path << "'\n";
+      return kExitRuntime;
+    }
+    std::cout << "report:  " << html_path << "\n";
+  }
   if (!result.error.empty()) {
     std::cerr << "llmcapd run: " << result.error << "\n";
     return kExitRuntime;

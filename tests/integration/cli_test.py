@@ -8,7 +8,7 @@ import sys
 import tempfile
 import unittest
 
-LLMCAPD = sys.argv.pop(1) if len(sys.argv) > 1 else "llmcapd"
+LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
 
 TINY_PLAN = {
     "version": 1,
@@ -22,10 +22,15 @@ TINY_PLAN = {
 }
 
 
+# `llmcapd run` keeps its results in ./llmcap-results by default: commands run in a scratch folder.
+SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-cli-test-")
+
+
 def run(*args, env=None, timeout=120):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout, env=e)
+    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout, env=e,
+                          cwd=SCRATCH.name)
 
 
 class Cli(unittest.TestCase):
@@ -50,6 +55,20 @@ class Cli(unittest.TestCase):
         self.assertIn("--no-such-flag", r.stderr)
         r = run("sim", "--hardware")
         self.assertEqual(r.returncode, 2)
+
+    def test_a_typo_gets_a_did_you_mean(self):
+        r = run("reprot", "x.json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean 'report'?", r.stderr)
+        r = run("serve", "--prot", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean '--port'?", r.stderr)
+        r = run("run", "--qiuet", "plan.json")
+        self.assertIn("did you mean '--quiet'?", r.stderr)
+        r = run("serve", env={"LLMCAP_PROT": "0"})
+        self.assertIn("did you mean LLMCAP_PORT?", r.stderr)
+        r = run("serve", "--completely-unrelated-flag")
+        self.assertNotIn("did you mean", r.stderr)
 
     def test_unknown_config_key_and_env_exit_2(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -126,6 +145,35 @@ class Cli(unittest.TestCase):
             # The exit code follows the job's verdict: 0 pass, 1 fail, 4 inconclusive.
             self.assertEqual(r.returncode, {"pass": 0, "fail": 1, "inconclusive": 4}[
                 doc["verdict"]["outcome"]])
+            # Not a terminal: one line per step, nothing redrawn.
+            self.assertNotIn("\r", r.stderr)
+            self.assertEqual(r.stderr.count("concurrency_sweep c="), 2, r.stderr)
+
+    def test_run_keeps_its_results_by_default_named_by_plan_target_and_time(self):
+        # Issue 22: a run without --out still leaves its results and the HTML report behind.
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "plan.json")
+            doc = json.loads(json.dumps(TINY_PLAN))
+            doc["phases"][0]["levels"] = [2]
+            with open(plan, "w") as f:
+                json.dump(doc, f)
+            r = subprocess.run([LLMCAPD, "run", plan], capture_output=True, text=True,
+                               timeout=180, cwd=d)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+            files = sorted(os.listdir(os.path.join(d, "llmcap-results")))
+            self.assertEqual(len(files), 2, files)
+            self.assertRegex(files[0], r"^cli-tiny_a100_\d{8}T\d{6}Z\.html$")
+            self.assertEqual(files[1], files[0][:-5] + ".json")
+            self.assertIn("results: llmcap-results/" + files[1], r.stdout)
+            with open(os.path.join(d, "llmcap-results", files[1])) as f:
+                self.assertEqual(json.load(f)["plan"], "cli-tiny")
+            with open(os.path.join(d, "llmcap-results", files[0])) as f:
+                self.assertIn("<svg", f.read())
+            # --no-out keeps nothing.
+            r = subprocess.run([LLMCAPD, "run", plan, "--no-out", "--out-dir", "other"],
+                               capture_output=True, text=True, timeout=180, cwd=d)
+            self.assertFalse(os.path.exists(os.path.join(d, "other")))
+            self.assertNotIn("results:", r.stdout)
 
     def test_unreachable_target_exits_3_after_backing_off(self):
         import socket

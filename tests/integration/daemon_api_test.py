@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -548,6 +549,21 @@ class AuthTest(unittest.TestCase, ProblemAssertions):
         r = d.request("POST", "/v1/jobs/%s:cancel" % job_id, token=ADMIN)
         self.assertEqual(r.status, 202, r)
         d.wait_state(job_id, "cancelled", 30, token=READ)
+        # `llmcapd report JOB_ID` reaches a daemon that wants a token: --host/--port/--token
+        # (or env LLMCAP_TOKEN); without one it says which flag is missing.
+        cmd = [BINARY, "report", job_id, "--host", "127.0.0.1", "--port", str(d.port),
+               "--format", "markdown"]
+        env = {k: v for k, v in os.environ.items() if k != "LLMCAP_TOKEN"}
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("--token", r.stderr)
+        r = subprocess.run(cmd + ["--token", READ], capture_output=True, text=True, timeout=30,
+                           env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("# Capacity report", r.stdout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                           env=dict(env, LLMCAP_TOKEN=READ))
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertProblem(d.request("DELETE", "/v1/jobs/" + job_id, token=READ), 403)
         self.assertEqual(d.request("DELETE", "/v1/jobs/" + job_id, token=ADMIN).status, 204)
         self.assertEqual(d.request("GET", "/v1/jobs/" + job_id, token=READ).status, 404)
