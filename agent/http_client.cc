@@ -325,7 +325,8 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
         if (!options.allowed.allows_address(address.to_string())) {
           r.error = ErrorClass::kConnect;
           r.error_message = "host " + endpoint.host + " now resolves to " + address.to_string() +
-                            ", outside target_allowlist: not connecting";
+                            ", outside target_allowlist: not connecting (the daemon's "
+                            "target_allowlist setting lists what may be reached)";
           co_return nullptr;
         }
       }

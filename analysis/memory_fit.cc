@@ -1,5 +1,6 @@
 #include "analysis/memory_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -30,8 +31,10 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
   fit.blocks_per_request = (context + block - 1) / block;
   fit.kv_bytes_per_request =
       static_cast<double>(fit.blocks_per_request * block) * fit.kv_bytes_per_token;
-  fit.kv_pool_bytes = fit.budget_bytes - fit.weight_bytes - fit.activation_reserve_bytes;
-  fit.weights_fit = fit.kv_pool_bytes > 0;
+  const double left = fit.budget_bytes - fit.weight_bytes - fit.activation_reserve_bytes;
+  fit.weights_fit = left > 0;
+  fit.kv_pool_bytes = std::max(0.0, left);
+  fit.shortfall_bytes = std::max(0.0, -left);
   if (fit.weights_fit && fit.kv_bytes_per_token > 0) {
     fit.kv_pool_blocks = static_cast<std::int64_t>(
         std::floor(fit.kv_pool_bytes / (fit.kv_bytes_per_token * static_cast<double>(block))));
@@ -42,15 +45,17 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
   fit.one_sequence_fits = fit.weights_fit && fit.max_concurrent_sequences >= 1;
   fit.fits = fit.one_sequence_fits && fit.max_concurrent_sequences >= input.concurrency;
 
+  char share[32];
+  std::snprintf(share, sizeof share, "%.0f%%", input.gpu_memory_utilization * 100);
   std::string text = model.name + " " + std::string(to_string(input.dtype)) + " on " +
-                     hardware.name + ": budget " + gb_gib(fit.budget_bytes) + " (" +
-                     std::to_string(input.gpu_memory_utilization) + " × " +
-                     gb_gib(fit.memory_bytes) + "), weights " + gb_gib(fit.weight_bytes) +
-                     ", activation reserve " + gb_gib(fit.activation_reserve_bytes) + ", KV pool " +
-                     gb_gib(fit.kv_pool_bytes);
+                     hardware.name + ": budget " + gb_gib(fit.budget_bytes) + " (" + share +
+                     " of " + gb_gib(fit.memory_bytes) + "), weights " + gb_gib(fit.weight_bytes) +
+                     ", activation reserve " + gb_gib(fit.activation_reserve_bytes);
   if (!fit.weights_fit) {
-    text += ": the weights and reserve do not fit";
+    text += ": the weights and reserve do not fit, " + gb_gib(fit.shortfall_bytes) +
+            " short, no KV pool left";
   } else {
+    text += ", KV pool " + gb_gib(fit.kv_pool_bytes);
     text += " = " + std::to_string(fit.kv_pool_tokens) + " tokens at " +
             std::to_string(static_cast<std::int64_t>(fit.kv_bytes_per_token)) +
             " bytes/token; one " + std::to_string(context) + "-token request needs " +

@@ -34,7 +34,8 @@ struct MemoryFit {
   double activation_reserve_bytes = 0;
   double kv_bytes_per_token = 0;
   double kv_bytes_per_request = 0;  // context_tokens rounded up to whole blocks
-  double kv_pool_bytes = 0;         // may be negative when the weights do not fit
+  double kv_pool_bytes = 0;         // 0 when the weights and reserve do not fit
+  double shortfall_bytes = 0;       // weights + reserve beyond the budget; 0 when they fit
   std::int64_t kv_pool_blocks = 0;  // whole blocks in the pool (0 when negative)
   std::int64_t kv_pool_tokens = 0;  // kv_pool_blocks × block_tokens
   std::int64_t blocks_per_request = 0;

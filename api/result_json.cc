@@ -81,6 +81,10 @@ json step_stats_json(const analysis::StepStats& s) {
                                              {"p50", s.output_tokens.p50}}}};
   return json{
       {"window_s", r4(s.window_s)},
+      // The window on the samples' clock (ns from the step start): a sample belongs to it when
+      // t_intended_ns is in [start, end) (the samples export's in_window).
+      {"window_start_ns", s.window_start_ns},
+      {"window_end_ns", s.window_end_ns},
       {"offered_rate_rps", r4(s.offered_rate_rps)},
       {"concurrency", s.concurrency},
       {"counts", json{{"intended", s.intended},
@@ -255,6 +259,7 @@ json memory_fit_json(const analysis::MemoryFit& m) {
               {"kv_per_request_gib", gib(m.kv_bytes_per_request)},
               {"kv_pool_gb", gb(m.kv_pool_bytes)},
               {"kv_pool_gib", gib(m.kv_pool_bytes)},
+              {"shortfall_gb", gb(m.shortfall_bytes)},
               {"kv_pool_tokens", m.kv_pool_tokens},
               {"max_concurrent_sequences", m.max_concurrent_sequences},
               {"weights_fit", m.weights_fit},

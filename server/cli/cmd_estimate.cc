@@ -28,7 +28,9 @@ int cmd_estimate(const std::vector<std::string>& args) {
   s.add("model", "model profile", &model);
   s.add("dtype", "weight dtype: bf16, fp16, fp8, int8, int4", &dtype);
   s.add("kv_cache_dtype", "auto (16-bit) or fp8", &kv_dtype);
-  s.add("context", "cached tokens per request (input + output)", &context);
+  s.add("context_tokens", "cached tokens per request (input + output; REST: context_tokens)",
+        &context);
+  s.add("context", "the same as --context-tokens", &context);
   s.add("concurrency", "requests resident at once", &concurrency);
   s.add("gpu_memory_utilization", "fraction of memory the engine may use", &utilisation);
   s.add("profiles_file", "extra hardware/model profiles (JSON)", &profiles_file);
@@ -67,7 +69,7 @@ int cmd_estimate(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   if (context < 1 || concurrency < 1 || !(utilisation > 0 && utilisation <= 1)) {
-    std::cerr << "llmcapd estimate: context and concurrency must be ≥ 1, "
+    std::cerr << "llmcapd estimate: context_tokens and concurrency must be ≥ 1, "
                  "gpu_memory_utilization in (0, 1]\n";
     return kExitUsage;
   }
@@ -99,9 +101,13 @@ int cmd_estimate(const std::vector<std::string>& args) {
     std::printf("  KV per token       %8.0f bytes (%.0f KiB)\n", fit.kv_bytes_per_token,
                 fit.kv_bytes_per_token / 1024);
     std::printf("  KV per request     %8.3f GiB\n", analysis::to_gib(fit.kv_bytes_per_request));
-    std::printf("  KV pool            %8.2f GB (%6.2f GiB), %lld tokens\n",
-                analysis::to_gb(fit.kv_pool_bytes), analysis::to_gib(fit.kv_pool_bytes),
-                static_cast<long long>(fit.kv_pool_tokens));
+    if (fit.weights_fit)
+      std::printf("  KV pool            %8.2f GB (%6.2f GiB), %lld tokens\n",
+                  analysis::to_gb(fit.kv_pool_bytes), analysis::to_gib(fit.kv_pool_bytes),
+                  static_cast<long long>(fit.kv_pool_tokens));
+    else
+      std::printf("  KV pool                none: weights + reserve exceed the budget by %.2f GB\n",
+                  analysis::to_gb(fit.shortfall_bytes));
     std::printf("  max sequences      %8lld at %lld tokens each\n",
                 static_cast<long long>(fit.max_concurrent_sequences),
                 static_cast<long long>(context));

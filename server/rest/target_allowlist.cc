@@ -134,7 +134,10 @@ TargetAllowlist::Verdicts TargetAllowlist::check_all(const std::vector<std::stri
       if (!filter_.allows_address(a.family, a.bytes.data())) {
         char text[INET6_ADDRSTRLEN] = {};
         inet_ntop(a.family, a.bytes.data(), text, sizeof text);
-        out.reasons[i] = "host '" + host + "' resolves to " + text + ", outside target_allowlist";
+        out.reasons[i] = "host '" + host + "' resolves to " + text +
+                         ", outside target_allowlist (to allow it, add '" + host +
+                         "' or its network to the daemon's target_allowlist setting: "
+                         "--target-allowlist, LLMCAP_TARGET_ALLOWLIST or the config file)";
         break;
       }
     }

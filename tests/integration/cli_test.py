@@ -122,6 +122,16 @@ class Cli(unittest.TestCase):
         self.assertFalse(json.loads(r.stdout)["fits"])
         r = run("estimate", "--hardware", "nope")
         self.assertEqual(r.returncode, 2)
+        # Weights that do not fit: no negative pool, the shortfall instead; --context-tokens is
+        # the REST name (context_tokens), --context its alias.
+        r = run("estimate", "--hardware", "rtx4090-24g", "--model", "llama-3.1-70b",
+                "--context-tokens", "4096")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("none: weights + reserve exceed the budget by", r.stdout)
+        self.assertNotIn(" -1", r.stdout)
+        self.assertNotIn("0.900000", r.stdout)
+        self.assertIn("(90% of", r.stdout)
+        self.assertIn("context 4096 tokens", r.stdout)
 
     def test_run_tiny_plan_prints_capacity_table(self):
         with tempfile.TemporaryDirectory() as d:

@@ -105,6 +105,13 @@ TEST(MemoryFitTest, WeightsDoNotFit) {
   EXPECT_EQ(fit.kv_pool_blocks, 0);
   EXPECT_NE(fit.explanation.find("do not fit"), std::string::npos);
   EXPECT_NE(fit.explanation.find("141.20 GB"), std::string::npos);  // weights in GB
+  // No negative pool (issue 22: "KV pool -127.12 GB"): the pool is empty and the shortfall is
+  // its own figure, 141.2e9 + 4 GiB − 0.9 × 48e9. The budget share reads "90%", not "0.900000".
+  EXPECT_DOUBLE_EQ(fit.kv_pool_bytes, 0);
+  EXPECT_NEAR(fit.shortfall_bytes, 141.2e9 + 4 * 1024.0 * 1024 * 1024 - 0.9 * 48e9, 1e3);
+  EXPECT_EQ(fit.explanation.find(" -"), std::string::npos) << fit.explanation;  // no negative
+  EXPECT_NE(fit.explanation.find("(90% of"), std::string::npos) << fit.explanation;
+  EXPECT_EQ(fit.explanation.find("0.900000"), std::string::npos) << fit.explanation;
 }
 
 TEST(MemoryFitTest, OneLongSequenceDoesNotFitOn24GB) {

@@ -27,6 +27,13 @@ TargetAllowlist::Options fixed(std::vector<ResolvedAddress> addresses) {
   return o;
 }
 
+// The refusal names the setting that widens it (issue 22).
+std::string widen(const std::string& host) {
+  return " (to allow it, add '" + host +
+         "' or its network to the daemon's target_allowlist setting: --target-allowlist, "
+         "LLMCAP_TARGET_ALLOWLIST or the config file)";
+}
+
 TEST(TargetAllowlist, SimAndListedNamesNeedNoResolution) {
   TargetAllowlist::Options o;
   o.resolver = [](const std::string&) -> std::optional<std::vector<ResolvedAddress>> {
@@ -42,8 +49,9 @@ TEST(TargetAllowlist, EveryAddressMustLieInAListedNetwork) {
   TargetAllowlist inside({"10.0.0.0/8"}, fixed({v4("10.1.2.3"), v4("10.9.9.9")}));
   EXPECT_EQ(inside.check("http://target:8000/v1"), "");
   TargetAllowlist mixed({"10.0.0.0/8"}, fixed({v4("10.1.2.3"), v4("169.254.169.254")}));
-  EXPECT_EQ(mixed.check("http://target:8000/v1"),
-            "host 'target' resolves to 169.254.169.254, outside target_allowlist");
+  EXPECT_EQ(
+      mixed.check("http://target:8000/v1"),
+      "host 'target' resolves to 169.254.169.254, outside target_allowlist" + widen("target"));
   TargetAllowlist none({"10.0.0.0/8"}, fixed({}));
   EXPECT_NE(none.check("http://target:8000/v1").find("no IPv4/IPv6 address"), std::string::npos);
 }
@@ -53,7 +61,7 @@ TEST(TargetAllowlist, RealLiteralsUseTheSystemResolver) {
   EXPECT_EQ(list.check("http://127.0.0.1:8000"), "");
   EXPECT_EQ(list.check("http://[::1]:8000"), "");
   EXPECT_EQ(list.check("http://10.0.0.1:8000"),
-            "host '10.0.0.1' resolves to 10.0.0.1, outside target_allowlist");
+            "host '10.0.0.1' resolves to 10.0.0.1, outside target_allowlist" + widen("10.0.0.1"));
 }
 
 // Issue 23 #6: a resolver that never answers bounds the check at its timeout, and lookups past
@@ -91,7 +99,8 @@ TEST(TargetAllowlist, AddressLiteralsNeedNoLookup) {
   EXPECT_EQ(list.check("http://10.1.2.3:8000"), "");
   EXPECT_EQ(list.check("http://[fd00::1]:8000"), "");
   EXPECT_EQ(list.check("http://192.168.1.1:8000"),
-            "host '192.168.1.1' resolves to 192.168.1.1, outside target_allowlist");
+            "host '192.168.1.1' resolves to 192.168.1.1, outside target_allowlist" +
+                widen("192.168.1.1"));
 }
 
 // A plan naming several hosts whose resolver hangs costs one timeout, not one per host, and a
