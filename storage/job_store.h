@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,20 @@ struct NewStep {
   int step_index = 0;
   std::string params_json = "{}";
   std::int64_t started_at_ms = 0;  // 0 = now by the store's clock
+};
+
+// A range of intended send times, [start_ns, end_ns), on a step's sample clock.
+struct IntendedRange {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// Which samples a read covers (read_samples, sample_cut).
+struct SampleFilter {
+  std::optional<std::int64_t> step_id;  // only this step (a step id); nullopt = the whole job
+  // When set: only samples whose t_intended_ns lies in their step's range (by step id); the
+  // samples of a step without a range are left out.
+  std::optional<std::map<std::int64_t, IntendedRange>> intended_by_step;
 };
 
 struct SamplePage {
@@ -131,6 +146,17 @@ class JobStore {
   virtual Result<SamplePage> read_samples(std::string_view job_id,
                                           std::optional<std::int64_t> step_id,
                                           std::int64_t after_id, int limit) = 0;
+  // The same read with a filter (a step, and/or an intended-time range per step); the cursor
+  // works the same (after_id: any sample of this job, filtered out or not). Same failures.
+  virtual Result<SamplePage> read_samples(std::string_view job_id, const SampleFilter& filter,
+                                          std::int64_t after_id, int limit) = 0;
+  // Where a read of at most `limit` rows ends when more rows follow: the id of the limit-th
+  // sample that read_samples(job_id, filter, after_id, ...) would return, when at least one
+  // more sample passes the filter after it; nullopt when every remaining sample fits in
+  // `limit`. Reads ids only (cheap for large limits). Same failures as read_samples.
+  virtual Result<std::optional<std::int64_t>> sample_cut(std::string_view job_id,
+                                                         const SampleFilter& filter,
+                                                         std::int64_t after_id, int limit) = 0;
   // Synchronous insert in one transaction (small volumes; bulk goes through SampleWriter).
   virtual Status save_telemetry(const std::vector<TelemetryRow>& rows) = 0;
   virtual Result<TelemetryPage> read_telemetry(std::int64_t step_id, std::int64_t after_id,

@@ -1,6 +1,7 @@
 #include "storage/sqlite_job_store.h"
 
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <utility>
 
@@ -745,16 +746,21 @@ Result<std::vector<StepRecord>> SqliteJobStore::list_steps(std::string_view job_
 
 // ---- samples and telemetry -----------------------------------------------------------------
 
-Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
-                                                std::optional<std::int64_t> step_id,
-                                                std::int64_t after_id, int limit) {
-  LLMCAP_STORAGE_TRY(check_limit(limit, kMaxSamplePage, "limit"));
-  LLMCAP_WITH_READER(db);
-  LLMCAP_STORAGE_TRY(check_job_exists(db, job_id));
-  // Pages are ordered by (step_id, id) and read one step at a time with an index range scan
-  // (step_id = ? AND id > ?), so paging through millions of rows stays linear overall.
+namespace {
+
+// The steps a sample read visits, in order, and the cursor within the first of them. Pages are
+// ordered by (step_id, id) and read one step at a time with an index range scan
+// (step_id = ? AND id > ?), so paging through millions of rows stays linear overall.
+struct SampleScan {
   std::vector<std::int64_t> steps;
-  std::int64_t first_after = after_id;
+  std::int64_t first_after = 0;
+};
+
+Result<SampleScan> plan_sample_scan(Database& db, std::string_view job_id,
+                                    std::optional<std::int64_t> step_id, std::int64_t after_id) {
+  LLMCAP_STORAGE_TRY(check_job_exists(db, job_id));
+  SampleScan scan;
+  scan.first_after = after_id;
   if (step_id) {
     Result<Statement> owner = db.prepare("SELECT 1 FROM steps WHERE id = ? AND job_id = ?");
     if (!owner.ok()) return owner.status();
@@ -765,56 +771,115 @@ Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
       return Status(ErrorCode::kNotFound, "step " + std::to_string(*step_id) + " of job " +
                                               std::string(job_id) + " not found");
     }
-    steps.push_back(*step_id);
-  } else {
-    std::int64_t from_step = 0;
-    if (after_id > 0) {
-      Result<Statement> cursor = db.prepare(
-          "SELECT r.step_id FROM request_samples r JOIN steps s ON s.id = r.step_id"
-          " WHERE r.id = ? AND s.job_id = ?");
-      if (!cursor.ok()) return cursor.status();
-      cursor->bind(1, after_id).bind(2, job_id);
-      Result<bool> row = cursor->step();
-      if (!row.ok()) return row.status();
-      if (!row.value()) {
-        return Status(ErrorCode::kInvalid, "after_id: " + std::to_string(after_id) +
-                                               " is not a sample of job " + std::string(job_id));
-      }
-      from_step = cursor->column_int64(0);
-    }
-    Result<Statement> list =
-        db.prepare("SELECT id FROM steps WHERE job_id = ? AND id >= ? ORDER BY id");
-    if (!list.ok()) return list.status();
-    list->bind(1, job_id).bind(2, from_step);
-    for (;;) {
-      Result<bool> row = list->step();
-      if (!row.ok()) return row.status();
-      if (!row.value()) break;
-      steps.push_back(list->column_int64(0));
-    }
-    if (!steps.empty() && steps.front() != from_step) first_after = 0;
+    scan.steps.push_back(*step_id);
+    return scan;
   }
-  Result<Statement> st = db.prepare("SELECT " + std::string(kSampleColumns) +
+  std::int64_t from_step = 0;
+  if (after_id > 0) {
+    Result<Statement> cursor = db.prepare(
+        "SELECT r.step_id FROM request_samples r JOIN steps s ON s.id = r.step_id"
+        " WHERE r.id = ? AND s.job_id = ?");
+    if (!cursor.ok()) return cursor.status();
+    cursor->bind(1, after_id).bind(2, job_id);
+    Result<bool> row = cursor->step();
+    if (!row.ok()) return row.status();
+    if (!row.value()) {
+      return Status(ErrorCode::kInvalid, "after_id: " + std::to_string(after_id) +
+                                             " is not a sample of job " + std::string(job_id));
+    }
+    from_step = cursor->column_int64(0);
+  }
+  Result<Statement> list =
+      db.prepare("SELECT id FROM steps WHERE job_id = ? AND id >= ? ORDER BY id");
+  if (!list.ok()) return list.status();
+  list->bind(1, job_id).bind(2, from_step);
+  for (;;) {
+    Result<bool> row = list->step();
+    if (!row.ok()) return row.status();
+    if (!row.value()) break;
+    scan.steps.push_back(list->column_int64(0));
+  }
+  if (!scan.steps.empty() && scan.steps.front() != from_step) scan.first_after = 0;
+  return scan;
+}
+
+// Runs `columns` over the scan's steps, at most `want` rows passing the filter's intended-time
+// ranges, calling on_row(statement) for each.
+template <typename OnRow>
+Status run_sample_scan(Database& db, const SampleScan& scan, const SampleFilter& filter,
+                       std::string_view columns, std::size_t want, OnRow on_row) {
+  Result<Statement> st = db.prepare("SELECT " + std::string(columns) +
                                     " FROM request_samples WHERE step_id = ? AND id > ?"
+                                    " AND t_intended_ns >= ? AND t_intended_ns < ?"
                                     " ORDER BY id LIMIT ?");
   if (!st.ok()) return st.status();
-  SamplePage page;
-  const std::size_t want = static_cast<std::size_t>(limit) + 1;  // +1: is there another page?
-  for (std::size_t i = 0; i < steps.size() && page.rows.size() < want; ++i) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < scan.steps.size() && seen < want; ++i) {
+    IntendedRange range{INT64_MIN, INT64_MAX};
+    if (filter.intended_by_step) {
+      const auto it = filter.intended_by_step->find(scan.steps[i]);
+      if (it == filter.intended_by_step->end()) continue;
+      range = it->second;
+    }
     st->reset();
-    st->bind(1, steps[i]).bind(2, i == 0 ? first_after : 0).bind(3, want - page.rows.size());
+    st->bind(1, scan.steps[i])
+        .bind(2, i == 0 ? scan.first_after : 0)
+        .bind(3, range.start_ns)
+        .bind(4, range.end_ns)
+        .bind(5, want - seen);
     for (;;) {
       Result<bool> row = st->step();
       if (!row.ok()) return row.status();
       if (!row.value()) break;
-      page.rows.push_back(read_sample_row(*st));
+      on_row(*st);
+      ++seen;
     }
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id,
+                                                std::optional<std::int64_t> step_id,
+                                                std::int64_t after_id, int limit) {
+  return read_samples(job_id, SampleFilter{step_id, std::nullopt}, after_id, limit);
+}
+
+Result<SamplePage> SqliteJobStore::read_samples(std::string_view job_id, const SampleFilter& filter,
+                                                std::int64_t after_id, int limit) {
+  LLMCAP_STORAGE_TRY(check_limit(limit, kMaxSamplePage, "limit"));
+  LLMCAP_WITH_READER(db);
+  Result<SampleScan> scan = plan_sample_scan(db, job_id, filter.step_id, after_id);
+  if (!scan.ok()) return scan.status();
+  SamplePage page;
+  const std::size_t want = static_cast<std::size_t>(limit) + 1;  // +1: is there another page?
+  LLMCAP_STORAGE_TRY(
+      run_sample_scan(db, scan.value(), filter, kSampleColumns, want,
+                      [&](const Statement& st) { page.rows.push_back(read_sample_row(st)); }));
   if (page.rows.size() > static_cast<std::size_t>(limit)) {
     page.rows.pop_back();
     page.next_after_id = page.rows.back().id;
   }
   return page;
+}
+
+Result<std::optional<std::int64_t>> SqliteJobStore::sample_cut(std::string_view job_id,
+                                                               const SampleFilter& filter,
+                                                               std::int64_t after_id, int limit) {
+  LLMCAP_STORAGE_TRY(check_limit(limit, kMaxSamplePage, "limit"));
+  LLMCAP_WITH_READER(db);
+  Result<SampleScan> scan = plan_sample_scan(db, job_id, filter.step_id, after_id);
+  if (!scan.ok()) return scan.status();
+  std::size_t rows = 0;
+  std::optional<std::int64_t> cut;
+  LLMCAP_STORAGE_TRY(run_sample_scan(db, scan.value(), filter, "id",
+                                     static_cast<std::size_t>(limit) + 1, [&](const Statement& st) {
+                                       if (++rows == static_cast<std::size_t>(limit))
+                                         cut = st.column_int64(0);
+                                     }));
+  if (rows <= static_cast<std::size_t>(limit)) return std::optional<std::int64_t>();
+  return cut;
 }
 
 Status SqliteJobStore::save_telemetry(const std::vector<TelemetryRow>& rows) {

@@ -74,6 +74,11 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<StepRecord>> list_steps(std::string_view job_id) override;
   Result<SamplePage> read_samples(std::string_view job_id, std::optional<std::int64_t> step_id,
                                   std::int64_t after_id, int limit) override;
+  Result<SamplePage> read_samples(std::string_view job_id, const SampleFilter& filter,
+                                  std::int64_t after_id, int limit) override;
+  Result<std::optional<std::int64_t>> sample_cut(std::string_view job_id,
+                                                 const SampleFilter& filter, std::int64_t after_id,
+                                                 int limit) override;
   Status save_telemetry(const std::vector<TelemetryRow>& rows) override;
   Result<TelemetryPage> read_telemetry(std::int64_t step_id, std::int64_t after_id,
                                        int limit) override;

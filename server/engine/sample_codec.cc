@@ -1,5 +1,6 @@
 #include "server/engine/sample_codec.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string_view>
 
@@ -58,21 +59,63 @@ analysis::RequestSample from_row(const storage::SampleRow& r) {
   return s;
 }
 
+std::optional<storage::IntendedRange> step_window(const storage::StepRecord& step,
+                                                  const nlohmann::json& plan) {
+  if (!step.summary_json) return std::nullopt;
+  const auto summary = nlohmann::json::parse(*step.summary_json, nullptr, false);
+  if (!summary.is_object() || !summary.contains("stats") || !summary["stats"].is_object())
+    return std::nullopt;
+  const auto& stats = summary["stats"];
+  if (stats.contains("window_start_ns") && stats["window_start_ns"].is_number_integer() &&
+      stats.contains("window_end_ns") && stats["window_end_ns"].is_number_integer()) {
+    return storage::IntendedRange{stats["window_start_ns"].get<std::int64_t>(),
+                                  stats["window_end_ns"].get<std::int64_t>()};
+  }
+  // Older steps: the window opened after the phase's warm-up (agent/step_runner.cc) and lasted
+  // window_s (rounded to 0.1 ms in the summary).
+  if (!stats.contains("window_s") || !stats["window_s"].is_number()) return std::nullopt;
+  const auto phases = plan.is_object() ? plan.value("phases", nlohmann::json()) : nlohmann::json();
+  if (!phases.is_array() || step.phase_index < 0 ||
+      static_cast<std::size_t>(step.phase_index) >= phases.size())
+    return std::nullopt;
+  const auto& phase = phases[static_cast<std::size_t>(step.phase_index)];
+  if (!phase.is_object() || !phase.contains("warmup_s") || !phase["warmup_s"].is_number())
+    return std::nullopt;
+  const auto start_ns =
+      static_cast<std::int64_t>(std::llround(phase["warmup_s"].get<double>() * 1e9));
+  const auto length_ns =
+      static_cast<std::int64_t>(std::llround(stats["window_s"].get<double>() * 1e9));
+  return storage::IntendedRange{start_ns, start_ns + length_ns};
+}
+
+SampleStepInfo sample_step_info(const storage::StepRecord& step, const nlohmann::json& plan) {
+  return SampleStepInfo{step.seq, step.target, step.phase_name, step_window(step, plan)};
+}
+
+std::optional<bool> in_window(const storage::SampleRow& r, const SampleStepInfo& step) {
+  if (!step.window) return std::nullopt;
+  return r.t_intended_ns >= step.window->start_ns && r.t_intended_ns < step.window->end_ns;
+}
+
 namespace {
 nlohmann::json ms_or_null(std::optional<double> ns) {
   return ns ? nlohmann::json(*ns / 1e6) : nlohmann::json(nullptr);
 }
 }  // namespace
 
-nlohmann::json sample_json(const storage::SampleRow& r, std::int64_t step_seq) {
+nlohmann::json sample_json(const storage::SampleRow& r, const SampleStepInfo& step) {
   // Straight from the row: the derived latencies use the same formulas as RequestSample
   // (analysis/request_sample.h), with no conversion back.
   auto opt = [](std::optional<std::int64_t> v) {
     return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
   };
+  const auto belongs = in_window(r, step);
   return nlohmann::json{
       {"id", r.id},
-      {"step", step_seq},
+      {"step", step.seq},
+      {"target", step.target},
+      {"phase", step.phase},
+      {"in_window", belongs ? nlohmann::json(*belongs) : nlohmann::json(nullptr)},
       {"index", r.index},
       {"t_intended_ns", r.t_intended_ns},
       {"t_send_ns", r.t_send_ns},
@@ -107,7 +150,8 @@ std::string sample_csv_header() {
   return "id,step,index,t_intended_ns,t_send_ns,t_first_token_ns,t_last_token_ns,t_end_ns,"
          "token_events,input_tokens,output_tokens,http_status,error,finish_reason,ttft_ms,"
          "tpot_ms,e2e_ms,connect_ns,tls_ns,t_headers_ns,planned_input_tokens,"
-         "planned_output_tokens,output_tokens_estimated,max_itl_ns,error_message\r\n";
+         "planned_output_tokens,output_tokens_estimated,max_itl_ns,error_message,target,phase,"
+         "in_window\r\n";
 }
 
 namespace {
@@ -123,7 +167,7 @@ std::string csv_field(std::string_view text) {
 }
 }  // namespace
 
-std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) {
+std::string sample_csv_line(const storage::SampleRow& r, const SampleStepInfo& step) {
   auto num = [](std::optional<double> v) {
     if (!v) return std::string();
     char buf[48];
@@ -135,7 +179,7 @@ std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) 
   };
   std::string line;
   for (auto v :
-       {r.id, step_seq, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
+       {r.id, step.seq, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
         r.t_last_token_ns, r.t_end_ns, static_cast<std::int64_t>(r.token_events),
         static_cast<std::int64_t>(r.input_tokens), static_cast<std::int64_t>(r.output_tokens),
         static_cast<std::int64_t>(r.http_status)}) {
@@ -152,7 +196,11 @@ std::string sample_csv_line(const storage::SampleRow& r, std::int64_t step_seq) 
         static_cast<std::int64_t>(r.planned_output_tokens)})
     line += "," + std::to_string(v);
   line += std::string(",") + (r.output_tokens_estimated ? "true" : "false") + "," +
-          std::to_string(r.max_itl_ns) + "," + csv_field(r.error_message) + "\r\n";
+          std::to_string(r.max_itl_ns) + "," + csv_field(r.error_message);
+  // in_window: empty while the step's window is not known (a running step).
+  const auto belongs = in_window(r, step);
+  line += "," + csv_field(step.target) + "," + csv_field(step.phase) + "," +
+          (belongs ? (*belongs ? "true" : "false") : "") + "\r\n";
   return line;
 }
 

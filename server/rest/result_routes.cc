@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <climits>
 #include <map>
 
 #include "api/problem_json.h"
@@ -143,6 +144,10 @@ HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathPara
   return json_response(200, *outcome.document);
 }
 
+// The samples export (docs/metrics.md, "The samples export"). Every matching row is streamed
+// unless ?limit= caps it; a cut export is announced before the body starts, by a
+// `Link: <...?after=ID...>; rel="next"` header: the cut is located (ids only) before the 200,
+// so CSV and NDJSON bodies stay pure rows, with no trailer line a parser would trip on.
 asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRequest& req,
                                                           net::ResponseStream& out,
                                                           const PathParams& path) {
@@ -157,8 +162,9 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
     co_return problem_response(ApiErrorCode::kNotAcceptable,
                                "use Accept: application/x-ndjson or text/csv");
   std::int64_t after = 0;
-  int limit = 10'000;
+  std::optional<int> limit;  // nullopt: every row
   std::optional<std::int64_t> step_seq;
+  bool only_in_window = false;
   std::vector<api::FieldError> bad;
   if (auto a = req.query_param("after")) {
     if (auto v = query_int(*a, 0, INT64_MAX))
@@ -170,13 +176,19 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
     if (auto v = query_int(*l, 1, 100'000))
       limit = static_cast<int>(*v);
     else
-      bad.push_back({"limit", "must be a whole number 1..100000"});
+      bad.push_back({"limit", "must be a whole number 1..100000 (leave it out for every row)"});
   }
   if (auto st = req.query_param("step")) {
     if (auto v = query_int(*st, 0, INT64_MAX))
       step_seq = *v;
     else
       bad.push_back({"step", "must be a whole number >= 0"});
+  }
+  if (auto w = req.query_param("in_window")) {
+    if (*w == "true")
+      only_in_window = true;
+    else if (*w != "false")
+      bad.push_back({"in_window", "must be true or false"});
   }
   if (!bad.empty()) co_return problem_response(ApiErrorCode::kBadRequest, "bad query", bad);
 
@@ -186,49 +198,92 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   co_await asio::post(io, asio::use_awaitable);
   if (!job.ok()) co_return storage_problem(job.status());
   if (!steps.ok()) co_return storage_problem(steps.status());
-  std::map<std::int64_t, std::int64_t> seq_of;  // step id → seq
-  std::optional<std::int64_t> step_id;
+  // The stored plan, only for steps stored before their summary carried the window bounds.
+  json plan;
   for (const auto& s : steps.value()) {
-    seq_of[s.id] = s.seq;
-    if (step_seq && s.seq == *step_seq) step_id = s.id;
+    if (!s.summary_json || s.summary_json->find("\"window_start_ns\"") != std::string::npos)
+      continue;
+    co_await asio::post(c.blocking, asio::use_awaitable);
+    auto stored = c.deps.store.get_plan(job.value().plan_id);
+    co_await asio::post(io, asio::use_awaitable);
+    if (stored.ok()) plan = json::parse(stored.value().plan_json, nullptr, false);
+    break;
   }
-  if (step_seq && !step_id)
-    co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job");
+  std::map<std::int64_t, SampleStepInfo> step_info;  // by step id
+  storage::SampleFilter filter;
+  if (only_in_window) filter.intended_by_step.emplace();
+  for (const auto& s : steps.value()) {
+    auto info = sample_step_info(s, plan);
+    if (step_seq && s.seq == *step_seq) filter.step_id = s.id;
+    // A step whose window is not known yet (running) has no in-window rows.
+    if (only_in_window && info.window) (*filter.intended_by_step)[s.id] = *info.window;
+    step_info.emplace(s.id, std::move(info));
+  }
+  if (step_seq && !filter.step_id)
+    co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job",
+                               {{"step", "no step " + std::to_string(*step_seq) + " in this job"}});
 
-  // Read the first page before committing to a 200.
-  int remaining = limit;
+  // Before committing to a 200: where a capped export is cut (announced in the Link header),
+  // and the first page.
+  std::optional<std::int64_t> cut;
+  constexpr int kPage = 5000;
+  int remaining = limit.value_or(INT_MAX);
   co_await asio::post(c.blocking, asio::use_awaitable);
-  auto page = c.deps.store.read_samples(id, step_id, after, std::min(remaining, 5000));
+  storage::Result<std::optional<std::int64_t>> located(std::optional<std::int64_t>{});
+  if (limit) located = c.deps.store.sample_cut(id, filter, after, *limit);
+  auto page = located.ok()
+                  ? c.deps.store.read_samples(id, filter, after, std::min(remaining, kPage))
+                  : storage::Result<storage::SamplePage>(located.status());
   co_await asio::post(io, asio::use_awaitable);
-  if (!page.ok()) co_return storage_problem(page.status());
+  if (!page.ok()) {
+    if (page.status().code() == storage::ErrorCode::kInvalid && after > 0)
+      co_return problem_response(ApiErrorCode::kBadRequest, "bad query",
+                                 {{"after", "is not a sample id of this job"}});
+    co_return storage_problem(page.status());
+  }
+  cut = located.value();
   net::HeaderList headers;
   headers.emplace_back("Content-Type", csv ? "text/csv; charset=utf-8" : "application/x-ndjson");
-  std::optional<std::int64_t> next;
+  if (cut) {
+    std::string next =
+        req.path + "?after=" + std::to_string(*cut) + "&limit=" + std::to_string(*limit);
+    if (step_seq) next += "&step=" + std::to_string(*step_seq);
+    if (only_in_window) next += "&in_window=true";
+    headers.emplace_back("Link", "<" + next + ">; rel=\"next\"");
+  }
   if (!co_await out.start(200, std::move(headers))) co_return std::nullopt;
   if (csv && !co_await out.write(sample_csv_header())) co_return std::nullopt;
+  std::int64_t written = 0;
   for (;;) {
     std::string chunk;
+    bool at_cut = false;
     for (const auto& r : page.value().rows) {
+      const auto known = step_info.find(r.step_id);
+      if (known == step_info.end()) continue;  // a step begun after the export started
+      const SampleStepInfo& info = known->second;
       if (csv)
-        chunk += sample_csv_line(r, seq_of[r.step_id]);
+        chunk += sample_csv_line(r, info);
       else
         // Invalid UTF-8 stored by an older version must not end the export (issue 23 #11).
-        chunk +=
-            sample_json(r, seq_of[r.step_id]).dump(-1, ' ', false, json::error_handler_t::replace) +
-            "\n";
+        chunk += sample_json(r, info).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      ++written;
+      if (cut && r.id == *cut) {
+        at_cut = true;  // the announced next page starts after this row
+        break;
+      }
     }
     remaining -= static_cast<int>(page.value().rows.size());
-    next = page.value().next_after_id;
+    const auto next = page.value().next_after_id;
     if (!chunk.empty() && !co_await out.write(chunk)) co_return std::nullopt;
-    if (!next || remaining <= 0) break;
+    if (at_cut || !next || remaining <= 0) break;
     const std::int64_t cursor = *next;
     co_await asio::post(c.blocking, asio::use_awaitable);
-    page = c.deps.store.read_samples(id, step_id, cursor, std::min(remaining, 5000));
+    page = c.deps.store.read_samples(id, filter, cursor, std::min(remaining, kPage));
     co_await asio::post(io, asio::use_awaitable);
     if (!page.ok()) {
       // Headers are gone: the stream is cut without its last chunk, so a client sees an
       // incomplete export, never a short one that looks whole.
-      api_log()->error("job {}: sample export cut after {} rows: {}", id, limit - remaining,
+      api_log()->error("job {}: sample export cut after {} rows: {}", id, written,
                        page.status().to_string());
       out.reset();
       co_return std::nullopt;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "storage/sample_inserter.h"
 #include "storage/transaction.h"
@@ -461,6 +462,70 @@ SampleRow sample(std::int64_t step_id, std::int64_t index) {
   }
   if (index % 4 == 0) r.token_times_ns = {index, index + 1, -5};
   return r;
+}
+
+// The export's in-window read: an intended-time range per step (steps without one are left
+// out), and sample_cut locating where a capped read ends, as read_samples pages it.
+TEST_F(SqliteJobStoreTest, ReadSamplesFilteredByIntendedRangeAndCut) {
+  testing::TempDir dir;
+  const std::string path = testing::migrated_file_db(dir);
+  Result<std::unique_ptr<SqliteJobStore>> file_store = SqliteJobStore::open(path, {});
+  ASSERT_TRUE(file_store.ok()) << file_store.status().to_string();
+  SqliteJobStore& store = **file_store;
+  JobRecord job = store.create_job(job_with_targets({"a"}))->job;
+  const std::int64_t s0 = *store.begin_step(step_for(job.id, 0));
+  const std::int64_t s1 = *store.begin_step(step_for(job.id, 1));
+  std::map<std::int64_t, std::int64_t> id_of_index;
+  {
+    Result<Database> db = Database::open(path);
+    ASSERT_TRUE(db.ok());
+    Result<SampleInserter> ins = SampleInserter::create(*db);
+    ASSERT_TRUE(ins.ok());
+    Result<Transaction> tx = Transaction::begin(*db);
+    ASSERT_TRUE(tx.ok());
+    for (int i = 0; i < 20; ++i) {  // t_intended_ns = i * 1000; even i in s0, odd in s1
+      ASSERT_TRUE(ins->insert(sample(i % 2 == 0 ? s0 : s1, i)).ok());
+      id_of_index[i] = db->last_insert_rowid();
+    }
+    ASSERT_TRUE(tx->commit().ok());
+  }
+  SampleFilter window;
+  window.intended_by_step = std::map<std::int64_t, IntendedRange>{{s0, {4'000, 12'000}}};
+  auto indexes = [](const SamplePage& page) {
+    std::vector<std::int64_t> out;
+    for (const SampleRow& r : page.rows) out.push_back(r.index);
+    return out;
+  };
+  Result<SamplePage> all = store.read_samples(job.id, window, 0, 100);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ(indexes(*all), (std::vector<std::int64_t>{4, 6, 8, 10}));  // [start, end), s1 out
+  EXPECT_FALSE(all->next_after_id);
+
+  // A cap of 2: the cut is the 2nd matching row, and the next read starts right after it.
+  Result<std::optional<std::int64_t>> cut = store.sample_cut(job.id, window, 0, 2);
+  ASSERT_TRUE(cut.ok());
+  ASSERT_TRUE(cut->has_value());
+  EXPECT_EQ(**cut, id_of_index[6]);
+  Result<SamplePage> first = store.read_samples(job.id, window, 0, 2);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->next_after_id, *cut);
+  Result<SamplePage> rest = store.read_samples(job.id, window, **cut, 100);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(indexes(*rest), (std::vector<std::int64_t>{8, 10}));
+  // Exactly as many rows as the cap left, or fewer: no cut.
+  EXPECT_EQ(store.sample_cut(job.id, window, **cut, 2).value(), std::nullopt);
+  EXPECT_EQ(store.sample_cut(job.id, window, 0, 4).value(), std::nullopt);
+  EXPECT_EQ(store.sample_cut(job.id, window, 0, 3).value(), id_of_index[8]);
+
+  // Unfiltered: ordered by step, then id (s0's ten rows, then s1's).
+  EXPECT_EQ(store.sample_cut(job.id, SampleFilter{}, 0, 20).value(), std::nullopt);
+  EXPECT_EQ(store.sample_cut(job.id, SampleFilter{}, 0, 10).value(), id_of_index[18]);
+  EXPECT_EQ(store.sample_cut(job.id, SampleFilter{}, 0, 11).value(), id_of_index[1]);
+  EXPECT_EQ(store.sample_cut(job.id, SampleFilter{s1, std::nullopt}, 0, 9).value(),
+            id_of_index[17]);
+  // Same failures as read_samples.
+  EXPECT_EQ(store.sample_cut(job.id, window, 0, 0).code(), ErrorCode::kInvalid);
+  EXPECT_EQ(store.sample_cut("job_missing", window, 0, 5).code(), ErrorCode::kNotFound);
 }
 
 TEST_F(SqliteJobStoreTest, ReadSamplesPagedByRowid) {

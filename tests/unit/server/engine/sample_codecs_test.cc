@@ -151,12 +151,20 @@ TEST(SampleCodecs, ShardUploadKeepsEveryField) {
   expect_same(r.samples[0], back.samples[0]);
 }
 
+// The step a distinct sample belongs to: its window holds t_intended_ns = 1001.
+SampleStepInfo distinct_step() {
+  return SampleStepInfo{3, "a100, \"west\"", "sweep", storage::IntendedRange{1'000, 2'000}};
+}
+
 TEST(SampleCodecs, SampleJsonExportHasEveryField) {
   auto row = to_row(distinct_sample(), 99);
   row.id = 5;
-  const auto j = sample_json(row, 3);
+  const auto j = sample_json(row, distinct_step());
   EXPECT_EQ(j.at("id"), 5);
   EXPECT_EQ(j.at("step"), 3);
+  EXPECT_EQ(j.at("target"), "a100, \"west\"");
+  EXPECT_EQ(j.at("phase"), "sweep");
+  EXPECT_EQ(j.at("in_window"), true);
   for (const auto& f : kFields) {
     ASSERT_TRUE(j.contains(f.name)) << f.name;
     const auto& v = j.at(f.name);
@@ -194,7 +202,7 @@ TEST(SampleCodecs, CsvExportHasEveryScalarField) {
   auto row = to_row(distinct_sample(), 99);
   row.id = 5;
   const auto header = split_csv(sample_csv_header());
-  const auto values = split_csv(sample_csv_line(row, 3));
+  const auto values = split_csv(sample_csv_line(row, distinct_step()));
   ASSERT_EQ(header.size(), values.size());
   auto column = [&](const std::string& name) -> std::optional<std::string> {
     for (std::size_t i = 0; i < header.size(); ++i)
@@ -203,6 +211,13 @@ TEST(SampleCodecs, CsvExportHasEveryScalarField) {
   };
   EXPECT_EQ(column("id"), "5");
   EXPECT_EQ(column("step"), "3");
+  EXPECT_EQ(column("target"), "a100, \"west\"");
+  EXPECT_EQ(column("phase"), "sweep");
+  EXPECT_EQ(column("in_window"), "true");
+  // Columns added later go at the end: readers by position keep working.
+  ASSERT_GE(header.size(), 3u);
+  EXPECT_EQ(header[header.size() - 3], "target");
+  EXPECT_EQ(header.back(), "in_window");
   for (const auto& f : kFields) {
     // Per-token arrival times are a list: the JSON export carries them, CSV has no lists.
     if (std::string(f.name) == "token_times_ns") continue;
@@ -210,6 +225,53 @@ TEST(SampleCodecs, CsvExportHasEveryScalarField) {
     ASSERT_TRUE(v.has_value()) << f.name << " is not a CSV column";
     EXPECT_EQ(*v, f.text) << f.name;
   }
+}
+
+// in_window is the analysis window rule: t_intended in [start, end); unknown without a window.
+TEST(SampleCodecs, InWindowFollowsTheStepWindow) {
+  auto row = to_row(distinct_sample(), 99);
+  auto step = distinct_step();
+  row.t_intended_ns = 999;
+  EXPECT_EQ(in_window(row, step), false);
+  row.t_intended_ns = 1'000;
+  EXPECT_EQ(in_window(row, step), true);
+  row.t_intended_ns = 1'999;
+  EXPECT_EQ(in_window(row, step), true);
+  row.t_intended_ns = 2'000;
+  EXPECT_EQ(in_window(row, step), false);
+  EXPECT_EQ(sample_json(row, step).at("in_window"), false);
+  step.window.reset();
+  EXPECT_EQ(in_window(row, step), std::nullopt);
+  EXPECT_TRUE(sample_json(row, step).at("in_window").is_null());
+  const auto csv = split_csv(sample_csv_line(row, step));
+  EXPECT_EQ(csv.back(), "");
+}
+
+TEST(SampleCodecs, StepWindowFromTheSummaryElseDerivedFromThePlan) {
+  storage::StepRecord step;
+  step.seq = 4;
+  step.target = "t";
+  step.phase_name = "search";
+  step.phase_index = 1;
+  const auto plan = nlohmann::json::parse(R"({"phases":[{"warmup_s":1},{"warmup_s":2.5}]})");
+  EXPECT_EQ(step_window(step, plan), std::nullopt);  // running: no summary yet
+  step.summary_json = R"({"stats":{"window_s":10,"window_start_ns":2500000123,)"
+                      R"("window_end_ns":12500000456}})";
+  auto w = step_window(step, plan);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->start_ns, 2'500'000'123);
+  EXPECT_EQ(w->end_ns, 12'500'000'456);
+  // Stored before the bounds were: the phase's warm-up, then window_s.
+  step.summary_json = R"({"stats":{"window_s":7.25}})";
+  w = step_window(step, plan);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->start_ns, 2'500'000'000);
+  EXPECT_EQ(w->end_ns, 9'750'000'000);
+  EXPECT_EQ(step_window(step, nlohmann::json()), std::nullopt);  // no plan to derive from
+  const auto info = sample_step_info(step, plan);
+  EXPECT_EQ(info.seq, 4);
+  EXPECT_EQ(info.target, "t");
+  EXPECT_EQ(info.phase, "search");
 }
 
 }  // namespace
