@@ -604,10 +604,29 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   if (r.has("name") && errors.size() == before && !valid_name(p.name))
     r.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
   r.number("repeat", p.repeat, 1, 20, true);
+  // A step's window: duration_s (time) or requests (request count, with max_duration_s as its
+  // cap); exactly one of them. A burst is its windows, a soak is judged per window_s over time.
   if (kind == PhaseKind::kBurst) {
-    r.not_applicable("duration_s", "to a burst (it lasts window_s + burst_s + observe_s)");
+    const std::string why = "to a burst (it lasts window_s + burst_s + observe_s)";
+    r.not_applicable("duration_s", why);
+    r.not_applicable("requests", why);
+    r.not_applicable("max_duration_s", why);
+  } else if (kind == PhaseKind::kSoak) {
+    const std::string why = "to a soak (it is judged per window_s window over duration_s)";
+    r.number("duration_s", p.duration_s, 1, 86'400);
+    r.not_applicable("requests", why);
+    r.not_applicable("max_duration_s", why);
+  } else if (r.has("requests")) {
+    if (r.has("duration_s"))
+      r.error("requests",
+              "give duration_s or requests, not both (requests ends each window "
+              "after that many requests)");
+    r.get("duration_s");  // reported above, not as an unknown key
+    r.number("requests", p.requests, 1, 10'000'000, true);
+    r.number("max_duration_s", p.max_duration_s, 1, 86'400);
   } else {
     r.number("duration_s", p.duration_s, 1, 86'400);
+    r.not_applicable("max_duration_s", "without requests (it caps a request-count step)");
   }
   r.number("warmup_s", p.warmup_s, 0, 3600);
   std::string drain(to_string(p.drain));
@@ -655,6 +674,18 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     read_list("levels", p.levels, 1, limits.max_concurrency, true);
   } else if (kind == PhaseKind::kRateSweep) {
     read_list("rates_rps", p.rates_rps, 0.001, max_rate, false);
+    // A request-count window at a known rate is requests / rate: it must fit under the cap.
+    for (const double rate : p.rates_rps) {
+      if (p.requests <= 0 || static_cast<double>(p.requests) / rate <= p.max_duration_s) continue;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "%lld requests at %g rps take %.0f s, above max_duration_s %g s (raise "
+                    "max_duration_s or lower requests)",
+                    static_cast<long long>(p.requests), rate,
+                    static_cast<double>(p.requests) / rate, p.max_duration_s);
+      r.error("requests", buf);
+      break;
+    }
   } else if (kind == PhaseKind::kCapacitySearch) {
     if (const json* sf = r.get("start_from")) {
       if (sf->is_string() && sf->get<std::string>() == "knee") {
@@ -774,15 +805,34 @@ json agents_json(const PlanAgents& a) {
   return j;
 }
 
-double phase_duration_s(const PlanPhase& p) {
+// Request-count steps (planned_window_s): open-loop ones at their rate; a capacity search's
+// rate is known only as it runs, so its start (start_from, the bracket's geometric mean, else
+// low_rps, else 1 rps) stands for every step; closed-loop ones are a guess from the workload's
+// mean output length. Every one is capped at max_duration_s.
+double phase_duration_s(const PlanPhase& p, double mean_output_tokens) {
   const double step = p.warmup_s + p.duration_s;
   double d = 0;
   switch (p.kind) {
-    case PhaseKind::kConcurrencySweep: d = step * static_cast<double>(p.levels.size()); break;
-    case PhaseKind::kRateSweep: d = step * static_cast<double>(p.rates_rps.size()); break;
-    case PhaseKind::kCapacitySearch:
-      d = step * p.max_steps + p.warmup_s + p.confirm_duration_s;
+    case PhaseKind::kConcurrencySweep:
+      for (const auto level : p.levels)
+        d += p.warmup_s + planned_window_s(p, 0, level, mean_output_tokens);
       break;
+    case PhaseKind::kRateSweep:
+      for (const auto rate : p.rates_rps)
+        d += p.warmup_s + planned_window_s(p, rate, 0, mean_output_tokens);
+      break;
+    case PhaseKind::kCapacitySearch: {
+      double rate = 1;
+      if (p.start_rps > 0)
+        rate = p.start_rps;
+      else if (p.low_rps > 0 && p.high_rps > 0)
+        rate = std::sqrt(p.low_rps * p.high_rps);
+      else if (p.low_rps > 0)
+        rate = p.low_rps;
+      d = (p.warmup_s + planned_window_s(p, rate, 0, mean_output_tokens)) * p.max_steps +
+          p.warmup_s + p.confirm_duration_s;
+      break;
+    }
     case PhaseKind::kBurst: d = p.warmup_s + p.window_s + p.burst_s + p.observe_s; break;
     case PhaseKind::kSoak: d = step; break;
   }
@@ -927,7 +977,12 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
            {"warmup_s", p.warmup_s},
            {"drain", to_string(p.drain)}};
     // a burst's length is its windows
-    if (p.kind != PhaseKind::kBurst) j["duration_s"] = p.duration_s;
+    if (p.requests > 0) {
+      j["requests"] = p.requests;
+      j["max_duration_s"] = p.max_duration_s;
+    } else if (p.kind != PhaseKind::kBurst) {
+      j["duration_s"] = p.duration_s;
+    }
     if (is_open_loop(p.kind)) {
       j["arrival"] = to_string(p.arrival);
       j["burstiness"] = p.burstiness;
@@ -1134,12 +1189,20 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     read_agents(a, "/agents", agents, errors, limits);
     if (errors.size() == before) plan.agents = std::move(agents);
   }
+  // Shards count their own requests: a closed-loop request-count window cannot be split.
+  for (std::size_t i = 0; plan.agents && i < plan.phases.size(); ++i) {
+    if (plan.phases[i].kind == PhaseKind::kConcurrencySweep && plan.phases[i].requests > 0)
+      errors.push_back({"/phases/" + std::to_string(i) + "/requests",
+                        "a concurrency_sweep with agents needs duration_s (each shard would end "
+                        "its window on its own count)"});
+  }
   root.finish();
 
   // Limits over the whole plan.
   // Wall-clock estimate: simulated targets with a time_scale run that many times faster.
   double per_target = 0;
-  for (const auto& p : plan.phases) per_target += phase_duration_s(p);
+  const double mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+  for (const auto& p : plan.phases) per_target += phase_duration_s(p, mean_output_tokens);
   double duration = plan.targets.empty() ? per_target : 0;
   for (const auto& t : plan.targets) {
     double scale = 1;
@@ -1160,7 +1223,15 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     return out;
   }
 
+  const std::int64_t min_requests = plan.sla.min_requests.value_or(100);
   for (const auto& p : plan.phases) {
+    if (p.requests > 0) {
+      if (p.requests < min_requests)
+        out.warnings.push_back("phase " + p.name + ": requests " + std::to_string(p.requests) +
+                               " is below sla.min_requests " + std::to_string(min_requests) +
+                               ": its steps are judged inconclusive (insufficient-samples)");
+      continue;
+    }
     if (p.duration_s < 10)
       out.warnings.push_back("phase " + p.name + ": steps of " + std::to_string(int(p.duration_s)) +
                              " s give few samples for tail percentiles");

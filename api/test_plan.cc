@@ -1,5 +1,6 @@
 #include "api/test_plan.h"
 
+#include <algorithm>
 #include <array>
 
 namespace llmcap::api {
@@ -30,6 +31,20 @@ std::optional<PhaseKind> parse_phase_kind(std::string_view s) {
 std::optional<Drain> parse_drain(std::string_view s) { return parse_name<Drain>(s, kDrains); }
 std::optional<Arrival> parse_arrival(std::string_view s) {
   return parse_name<Arrival>(s, kArrivals);
+}
+
+double planned_window_s(const PlanPhase& p, double rate_rps, std::int32_t concurrency,
+                        double mean_output_tokens) {
+  if (p.requests <= 0) return p.duration_s;
+  const auto n = static_cast<double>(p.requests);
+  double window_s = 0;
+  if (rate_rps > 0) {
+    window_s = n / rate_rps;
+  } else {
+    const double request_s = std::max(0.0, mean_output_tokens) * 0.05 + 0.5;
+    window_s = n / std::max(1, concurrency) * request_s;
+  }
+  return std::min(window_s, p.max_duration_s);
 }
 
 }  // namespace llmcap::api

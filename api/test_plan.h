@@ -93,7 +93,12 @@ struct PlanPhase {
   PhaseKind kind = PhaseKind::kConcurrencySweep;
   std::string name;  // defaults to kind (made unique with a suffix)
   int repeat = 1;
-  double duration_s = 30;
+  double duration_s = 30;  // each step's measurement window (time mode, requests == 0)
+  // Request-count mode (`requests` instead of `duration_s`; concurrency_sweep, rate_sweep and
+  // capacity_search's search steps): each step's window holds this many intended requests
+  // (docs/plans.md, "Request-count steps"). 0: time mode.
+  std::int64_t requests = 0;
+  double max_duration_s = 3600;  // request-count mode: the longest a step's window may run
   double warmup_s = 5;
   Drain drain = Drain::kFinish;
   Arrival arrival = Arrival::kPoisson;
@@ -120,6 +125,13 @@ struct PlanPhase {
   double rate_rps = 0;   // the soak's rate (unless soak_at_qualified)
   double window_s = 30;  // burst and soak windows
 };
+
+// The planned length (s) of one step's measurement window. Time mode: duration_s. Request-count
+// mode: open loop (rate_rps > 0) requests / rate_rps; closed loop (rate_rps == 0) a guess,
+// requests / concurrency × (mean_output_tokens × 50 ms + 0.5 s) — one request's latency on a
+// slowish server — since the latency is what the step measures; both capped at max_duration_s.
+double planned_window_s(const PlanPhase& p, double rate_rps, std::int32_t concurrency,
+                        double mean_output_tokens);
 
 struct PlanDemand {
   double requests_per_minute = 0;

@@ -952,6 +952,121 @@ TEST(PlanReader, EstimatedDurationArithmetic) {
   EXPECT_DOUBLE_EQ(p.estimated_duration_s, 2 * (60 + 117 + 60 + 65 + 105));  // targets in turn
 }
 
+// ---------------------------------------------------------------------------------------------
+// Request-count steps (`requests` instead of `duration_s`)
+
+TEST(PlanReader, RequestsReplaceDurationPerPhase) {
+  auto j = sla_plan();
+  j["phases"] = json::array({
+      {{"kind", "concurrency_sweep"}, {"levels", {1, 4}}, {"requests", 200}},
+      {{"kind", "rate_sweep"}, {"rates_rps", {2, 4}}, {"requests", 100}, {"max_duration_s", 60}},
+      {{"kind", "capacity_search"}, {"low_rps", 1}, {"high_rps", 4}, {"requests", 50}},
+  });
+  const auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_EQ(p.plan->phases[0].requests, 200);
+  EXPECT_DOUBLE_EQ(p.plan->phases[0].max_duration_s, 3600);  // the documented default
+  EXPECT_EQ(p.plan->phases[1].requests, 100);
+  EXPECT_DOUBLE_EQ(p.plan->phases[1].max_duration_s, 60);
+  // Normalised: requests and its cap, no duration_s (the normalised plan re-reads).
+  const json& n = p.normalized["phases"];
+  EXPECT_EQ(n[0]["requests"], 200);
+  EXPECT_EQ(n[0]["max_duration_s"], 3600);
+  EXPECT_FALSE(n[0].contains("duration_s"));
+  const auto again = parse(p.normalized);
+  EXPECT_NO_ERRORS(again);
+  EXPECT_EQ(again.normalized, p.normalized);
+  // Neither key: time steps of the default 30 s, and no max_duration_s shown.
+  const auto t = parse(minimal());
+  ASSERT_TRUE(t.plan) << describe(t);
+  EXPECT_EQ(t.plan->phases[0].requests, 0);
+  EXPECT_DOUBLE_EQ(t.plan->phases[0].duration_s, 30);
+  EXPECT_EQ(t.normalized["phases"][0]["duration_s"], 30);
+  EXPECT_FALSE(t.normalized["phases"][0].contains("requests"));
+  EXPECT_FALSE(t.normalized["phases"][0].contains("max_duration_s"));
+}
+
+TEST(PlanReader, RequestsErrorsNameTheField) {
+  auto j = minimal();
+  j["phases"][0]["requests"] = 100;
+  j["phases"][0]["duration_s"] = 30;
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "give duration_s or requests, not both");
+  EXPECT_EQ(errors_at(parse(j), "/phases/0/duration_s"), 0);  // one error, not an unknown key
+
+  for (const json& bad : {json(0), json(-3), json(10'000'001), json(2.5), json("100")}) {
+    j = minimal();
+    j["phases"][0]["requests"] = bad;
+    EXPECT_TRUE(has_error(parse(j), "/phases/0/requests")) << bad.dump();
+  }
+  j = minimal();
+  j["phases"][0]["requests"] = 0;
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "between 1 and");
+  j["phases"][0]["requests"] = 10'000'001;
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "between 1 and");
+  j["phases"][0]["requests"] = 2.5;
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "integer");
+  j["phases"][0]["requests"] = 10'000'000;
+  EXPECT_NO_ERRORS(parse(j));
+
+  // max_duration_s: only with requests, 1..86400.
+  j = minimal();
+  j["phases"][0]["max_duration_s"] = 60;
+  EXPECT_ERROR(parse(j), "/phases/0/max_duration_s", "does not apply without requests");
+  j["phases"][0]["requests"] = 10;
+  j["phases"][0]["max_duration_s"] = 0.5;
+  EXPECT_ERROR(parse(j), "/phases/0/max_duration_s", "between 1 and");
+
+  // Not for a burst or a soak.
+  j = sla_plan();
+  j["phases"] = json::array({{{"kind", "burst"}, {"base_rps", 1}, {"requests", 100}},
+                             {{"kind", "soak"}, {"rate_rps", 1}, {"requests", 100}}});
+  auto p = parse(j);
+  EXPECT_ERROR(p, "/phases/0/requests", "does not apply to a burst");
+  EXPECT_ERROR(p, "/phases/1/requests", "does not apply to a soak");
+
+  // A rate sweep's requests / rate must fit under max_duration_s.
+  j = minimal();
+  j["phases"] = json::array({{{"kind", "rate_sweep"},
+                              {"rates_rps", {4, 0.5}},
+                              {"requests", 100},
+                              {"max_duration_s", 100}}});
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "100 requests at 0.5 rps take 200 s");
+  j["phases"][0]["max_duration_s"] = 200;
+  EXPECT_NO_ERRORS(parse(j));
+
+  // A closed-loop request count cannot be split over agents.
+  j = minimal();
+  j["phases"][0]["requests"] = 100;
+  j["agents"] = {{"count", 2}, {"launch", "manual"}};
+  EXPECT_ERROR(parse(j), "/phases/0/requests", "with agents needs duration_s");
+}
+
+TEST(PlanReader, RequestsEstimatedDuration) {
+  auto j = sla_plan();
+  j["workload"] = {{"output_tokens", 100}};
+  j["phases"] = json::array({
+      // open loop: 5 + 100/2 and 5 + 100/4 = 55 + 30
+      {{"kind", "rate_sweep"}, {"rates_rps", {2, 4}}, {"requests", 100}},
+      // closed loop guess: requests / c × (100 tokens × 50 ms + 0.5 s) = 200 × 5.5 / 4 = 275,
+      // and at c=1 1100 capped at max_duration_s 600: 5 + 275 + 5 + 600
+      {{"kind", "concurrency_sweep"},
+       {"levels", {4, 1}},
+       {"requests", 200},
+       {"max_duration_s", 600}},
+      // capacity search from start_from 2: 4 × (5 + 50/2) + 5 + 60 confirm
+      {{"kind", "capacity_search"}, {"start_from", 2}, {"max_steps", 4}, {"requests", 50}},
+  });
+  const auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_DOUBLE_EQ(p.estimated_duration_s, (55 + 30) + (5 + 275 + 5 + 600) + (4 * 30 + 65));
+  // Below min_requests: every step would be inconclusive, and the plan says so.
+  j["phases"] = json::array({{{"kind", "rate_sweep"}, {"rates_rps", {2}}, {"requests", 20}}});
+  const auto w = parse(j);
+  ASSERT_TRUE(w.plan) << describe(w);
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_THAT(w.warnings[0], HasSubstr("requests 20 is below sla.min_requests 100"));
+}
+
 TEST(PlanReader, Limits) {
   // Targets.
   auto j = minimal();
@@ -1286,7 +1401,25 @@ TEST_F(PlanSchema, IsDraft202012WithStrictObjects) {
 TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   // The maximal plan: every root, target, hardware, sim, faults, tls, workload, dataset,
   // timeouts, sla and demand property, and one phase of every kind with all its properties.
+  // duration_s and requests exclude each other (the schema's `not`): time steps first.
   json plan = example_of(schema_);
+  json request_phases = json::array();
+  for (auto& phase : plan["phases"]) {
+    if (!phase.contains("requests")) continue;
+    EXPECT_TRUE(phase.contains("max_duration_s")) << phase.dump();
+    json by_count = phase;
+    by_count.erase("duration_s");
+    request_phases.push_back(by_count);
+    phase.erase("requests");
+    phase.erase("max_duration_s");
+  }
+  EXPECT_EQ(request_phases.size(), 3u);  // concurrency_sweep, rate_sweep, capacity_search
+  {
+    json q = plan;
+    q.erase("agents");  // a closed-loop request count is not split over agents
+    q["phases"] = request_phases;
+    EXPECT_NO_ERRORS(parse(q)) << q["phases"].dump(2);
+  }
   auto p = parse(plan);
   EXPECT_NO_ERRORS(p) << plan.dump(2);
   ASSERT_EQ(plan["phases"].size(), 5u);
