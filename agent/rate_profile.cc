@@ -81,4 +81,20 @@ double RateProfile::cumulative(double t_s) const {
   return total;
 }
 
+std::optional<double> RateProfile::time_for_arrivals(double from_s, double arrivals) const {
+  const double base = cumulative(from_s);
+  auto reached = [&](double t) { return cumulative(from_s + t) - base >= arrivals; };
+  double hi = 1;
+  while (!reached(hi)) {
+    hi *= 2;
+    if (hi > 1e9) return std::nullopt;
+  }
+  double lo = 0;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (reached(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 }  // namespace llmcap::agent

@@ -33,6 +33,10 @@ class RateProfile {
   double rate_at(double t_s) const;
   // Expected arrivals in [0, t_s): the integral of the rate.
   double cumulative(double t_s) const;
+  // How long after from_s the expected arrivals reach `arrivals` (> 0): the t with
+  // cumulative(from_s + t) − cumulative(from_s) = arrivals (arrivals / rate at a constant
+  // rate); nullopt when the rate never offers that many (within 10⁹ s).
+  std::optional<double> time_for_arrivals(double from_s, double arrivals) const;
   const std::vector<Segment>& segments() const { return segments_; }
   // Error naming the problem, or nullopt when valid.
   std::optional<std::string> validate() const;

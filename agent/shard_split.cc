@@ -23,7 +23,16 @@ bool is_idle_shard(const StepSpec& s) {
   return s.load.kind == LoadKind::kClosed && s.load.concurrency <= 0;
 }
 
-std::vector<StepSpec> split_step(const StepSpec& spec, std::int32_t shards) {
+std::vector<StepSpec> split_step(const StepSpec& step, std::int32_t shards) {
+  // An open-loop request-count window becomes its planned length, the same for every shard
+  // (each at R/N carries about N/shards of its arrivals; the shard codec carries no count). A
+  // closed-loop one cannot be split (each shard would end on its own count): the plan reader
+  // refuses it with agents.
+  StepSpec spec = step;
+  if (spec.load.kind == LoadKind::kOpen && spec.window_requests > 0) {
+    spec.duration_s = planned_window_s(spec);
+    spec.window_requests = 0;
+  }
   if (shards <= 1) return {spec};
   std::vector<StepSpec> out;
   out.reserve(static_cast<std::size_t>(shards));
@@ -31,6 +40,7 @@ std::vector<StepSpec> split_step(const StepSpec& spec, std::int32_t shards) {
   for (std::int32_t k = 0; k < shards; ++k) {
     StepSpec s = spec;
     s.seed = shard_seed(spec.seed, k);
+
     if (spec.load.kind == LoadKind::kClosed) {
       s.load.concurrency = shard_share(spec.load.concurrency, shards, k);
     } else {

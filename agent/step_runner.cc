@@ -105,6 +105,10 @@ struct StepRun {
   std::int64_t window_end = 0;
   std::uint64_t next_index = 0;
   std::uint64_t in_flight = 0;
+  // Closed-loop request-count window (spec.window_requests): requests intended in the window so
+  // far, and the latest of their intended times.
+  std::int64_t window_intended = 0;
+  std::int64_t last_window_intended = 0;
   bool stopping = false;
   bool sending_closed = false;
   bool draining = false;
@@ -299,6 +303,18 @@ asio::awaitable<void> StepRun::closed_worker() {
   while (!stopping && !sending_closed) {
     const std::int64_t now = HttpClient::now_ns();
     if (now >= window_end) break;
+    if (spec.window_requests > 0 && now >= window_start) {
+      if (window_intended >= spec.window_requests) {
+        // The (N+1)-th would start now: the window ends here, holding exactly N (ended at the
+        // N-th start instead, N / length would overstate the rate by N / (N − 1)).
+        window_end = std::max(now, last_window_intended + 1);
+        result.window_end_ns = window_end - epoch;
+        window_timer.cancel();
+        break;
+      }
+      ++window_intended;
+      last_window_intended = now;
+    }
     const std::uint64_t index = next_index++;
     ++result.counts.intended;
     // Closed loop: t_intended is when the slot freed, i.e. now (docs/metrics.md §2.1).
@@ -317,7 +333,7 @@ asio::awaitable<void> StepRun::open_scheduler() {
                           spec.seed ^ 0xa5a5a5a5ULL);
   // The window carries exactly the planned number of arrivals (arrival_process.h): the rate a
   // step is judged at is the rate it offered, not a Poisson draw ±10 % around it.
-  arrivals.set_exact_count_segments({spec.warmup_s, spec.warmup_s + spec.duration_s});
+  arrivals.set_exact_count_segments({spec.warmup_s, spec.warmup_s + planned_window_s(spec)});
   while (!stopping) {
     const auto next = arrivals.next();
     if (!next) break;
@@ -534,7 +550,7 @@ asio::awaitable<void> StepRun::main() {
   epoch = HttpClient::now_ns();
   result.epoch_steady_ns = epoch;
   window_start = epoch + static_cast<std::int64_t>(std::llround(spec.warmup_s * 1e9));
-  window_end = window_start + static_cast<std::int64_t>(std::llround(spec.duration_s * 1e9));
+  window_end = window_start + static_cast<std::int64_t>(std::llround(planned_window_s(spec) * 1e9));
   result.window_start_ns = window_start - epoch;
   result.window_end_ns = window_end - epoch;
   CpuMeter cpu;
@@ -547,7 +563,7 @@ asio::awaitable<void> StepRun::main() {
   } else {
     asio::co_spawn(io, open_scheduler(), asio::detached);
   }
-  if (!stopping) {
+  if (!stopping && HttpClient::now_ns() < window_end) {
     window_timer.expires_at(tp(window_end));
     co_await window_timer.async_wait(use_nothrow);
   }

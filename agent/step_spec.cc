@@ -1,5 +1,6 @@
 #include "agent/step_spec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "agent/endpoint.h"
@@ -39,6 +40,13 @@ bool has_ctl(std::string_view s) {
 
 }  // namespace
 
+double planned_window_s(const StepSpec& spec) {
+  if (spec.window_requests <= 0 || spec.load.kind == LoadKind::kClosed) return spec.duration_s;
+  const auto t =
+      spec.load.rate.time_for_arrivals(spec.warmup_s, static_cast<double>(spec.window_requests));
+  return t ? std::min(*t, spec.duration_s) : spec.duration_s;
+}
+
 std::vector<std::string> validate(const StepSpec& s) {
   std::vector<std::string> e;
   if (auto ep = parse_endpoint(s.target.base_url); !ep)
@@ -74,6 +82,7 @@ std::vector<std::string> validate(const StepSpec& s) {
   }
   if (!(s.warmup_s >= 0) || !std::isfinite(s.warmup_s)) e.push_back("warmup_s: must be >= 0");
   if (!(s.duration_s > 0) || !std::isfinite(s.duration_s)) e.push_back("duration_s: must be > 0");
+  if (s.window_requests < 0) e.push_back("window_requests: must be >= 0");
   if (!(s.drain_timeout_s >= 0)) e.push_back("drain_timeout_s: must be >= 0");
   if (s.progress_interval_ms <= 0) e.push_back("progress_interval_ms: must be > 0");
   if (s.in_flight_sample_ms <= 0) e.push_back("in_flight_sample_ms: must be > 0");

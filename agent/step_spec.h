@@ -80,7 +80,15 @@ struct StepSpec {
   WorkloadSpec workload;
   LoadSpec load;
   double warmup_s = 0;     // requests intended before this are warm-up
-  double duration_s = 60;  // measurement window length after warm-up
+  double duration_s = 60;  // measurement window length after warm-up (with window_requests:
+                           // the longest it may run)
+  // > 0: a request-count window (docs/plans.md, "Request-count steps") that ends once this many
+  // requests were intended in it. Closed loop: at the instant the next one would start (a slot
+  // freed), so it holds exactly N and N / length estimates the rate without bias. Open loop:
+  // where the offered rate's expected arrivals after warm-up reach N (N / rate at a constant
+  // rate), the schedule conditioned on exactly N arrivals there. Either way duration_s caps it
+  // (then fewer than N).
+  std::int64_t window_requests = 0;
   DrainPolicy drain = DrainPolicy::kWait;
   double drain_timeout_s = 60;
   std::uint64_t seed = 1;
@@ -88,6 +96,11 @@ struct StepSpec {
   std::int64_t progress_interval_ms = 1000;
   std::int64_t in_flight_sample_ms = 100;
 };
+
+// Length (s) of the measurement window `spec` plans: duration_s, or for an open-loop
+// request-count window the time its N arrivals take at the offered rate, at most duration_s.
+// A closed-loop request-count window ends when it ends: duration_s (its cap) is returned.
+double planned_window_s(const StepSpec& spec);
 
 // Every problem found, each naming its field ("load.concurrency: must be ≥ 1"). Empty = valid.
 std::vector<std::string> validate(const StepSpec& spec);

@@ -148,7 +148,9 @@ class TargetRun {
   struct StepRequest {
     int step_index = 0;
     agent::LoadSpec load;
-    double duration_s = 0;
+    double duration_s = 0;             // the window (request-count steps: its cap)
+    std::int64_t window_requests = 0;  // > 0: a request-count window (agent/step_spec.h)
+    double planned_window_s = 0;       // for progress and ETA; 0: duration_s
     std::string label;
     json params;
     analysis::StepRole role = analysis::StepRole::kLevel;
@@ -166,6 +168,15 @@ class TargetRun {
   json run_soak(PhaseRun& run);
   // An open-loop load at `rate` with the phase's arrival settings.
   static agent::LoadSpec open_load(const PlanPhase& phase, agent::RateProfile rate);
+  // Request-count mode: an open-loop step at `rate` holds phase.requests in a window of
+  // requests / rate s (at most max_duration_s). No-op in time mode.
+  static void set_requests_window(const PlanPhase& phase, double rate, StepRequest& step) {
+    if (phase.requests <= 0) return;
+    step.duration_s = api::planned_window_s(phase, rate, 0, 0);
+    step.window_requests = phase.requests;
+    step.params["requests"] = phase.requests;
+  }
+  double mean_output_tokens() const { return target_.workload.output_tokens.nominal_mean(); }
 
   // Runs one step: build its spec, measure, judge, document, hand it to the sink. nullopt when
   // it was cancelled before it produced anything, it failed (run.error), or the sink failed.
@@ -217,7 +228,8 @@ StepContext TargetRun::step_context(const PhaseRun& run, const StepRequest& requ
   ctx.global_step = global_step_;
   ctx.label = request.label;
   ctx.params = request.params;
-  ctx.planned_s = run.phase.warmup_s + request.duration_s;
+  ctx.planned_s = run.phase.warmup_s +
+                  (request.planned_window_s > 0 ? request.planned_window_s : request.duration_s);
   ctx.planned_steps = planned_steps_;
   return ctx;
 }
@@ -231,6 +243,7 @@ agent::StepSpec TargetRun::build_spec(const PhaseRun& run, const StepRequest& re
   spec.load = request.load;
   spec.warmup_s = run.phase.warmup_s;
   spec.duration_s = request.duration_s;
+  spec.window_requests = request.window_requests;
   const double k = time_scale();
   if (k != 1.0) {
     spec.warmup_s /= k;
@@ -370,6 +383,7 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
       {"insufficient_samples", record.verdict.insufficient_samples},
       {"planned_rate_rps",
        request.planned_rate_rps > 0 ? json(request.planned_rate_rps) : json(nullptr)},
+
       {"role", role == analysis::StepRole::kConfirm    ? "confirm"
                : role == analysis::StepRole::kSoak     ? "soak"
                : role == analysis::StepRole::kExcluded ? "excluded"
@@ -395,6 +409,13 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
+  if (request.window_requests > 0) {
+    // Request-count steps: true when max_duration_s ended the window before it held
+    // `requests` (dropped arrivals were intended too).
+    const auto& st = record.judged.stats;
+    step_json["window_capped"] =
+        st.intended + st.dropped_arrivals < static_cast<std::uint64_t>(request.window_requests);
+  }
   if (!m.agents.is_null()) {
     // Scale-out (issue 11): per-shard figures, and client-side latency per region from the
     // merged (time-expanded) samples, whose region labels come parallel to them.
@@ -506,8 +527,15 @@ json TargetRun::run_concurrency_sweep(PhaseRun& run) {
     step.load.kind = agent::LoadKind::kClosed;
     step.load.concurrency = level;
     step.duration_s = phase.duration_s;
-    step.label = "c=" + std::to_string(level);
     step.params = json{{"concurrency", level}};
+    if (phase.requests > 0) {
+      // Closed loop: the window ends on its count; max_duration_s stops it regardless.
+      step.duration_s = phase.max_duration_s;
+      step.window_requests = phase.requests;
+      step.planned_window_s = api::planned_window_s(phase, 0, level, mean_output_tokens());
+      step.params["requests"] = phase.requests;
+    }
+    step.label = "c=" + std::to_string(level);
     auto r = run_step(run, std::move(step));
     if (!r) break;
     records.push_back(std::move(*r));
@@ -523,8 +551,9 @@ json TargetRun::run_rate_sweep(PhaseRun& run) {
     step.step_index = i++;
     step.load = open_load(phase, agent::RateProfile::constant(rate));
     step.duration_s = phase.duration_s;
-    step.label = rate_label(rate);
     step.params = json{{"rate_rps", rate}};
+    set_requests_window(phase, rate, step);
+    step.label = rate_label(rate);
     step.planned_rate_rps = rate;
     if (!run_step(run, std::move(step))) break;
   }
@@ -563,9 +592,12 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     step.step_index = i++;
     step.load = open_load(phase, agent::RateProfile::constant(next->rate_rps));
     step.duration_s = phase.duration_s * next->duration_factor;
+    // Request-count search steps hold `requests` each; the confirm is a run in time.
+    if (next->confirm && phase.requests > 0) step.duration_s = phase.confirm_duration_s;
     step.label = (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
                  (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
     step.params = json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}};
+    if (!next->confirm) set_requests_window(phase, next->rate_rps, step);
     step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
     step.planned_rate_rps = next->rate_rps;
     auto r = run_step(run, std::move(step));

@@ -159,6 +159,34 @@ class Cli(unittest.TestCase):
             self.assertNotIn("\r", r.stderr)
             self.assertEqual(r.stderr.count("concurrency_sweep c="), 2, r.stderr)
 
+    def test_run_request_count_steps_measure_exactly_n_requests(self):
+        # Issue 22: `requests: N` instead of duration_s (vLLM --num-prompts, AIPerf
+        # --request-count): each step's window holds exactly N intended requests.
+        plan = json.loads(json.dumps(TINY_PLAN))
+        plan["targets"][0]["sim"] = {"time_scale": 4}
+        plan["phases"] = [
+            {"kind": "concurrency_sweep", "levels": [2], "requests": 20, "warmup_s": 0.5},
+            {"kind": "rate_sweep", "rates_rps": [4], "requests": 20, "warmup_s": 0.5}]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "plan.json")
+            out = os.path.join(d, "results.json")
+            with open(path, "w") as f:
+                json.dump(plan, f)
+            r = run("run", path, "--out", out, timeout=120)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+            with open(out) as f:
+                doc = json.load(f)
+            closed, open_loop = (p["steps"][0] for p in doc["targets"][0]["phases"])
+            for s in (closed, open_loop):
+                self.assertEqual(s["stats"]["counts"]["intended"], 20, s["stats"])
+                self.assertEqual(s["params"]["requests"], 20)
+                self.assertFalse(s["window_capped"])
+            # Open loop: the window is N / rate = 5 s and the achieved rate is the offered one.
+            self.assertAlmostEqual(open_loop["stats"]["window_s"], 5.0, places=3)
+            self.assertAlmostEqual(open_loop["stats"]["achieved_rate_rps"], 4.0, places=3)
+            # Closed loop: ended on its count, far below the default 3600 s cap.
+            self.assertLess(closed["stats"]["window_s"], 60)
+
     def test_run_keeps_its_results_by_default_named_by_plan_target_and_time(self):
         # Issue 22: a run without --out still leaves its results and the HTML report behind.
         with tempfile.TemporaryDirectory() as d:
