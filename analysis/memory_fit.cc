@@ -16,16 +16,41 @@ std::string gb_gib(double bytes) {
 
 }  // namespace
 
+double loaded_weight_bytes(const ModelSpec& model, Dtype dtype) {
+  const double embedding_params = static_cast<double>(model.vocab) *
+                                  static_cast<double>(model.hidden) *
+                                  (model.tied_embeddings ? 1.0 : 2.0);
+  const double sixteen_bit = std::min(embedding_params, model.params);
+  return sixteen_bit * 2.0 + (model.params - sixteen_bit) * bytes_per_param(dtype);
+}
+
+double non_kv_reserve_bytes(const ModelSpec& model, std::int64_t max_num_batched_tokens,
+                            std::int64_t max_num_seqs) {
+  const double tokens = static_cast<double>(std::max<std::int64_t>(max_num_batched_tokens, 1));
+  const double activation_peak = tokens * 2.0 *
+                                 (kPeakFfnWidths * static_cast<double>(model.ffn) +
+                                  kPeakHiddenWidths * static_cast<double>(model.hidden));
+  const double sampled_rows = static_cast<double>(
+      std::min(max_num_batched_tokens, std::max<std::int64_t>(max_num_seqs, 1)));
+  const double sampler_peak =
+      sampled_rows * static_cast<double>(model.vocab) * 4.0 * kSamplerLogitCopies;
+  return kNonTorchReserveBytes + std::max(activation_peak, sampler_peak);
+}
+
 MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardware,
                               const MemoryFitInput& input) {
   MemoryFit fit;
   const std::int64_t block = input.block_tokens > 0 ? input.block_tokens : 16;
   fit.memory_bytes = hardware.memory_bytes;
   fit.budget_bytes = input.gpu_memory_utilization * hardware.memory_bytes;
-  fit.weight_bytes = weight_bytes(model, input.dtype);
-  fit.activation_reserve_bytes = input.activation_reserve_bytes >= 0
-                                     ? input.activation_reserve_bytes
-                                     : model.activation_reserve_bytes;
+  fit.weight_bytes = loaded_weight_bytes(model, input.dtype);
+  if (input.activation_reserve_bytes >= 0)
+    fit.activation_reserve_bytes = input.activation_reserve_bytes;
+  else if (model.activation_reserve_bytes >= 0)
+    fit.activation_reserve_bytes = model.activation_reserve_bytes;
+  else
+    fit.activation_reserve_bytes =
+        non_kv_reserve_bytes(model, input.max_num_batched_tokens, input.max_num_seqs);
   fit.kv_bytes_per_token = kv_bytes_per_token(model, input.kv_bytes_per_element);
   const std::int64_t context = input.context_tokens > 0 ? input.context_tokens : 0;
   fit.blocks_per_request = (context + block - 1) / block;
@@ -40,6 +65,9 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
         std::floor(fit.kv_pool_bytes / (fit.kv_bytes_per_token * static_cast<double>(block))));
   }
   fit.kv_pool_tokens = fit.kv_pool_blocks * block;
+  fit.gpu_blocks = fit.kv_pool_blocks;
+  fit.max_concurrency_at_context =
+      context > 0 ? static_cast<double>(fit.kv_pool_tokens) / static_cast<double>(context) : 0;
   fit.max_concurrent_sequences =
       fit.blocks_per_request > 0 ? fit.kv_pool_blocks / fit.blocks_per_request : 0;
   fit.one_sequence_fits = fit.weights_fit && fit.max_concurrent_sequences >= 1;
@@ -50,13 +78,18 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
   std::string text = model.name + " " + std::string(to_string(input.dtype)) + " on " +
                      hardware.name + ": budget " + gb_gib(fit.budget_bytes) + " (" + share +
                      " of " + gb_gib(fit.memory_bytes) + "), weights " + gb_gib(fit.weight_bytes) +
-                     ", activation reserve " + gb_gib(fit.activation_reserve_bytes);
+                     ", non-KV reserve " + gb_gib(fit.activation_reserve_bytes);
   if (!fit.weights_fit) {
     text += ": the weights and reserve do not fit, " + gb_gib(fit.shortfall_bytes) +
             " short, no KV pool left";
   } else {
     text += ", KV pool " + gb_gib(fit.kv_pool_bytes);
-    text += " = " + std::to_string(fit.kv_pool_tokens) + " tokens at " +
+    char concurrency[96];
+    std::snprintf(concurrency, sizeof concurrency,
+                  " (# GPU blocks: %lld; maximum concurrency for %lld tokens per request: %.2fx)",
+                  static_cast<long long>(fit.gpu_blocks), static_cast<long long>(context),
+                  fit.max_concurrency_at_context);
+    text += " = " + std::to_string(fit.kv_pool_tokens) + " tokens" + concurrency + " at " +
             std::to_string(static_cast<std::int64_t>(fit.kv_bytes_per_token)) +
             " bytes/token; one " + std::to_string(context) + "-token request needs " +
             gb_gib(fit.kv_bytes_per_request) + "; " + std::to_string(fit.max_concurrent_sequences) +

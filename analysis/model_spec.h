@@ -37,15 +37,19 @@ struct ModelSpec {
   std::int64_t ffn = 0;                 // MLP intermediate width
   std::int64_t vocab = 0;               // vocabulary size
   std::int64_t max_context_tokens = 0;  // longest sequence the model supports
-  // Peak activations + CUDA context + graphs reserved outside the KV pool (docs/metrics.md §7:
-  // ≈ 4–7 GiB for 7–9B models); bytes.
-  double activation_reserve_bytes = 0;
+  bool tied_embeddings = false;         // LM head shares the embedding matrix (tie_word_embeddings)
+  // Memory reserved outside the KV pool, bytes; < 0 (the default) computes it from the model's
+  // shape and the engine's token budget (analysis::non_kv_reserve_bytes, docs/metrics.md §7).
+  double activation_reserve_bytes = -1;
 };
 
 struct HardwareSpec {
-  std::string name;                  // profile name, e.g. "a100-80g-pcie"
-  std::string display_name;          // e.g. "NVIDIA A100 80GB PCIe"
-  double memory_bytes = 0;           // memory visible to the engine (GB figures × 1e9)
+  std::string name;          // profile name, e.g. "a100-80g-pcie"
+  std::string display_name;  // e.g. "NVIDIA A100 80GB PCIe"
+  // Total memory as CUDA reports it (torch.cuda.mem_get_info), bytes: what vLLM multiplies by
+  // gpu_memory_utilization; below the datasheet's GB (docs/metrics.md §11).
+  double memory_bytes = 0;
+  double nominal_memory_gb = 0;      // the datasheet's figure in 10^9 bytes, e.g. 80
   double bandwidth_bytes_per_s = 0;  // peak DRAM bandwidth
   double bf16_tflops = 0;            // dense BF16/FP16 tensor rate (no sparsity)
   double fp8_tflops = 0;             // dense FP8 rate; 0 when the GPU has no FP8 tensor cores

@@ -251,6 +251,7 @@ json memory_fit_json(const analysis::MemoryFit& m) {
   auto gb = [](double b) { return r4(analysis::to_gb(b)); };
   auto gib = [](double b) { return r4(analysis::to_gib(b)); };
   return json{{"memory_gb", gb(m.memory_bytes)},
+              {"memory_gib", gib(m.memory_bytes)},
               {"budget_gb", gb(m.budget_bytes)},
               {"weights_gb", gb(m.weight_bytes)},
               {"weights_gib", gib(m.weight_bytes)},
@@ -261,6 +262,8 @@ json memory_fit_json(const analysis::MemoryFit& m) {
               {"kv_pool_gib", gib(m.kv_pool_bytes)},
               {"shortfall_gb", gb(m.shortfall_bytes)},
               {"kv_pool_tokens", m.kv_pool_tokens},
+              {"gpu_blocks", m.gpu_blocks},
+              {"max_concurrency_at_context", r4(m.max_concurrency_at_context)},
               {"max_concurrent_sequences", m.max_concurrent_sequences},
               {"weights_fit", m.weights_fit},
               {"one_sequence_fits", m.one_sequence_fits},

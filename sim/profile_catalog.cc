@@ -41,6 +41,14 @@ class EntryReader {
       throw std::invalid_argument(where_ + ": field '" + key + "' must be a positive integer");
     return static_cast<std::int64_t>(v);
   }
+  bool boolean(const char* key, bool fallback) {
+    seen_.insert(key);
+    auto it = entry_.find(key);
+    if (it == entry_.end()) return fallback;
+    if (!it->is_boolean())
+      throw std::invalid_argument(where_ + ": field '" + key + "' must be true or false");
+    return it->get<bool>();
+  }
   std::string text(const char* key, std::optional<std::string> fallback = std::nullopt) {
     seen_.insert(key);
     auto it = entry_.find(key);
@@ -72,7 +80,10 @@ analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
   analysis::HardwareSpec h;
   h.name = r.text("name");
   h.display_name = r.text("display_name", h.name);
-  h.memory_bytes = r.number("memory_gb") * 1e9;
+  h.nominal_memory_gb = r.number("memory_gb");
+  // What CUDA reports as total (below the datasheet figure); without it, the datasheet's GB.
+  h.memory_bytes = r.number("memory_gib", h.nominal_memory_gb * 1e9 / analysis::kBytesPerGiB) *
+                   analysis::kBytesPerGiB;
   h.bandwidth_bytes_per_s = r.number("bandwidth_gbps") * 1e9;
   h.bf16_tflops = r.number("bf16_tflops");
   h.fp8_tflops = r.number("fp8_tflops", 0.0);
@@ -85,7 +96,8 @@ analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
   h.step_overhead_s = r.number("step_overhead_ms", 2.0) / 1000.0;
   r.reject_unknown();
   if (h.memory_bytes <= 0 || h.bandwidth_bytes_per_s <= 0 || h.bf16_tflops <= 0)
-    throw std::invalid_argument(where + ": memory_gb, bandwidth_gbps and bf16_tflops must be > 0");
+    throw std::invalid_argument(
+        where + ": memory_gb, memory_gib, bandwidth_gbps and bf16_tflops must be > 0");
   if (h.bandwidth_efficiency <= 0 || h.bandwidth_efficiency > 1 || h.compute_efficiency <= 0 ||
       h.compute_efficiency > 1)
     throw std::invalid_argument(where + ": efficiency factors must be in (0, 1]");
@@ -106,7 +118,10 @@ analysis::ModelSpec parse_model(const json& e, const std::string& where) {
   m.ffn = r.integer("ffn");
   m.vocab = r.integer("vocab");
   m.max_context_tokens = r.integer("max_context_tokens");
-  m.activation_reserve_bytes = r.number("activation_reserve_gib", 4.0) * analysis::kBytesPerGiB;
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  // An explicit reserve overrides the one computed from the model's shape (analysis/memory_fit.h).
+  m.activation_reserve_bytes = r.number("activation_reserve_gib", -1.0);
+  if (m.activation_reserve_bytes >= 0) m.activation_reserve_bytes *= analysis::kBytesPerGiB;
   r.reject_unknown();
   if (m.params <= 0) throw std::invalid_argument(where + ": field 'params' must be > 0");
   if (m.kv_heads > m.heads)
@@ -190,15 +205,16 @@ std::vector<std::string> ProfileCatalog::model_names() const {
 
 std::string ProfileCatalog::listing() const {
   std::string out =
-      "GPUs (memory GB, bandwidth GB/s, BF16/FP8 TFLOPS, efficiency bw/compute, "
-      "step overhead):\n";
+      "GPUs (memory GB datasheet / GiB as CUDA reports it, bandwidth GB/s, BF16/FP8 TFLOPS, "
+      "efficiency bw/compute, step overhead):\n";
   char line[256];
   for (const auto& [name, h] : hardware_) {
-    std::snprintf(line, sizeof line,
-                  "  %-16s %6.0f GB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
-                  name.c_str(), h.memory_bytes / 1e9, h.bandwidth_bytes_per_s / 1e9, h.bf16_tflops,
-                  h.fp8_tflops, h.bandwidth_efficiency, h.compute_efficiency,
-                  h.step_overhead_s * 1000.0, h.display_name.c_str());
+    std::snprintf(
+        line, sizeof line,
+        "  %-16s %4.0f GB/%6.2f GiB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
+        name.c_str(), h.nominal_memory_gb, h.memory_bytes / analysis::kBytesPerGiB,
+        h.bandwidth_bytes_per_s / 1e9, h.bf16_tflops, h.fp8_tflops, h.bandwidth_efficiency,
+        h.compute_efficiency, h.step_overhead_s * 1000.0, h.display_name.c_str());
     out += line;
   }
   out += "Models (params, layers, heads/KV heads, KV bytes/token at 16-bit, max context):\n";

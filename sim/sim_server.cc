@@ -135,6 +135,7 @@ HttpResponse models(const SimServerState& s) {
       {"weights_gb", analysis::to_gb(s.fit.weight_bytes)},
       {"kv_pool_gib", analysis::to_gib(s.fit.kv_pool_bytes)},
       {"kv_pool_tokens", s.fit.kv_pool_tokens},
+      {"gpu_blocks", s.fit.gpu_blocks},
       {"kv_bytes_per_token", s.fit.kv_bytes_per_token},
       {"max_num_seqs", s.engine_config.max_num_seqs},
       {"max_num_batched_tokens", s.engine_config.max_num_batched_tokens},
@@ -421,6 +422,8 @@ void SimServer::start() {
                                     ? options_.activation_reserve_gib * analysis::kBytesPerGiB
                                     : -1;
   in.block_tokens = 16;
+  in.max_num_batched_tokens = options_.max_num_batched_tokens;  // vLLM profiles this many tokens
+  in.max_num_seqs = options_.max_num_seqs;
   state->fit = analysis::estimate_memory_fit(*model, *hw, in);
   if (!state->fit.weights_fit)
     throw std::runtime_error("model does not fit: " + state->fit.explanation);
@@ -497,16 +500,21 @@ std::string SimServer::describe() const {
   if (!state_) return "not started";
   const auto& s = *state_;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens, max_model_len %lld, "
-                "max_num_seqs %lld, max_num_batched_tokens %lld, time_scale %g, port %u",
-                s.model.name.c_str(), std::string(analysis::to_string(s.dtype)).c_str(),
-                s.hardware.name.c_str(), analysis::to_gb(s.fit.weight_bytes),
-                analysis::to_gib(s.fit.kv_pool_bytes), static_cast<long long>(s.fit.kv_pool_tokens),
-                static_cast<long long>(s.max_model_len),
-                static_cast<long long>(s.engine_config.max_num_seqs),
-                static_cast<long long>(s.engine_config.max_num_batched_tokens),
-                s.options.time_scale, static_cast<unsigned>(s.http ? s.http->port() : 0));
+  std::snprintf(
+      buf, sizeof buf,
+      "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: %lld; "
+      "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
+      "max_num_seqs %lld, max_num_batched_tokens %lld, time_scale %g, port %u",
+      s.model.name.c_str(), std::string(analysis::to_string(s.dtype)).c_str(),
+      s.hardware.name.c_str(), analysis::to_gb(s.fit.weight_bytes),
+      analysis::to_gib(s.fit.kv_pool_bytes), static_cast<long long>(s.fit.kv_pool_tokens),
+      static_cast<long long>(s.fit.gpu_blocks), static_cast<long long>(s.max_model_len),
+      s.max_model_len > 0
+          ? static_cast<double>(s.fit.kv_pool_tokens) / static_cast<double>(s.max_model_len)
+          : 0.0,
+      static_cast<long long>(s.max_model_len), static_cast<long long>(s.engine_config.max_num_seqs),
+      static_cast<long long>(s.engine_config.max_num_batched_tokens), s.options.time_scale,
+      static_cast<unsigned>(s.http ? s.http->port() : 0));
   return buf;
 }
 

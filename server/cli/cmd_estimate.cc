@@ -92,19 +92,29 @@ int cmd_estimate(const std::vector<std::string>& args) {
     std::printf("%s, %s %s, context %lld tokens, concurrency %lld\n", hw->display_name.c_str(),
                 model.c_str(), dtype.c_str(), static_cast<long long>(context),
                 static_cast<long long>(concurrency));
-    std::printf("  memory             %8.2f GB (%6.2f GiB), budget at %.0f%%: %.2f GB\n",
-                analysis::to_gb(fit.memory_bytes), analysis::to_gib(fit.memory_bytes),
-                utilisation * 100, analysis::to_gb(fit.budget_bytes));
+    std::printf(
+        "  memory             %8.2f GiB as CUDA reports it (%.0f GB card), budget at %.0f%%: "
+        "%.2f GiB\n",
+        analysis::to_gib(fit.memory_bytes), hw->nominal_memory_gb, utilisation * 100,
+        analysis::to_gib(fit.budget_bytes));
     std::printf("  weights            %8.2f GB (%6.2f GiB)\n", analysis::to_gb(fit.weight_bytes),
                 analysis::to_gib(fit.weight_bytes));
-    std::printf("  activation reserve %8.2f GiB\n", analysis::to_gib(fit.activation_reserve_bytes));
+    std::printf(
+        "  non-KV reserve     %8.2f GiB (activations of a %lld-token pass, sampler, "
+        "non-torch)\n",
+        analysis::to_gib(fit.activation_reserve_bytes),
+        static_cast<long long>(in.max_num_batched_tokens));
     std::printf("  KV per token       %8.0f bytes (%.0f KiB)\n", fit.kv_bytes_per_token,
                 fit.kv_bytes_per_token / 1024);
     std::printf("  KV per request     %8.3f GiB\n", analysis::to_gib(fit.kv_bytes_per_request));
     if (fit.weights_fit)
-      std::printf("  KV pool            %8.2f GB (%6.2f GiB), %lld tokens\n",
-                  analysis::to_gb(fit.kv_pool_bytes), analysis::to_gib(fit.kv_pool_bytes),
-                  static_cast<long long>(fit.kv_pool_tokens));
+      std::printf(
+          "  KV pool            %8.2f GB (%6.2f GiB), %lld tokens\n"
+          "  # GPU blocks: %lld\n"
+          "  Maximum concurrency for %lld tokens per request: %.2fx\n",
+          analysis::to_gb(fit.kv_pool_bytes), analysis::to_gib(fit.kv_pool_bytes),
+          static_cast<long long>(fit.kv_pool_tokens), static_cast<long long>(fit.gpu_blocks),
+          static_cast<long long>(context), fit.max_concurrency_at_context);
     else
       std::printf("  KV pool                none: weights + reserve exceed the budget by %.2f GB\n",
                   analysis::to_gb(fit.shortfall_bytes));

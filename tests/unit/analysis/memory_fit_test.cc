@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
 namespace llmcap::analysis {
 namespace {
 
@@ -128,6 +132,138 @@ TEST(MemoryFitTest, ExplicitReserveOverridesModel) {
   in.activation_reserve_bytes = 0;
   const MemoryFit fit = estimate_memory_fit(llama_8b(), gpu(24), in);
   EXPECT_NEAR(fit.kv_pool_bytes, 21.6e9 - 16.06e9, 1.0);
+}
+
+TEST(MemoryFitTest, ReportsVllmBlocksAndConcurrency) {
+  MemoryFitInput in;
+  in.context_tokens = 8192;
+  const MemoryFit fit = estimate_memory_fit(llama_8b(), gpu(80), in);
+  EXPECT_EQ(fit.gpu_blocks, fit.kv_pool_blocks);
+  EXPECT_DOUBLE_EQ(fit.max_concurrency_at_context, fit.kv_pool_tokens / 8192.0);
+  EXPECT_NE(fit.explanation.find("# GPU blocks: " + std::to_string(fit.gpu_blocks)),
+            std::string::npos)
+      << fit.explanation;
+  EXPECT_NE(fit.explanation.find("maximum concurrency for 8192 tokens per request"),
+            std::string::npos);
+}
+
+// Quantised checkpoints keep the token embedding and the LM head in 16 bit (issue 19).
+TEST(MemoryFitTest, QuantisedWeightsKeepEmbeddingsIn16Bit) {
+  const ModelSpec m = llama_8b();
+  const double embeddings = 128256.0 * 4096 * 2;  // untied: embedding + LM head
+  EXPECT_DOUBLE_EQ(loaded_weight_bytes(m, Dtype::kBf16), 8.03e9 * 2);
+  EXPECT_DOUBLE_EQ(loaded_weight_bytes(m, Dtype::kInt8), embeddings * 2 + (8.03e9 - embeddings));
+  ModelSpec tied = m;
+  tied.tied_embeddings = true;
+  EXPECT_DOUBLE_EQ(loaded_weight_bytes(tied, Dtype::kFp8), embeddings + (8.03e9 - embeddings / 2));
+}
+
+// The reserve grows with the profiled token budget (activations) and is floored by the
+// sampler's logits (vocab) and the non-torch constant.
+TEST(MemoryFitTest, ReserveFollowsTokenBudget) {
+  ModelSpec m = llama_8b();
+  m.activation_reserve_bytes = -1;
+  const double t4096 = non_kv_reserve_bytes(m, 4096, 256);
+  const double t8192 = non_kv_reserve_bytes(m, 8192, 256);
+  EXPECT_NEAR(t8192 - t4096, 4096.0 * 2 * (3 * 14336 + 4 * 4096), 1.0);
+  EXPECT_NEAR(non_kv_reserve_bytes(m, 16, 256),
+              kNonTorchReserveBytes + std::max(16.0 * 2 * (3 * 14336 + 4 * 4096),
+                                               16.0 * 128256 * 4 * kSamplerLogitCopies),
+              1.0);
+  MemoryFitInput in;
+  in.max_num_batched_tokens = 8192;
+  EXPECT_NEAR(estimate_memory_fit(m, gpu(80), in).activation_reserve_bytes, t8192, 1.0);
+}
+
+// Published vLLM start-up lines: the KV capacity each engine logged, against the estimate with
+// the GPU's CUDA-reported total and the physical reserve model (no per-point constants).
+struct PublishedPoint {
+  const char* id;
+  const char* source;
+  double gpu_total_gib;  // torch.cuda.mem_get_info total of that GPU
+  ModelSpec model;
+  std::int64_t max_num_batched_tokens;
+  std::int64_t published_kv_tokens;
+};
+
+ModelSpec shape(const char* name, double params, std::int64_t layers, std::int64_t hidden,
+                std::int64_t kv_heads, std::int64_t ffn, std::int64_t vocab) {
+  ModelSpec m;
+  m.name = name;
+  m.params = params;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = hidden / 128;
+  m.kv_heads = kv_heads;
+  m.head_dim = 128;
+  m.ffn = ffn;
+  m.vocab = vocab;
+  m.max_context_tokens = 131072;
+  return m;  // activation_reserve_bytes -1: computed
+}
+
+TEST(MemoryFitTest, PublishedVllmKvCapacityWithinFivePercent) {
+  const ModelSpec llama31_8b = shape("llama-3.1-8b", 8.03e9, 32, 4096, 8, 14336, 128256);
+  const ModelSpec llama2_7b = shape("llama-2-7b", 6.74e9, 32, 4096, 32, 11008, 32000);
+  const ModelSpec qwen25_7b = shape("qwen2.5-7b", 7.62e9, 28, 3584, 4, 18944, 152064);
+  const ModelSpec codellama_34b = shape("codellama-34b", 33.74e9, 48, 8192, 8, 22016, 32000);
+  const char* kInferenceSim = "https://github.com/inference-sim/inference-sim/blob/";
+  const std::vector<PublishedPoint> points = {
+      // RTX 3090 (23.69 GiB), vLLM V0, max_model_len 20000 without chunked prefill, so the
+      // profile runs max(20000, 2048) tokens: "# GPU blocks: 1952".
+      {"M1", "https://github.com/vllm-project/vllm/issues/10517", 23.69, llama31_8b, 20000,
+       1952 * 16},
+      // vLLM 0.11 V1 on an 80 GB GPU (not named; H100 79.19 GiB assumed), FP16,
+      // max_num_batched_tokens 4096: "GPU KV cache size: 119,008 tokens".
+      {"M2",
+       "e7a4aa3715982f089bddd0441e85e0a7d1690ec2/eval/ground_truth/jan21-llama7b-train-1/vllm.log",
+       79.19, llama2_7b, 4096, 119008},
+      // Same setup, Qwen2.5-7B-Instruct BF16: "GPU KV cache size: 1,053,328 tokens".
+      {"Q1",
+       "d9f61a2d47496c5642395e8795e61e80001a2ab9/eval/ground_truth/dec11-train-qwen7b-1/vllm.log",
+       79.19, qwen25_7b, 4096, 1053328},
+      // CodeLlama-34B-Instruct BF16, max_num_batched_tokens 4096: "40,592 tokens".
+      {"C1",
+       "d9f61a2d47496c5642395e8795e61e80001a2ab9/eval/ground_truth/jan20-codellama-train-1/"
+       "vllm.log",
+       79.19, codellama_34b, 4096, 40592},
+      // The same model with max_num_batched_tokens 64: "44,640 tokens" (the activation term).
+      {"C2",
+       "e7a4aa3715982f089bddd0441e85e0a7d1690ec2/eval/ground_truth/jan20-codellama-prefill-1/"
+       "vllm.log",
+       79.19, codellama_34b, 64, 44640},
+  };
+  for (const auto& p : points) {
+    HardwareSpec h = gpu(1);
+    h.memory_bytes = p.gpu_total_gib * kBytesPerGiB;
+    MemoryFitInput in;
+    in.dtype = Dtype::kBf16;
+    in.max_num_batched_tokens = p.max_num_batched_tokens;
+    in.context_tokens = 4096;
+    const MemoryFit fit = estimate_memory_fit(p.model, h, in);
+    const double error = (static_cast<double>(fit.kv_pool_tokens) - p.published_kv_tokens) /
+                         static_cast<double>(p.published_kv_tokens);
+    std::printf("%-3s %-14s predicted %8lld published %8lld error %+5.2f%%  (%s%s)\n", p.id,
+                p.model.name.c_str(), static_cast<long long>(fit.kv_pool_tokens),
+                static_cast<long long>(p.published_kv_tokens), 100 * error,
+                p.source[0] == 'h' ? "" : kInferenceSim, p.source);
+    EXPECT_LE(std::abs(error), 0.05) << p.id << " " << p.source;
+  }
+}
+
+// Issue 19: the old GB-as-10^9 memory and the fixed 4 GiB reserve gave 9.5k tokens for
+// Llama-3.1-8B on a 24 GB card at util 0.9; vLLM logged 31k at a 20000-token profile, and more
+// at the default 2048-token budget.
+TEST(MemoryFitTest, TwentyFourGigabyteCardHoldsWhatVllmLogs) {
+  ModelSpec m = llama_8b();
+  m.activation_reserve_bytes = -1;
+  HardwareSpec h = gpu(1);
+  h.memory_bytes = 23.65 * kBytesPerGiB;  // RTX 4090 as CUDA reports it
+  MemoryFitInput in;
+  in.max_num_batched_tokens = 2048;
+  const MemoryFit fit = estimate_memory_fit(m, h, in);
+  EXPECT_GT(fit.kv_pool_tokens, 40000);
+  EXPECT_LT(fit.kv_pool_tokens, 50000);
 }
 
 }  // namespace
