@@ -119,7 +119,7 @@ TEST(PlanReader, MinimalPlanGetsEveryDefault) {
 TEST(PlanReader, NormalisedPlansParseAgainToThemselves) {
   std::vector<json> plans;
   for (const char* f : {"demo-4090-vs-a100.json", "rate-sweep.json", "burst.json", "soak.json",
-                        "real-vllm-example.json"})
+                        "real-vllm-example.json", "request-count.json"})
     plans.push_back(json::parse(read_text(std::string(LLMCAP_SOURCE_DIR) + "/deploy/plans/" + f)));
   json full = minimal();
   full["targets"][0]["model"] = "llama";
@@ -1163,7 +1163,7 @@ TEST(PlanReader, EveryExamplePlanParses) {
     seen.insert(entry.path().filename().string());
   }
   for (const char* must : {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json",
-                           "burst.json", "soak.json"}) {
+                           "burst.json", "soak.json", "request-count.json"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }
 }
