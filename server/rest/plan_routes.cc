@@ -72,15 +72,19 @@ HttpResponse profiles(RestContext&, const HttpRequest&, const PathParams&) {
   json hw = json::array(), models = json::array();
   for (const auto& n : catalog.hardware_names()) {
     const auto h = catalog.hardware(n);
-    hw.push_back({{"name", h->name},
-                  {"display_name", h->display_name},
-                  {"memory_gb", h->memory_bytes / 1e9},
-                  {"bandwidth_gb_per_s", h->bandwidth_bytes_per_s / 1e9},
-                  {"bf16_tflops", h->bf16_tflops},
-                  {"fp8_tflops", h->fp8_tflops},
-                  {"tdp_watts", h->tdp_watts},
-                  {"form_factor", h->form_factor},
-                  {"interconnect", h->interconnect}});
+    hw.push_back(
+        {{"name", h->name},
+         {"display_name", h->display_name},
+         // The datasheet's "80 GB" and the total CUDA reports (79.15 GiB): the
+         // memory fit budgets from the second.
+         {"memory_gb", h->nominal_memory_gb > 0 ? h->nominal_memory_gb : h->memory_bytes / 1e9},
+         {"memory_gib", h->memory_bytes / (1024.0 * 1024 * 1024)},
+         {"bandwidth_gb_per_s", h->bandwidth_bytes_per_s / 1e9},
+         {"bf16_tflops", h->bf16_tflops},
+         {"fp8_tflops", h->fp8_tflops},
+         {"tdp_watts", h->tdp_watts},
+         {"form_factor", h->form_factor},
+         {"interconnect", h->interconnect}});
   }
   for (const auto& n : catalog.model_names()) {
     const auto m = catalog.model(n);
