@@ -14,7 +14,9 @@ std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
                                                 const TargetOffer& target) {
   if (!(baseline.qualified_output_tokens_per_s > 0) ||
       !(target.qualified_output_tokens_per_s > 0) || !baseline.hourly_price ||
-      !target.hourly_price || !(*baseline.hourly_price > 0) || !(*target.hourly_price >= 0)) {
+      !target.hourly_price || !(*baseline.hourly_price > 0) || !(*target.hourly_price >= 0) ||
+      (!baseline.currency.empty() && !target.currency.empty() &&
+       baseline.currency != target.currency)) {
     return std::nullopt;
   }
   TargetComparison c;
@@ -73,6 +75,16 @@ DemandPlan plan_demand(const Demand& demand, std::span<const TargetOffer> offers
     }
     plan.lines.push_back(std::move(line));
   }
+  // The cheapest is only meaningful in one currency.
+  std::string currency;
+  for (std::size_t i = 0; i < offers.size(); ++i) {
+    if (!plan.lines[i].hourly_cost || offers[i].currency.empty()) continue;
+    if (currency.empty())
+      currency = offers[i].currency;
+    else if (currency != offers[i].currency)
+      plan.currencies_differ = true;
+  }
+  if (plan.currencies_differ) plan.cheapest.reset();
   return plan;
 }
 

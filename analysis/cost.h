@@ -31,6 +31,7 @@ struct TargetOffer {
   std::string name;
   std::optional<double> hourly_price;        // per instance; nullopt: not priced
   double qualified_output_tokens_per_s = 0;  // per instance; 0: no qualified capacity
+  std::string currency;                      // of hourly_price; "" = unstated (matches any)
 };
 
 struct TargetComparison {
@@ -41,7 +42,8 @@ struct TargetComparison {
   double relative_cost_per_token = 0;  // price ratio / throughput ratio
 };
 
-// nullopt when either target lacks qualified capacity or a price, or the baseline's price is 0.
+// nullopt when either target lacks qualified capacity or a price, the baseline's price is 0, or
+// the two prices are in different currencies (a ratio of EUR to USD means nothing).
 std::optional<TargetComparison> compare_targets(const TargetOffer& baseline,
                                                 const TargetOffer& target);
 
@@ -71,8 +73,10 @@ struct DemandPlan {
   double required_output_tokens_per_s = 0;
   double hours_per_month = kHoursPerMonth;
   std::vector<PlanLine> lines;  // same order as the offers
-  std::optional<std::size_t>
-      cheapest;  // index of the lowest hourly cost among priced feasible lines
+  // Index of the lowest hourly cost among priced feasible lines; nullopt when none is priced or
+  // their prices are in different currencies (currencies_differ).
+  std::optional<std::size_t> cheapest;
+  bool currencies_differ = false;
 };
 
 DemandPlan plan_demand(const Demand& demand, std::span<const TargetOffer> offers,

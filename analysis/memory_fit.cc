@@ -42,6 +42,7 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
   MemoryFit fit;
   const std::int64_t block = input.block_tokens > 0 ? input.block_tokens : 16;
   fit.memory_bytes = hardware.memory_bytes;
+  fit.nominal_memory_gb = hardware.nominal_memory_gb;
   fit.budget_bytes = input.gpu_memory_utilization * hardware.memory_bytes;
   fit.weight_bytes = loaded_weight_bytes(model, input.dtype);
   if (input.activation_reserve_bytes >= 0)

@@ -52,8 +52,9 @@ struct MemoryFitInput {
 };
 
 struct MemoryFit {
-  double memory_bytes = 0;  // hardware memory
-  double budget_bytes = 0;  // utilisation × memory
+  double memory_bytes = 0;       // hardware memory as CUDA reports it (what vLLM budgets from)
+  double nominal_memory_gb = 0;  // the card's datasheet figure ("80" GB); 0 when unknown
+  double budget_bytes = 0;       // utilisation × memory
   double weight_bytes = 0;
   double activation_reserve_bytes = 0;
   double kv_bytes_per_token = 0;

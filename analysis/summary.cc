@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace llmcap::analysis {
 
@@ -17,6 +18,12 @@ bool is_summary_percentile(double p) {
 }
 
 bool is_valid_percentile(double p) { return p > 0 && p < 100; }
+
+std::string percentile_label(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", p);
+  return buf;
+}
 
 std::vector<double> extra_percentiles(const std::vector<double>& wanted) {
   std::vector<double> out;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct Summary {
 bool is_summary_percentile(double p);
 // True when p can be asked for at all: 0 < p < 100.
 bool is_valid_percentile(double p);
+// "95", "99.9", "99.99", "75": the shortest text that reads back as p. Plans spell a bound
+// "p" + this ("p99.9"); results key a value "p" + this with '.' as '_' ("p99_9").
+std::string percentile_label(double p);
 // The percentiles of `wanted` that are not stored anyway, sorted, without duplicates.
 std::vector<double> extra_percentiles(const std::vector<double>& wanted);
 

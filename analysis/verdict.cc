@@ -91,13 +91,6 @@ std::string fmt(double v, int decimals = 2) {
   return buf;
 }
 
-// "95", "99.9", "99.99", "75": the shortest text that reads back as p.
-std::string percentile_label(double p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", p);
-  return buf;
-}
-
 // "≤ limit" check.
 VerdictReason at_most(CheckKind kind, double measured, double limit, std::string what,
                       std::string unit, int decimals) {

@@ -1,6 +1,7 @@
 #include "api/plan_reader.h"
 
 #include "analysis/fnv1a.h"
+#include "analysis/summary.h"
 #include "net/http_message.h"
 
 #include <boost/url/parse.hpp>
@@ -957,9 +958,7 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
   }
   json bounds = json::object();
   for (const auto& b : plan.sla.bounds) {
-    char p[32];
-    std::snprintf(p, sizeof p, "p%.10g", b.percentile);
-    bounds[b.metric + "_ms"][p] = b.limit_ms;
+    bounds[b.metric + "_ms"]["p" + analysis::percentile_label(b.percentile)] = b.limit_ms;
   }
   json sla = bounds;
   sla["max_error_rate"] = plan.sla.max_error_rate;
@@ -1267,6 +1266,13 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
         std::string("targets differ in ") +
         (mixed_models ? (mixed_precisions ? "model and precision" : "model") : "precision") +
         ": results are labelled per-target optimised, not same-config");
+  std::set<std::string> currencies;
+  for (const auto& t : plan.targets)
+    if (t.price_per_hour) currencies.insert(t.currency);
+  if (currencies.size() > 1)
+    out.warnings.push_back(
+        "targets are priced in different currencies: costs are shown in each one, but no price "
+        "ratio is computed and no target is named cheapest");
   out.fingerprint = analysis::fnv1a_64_hex(fp.dump());
   out.normalized = plan_to_json(plan, true);
   out.plan = std::move(plan);

@@ -104,8 +104,10 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
         }
       }
       const auto& q = json_member(t, "qualified");
-      offers.push_back({t["name"].get<std::string>(), json_number(t, "price_per_hour").value_or(0),
-                        q.is_object() ? json_number(q, "output_tokens_per_s").value_or(0) : 0});
+      // No price is no price (never 0), and each price keeps its currency.
+      offers.push_back({t["name"].get<std::string>(), json_number(t, "price_per_hour"),
+                        q.is_object() ? json_number(q, "output_tokens_per_s").value_or(0) : 0,
+                        json_string(t, "currency", "USD")});
       source_names.push_back(source);
       job_of.push_back(i);
       targets.push_back(std::move(t));
@@ -165,8 +167,19 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
         demand, offers, json_number(d0, "hours_per_month").value_or(analysis::kHoursPerMonth)));
   }
   // The first job's plan, so the page still shows what ran; the others are in their own jobs.
-  if (results_docs[0].contains("plan_document"))
+  // Its SLA lines are drawn only when every job judged against the same SLA: another job's
+  // points against job A's bounds would mislead.
+  if (results_docs[0].contains("plan_document")) {
     combined["plan_document"] = results_docs[0]["plan_document"];
+    const auto& sla0 = json_member(results_docs[0]["plan_document"], "sla");
+    bool same_sla = true;
+    for (const auto& doc : results_docs)
+      same_sla = same_sla && json_member(json_member(doc, "plan_document"), "sla") == sla0;
+    if (!same_sla) {
+      combined["plan_document"].erase("sla");
+      combined["slas_differ"] = true;
+    }
+  }
   bool all_succeeded = true, all_qualified = true;
   for (const auto& doc : results_docs) {
     all_succeeded = all_succeeded && json_string(doc, "state", "succeeded") == "succeeded";

@@ -755,6 +755,11 @@ std::string jobs_section(const json& results) {
         "<p class=\"meta\"><span class=\"badge warn\">different workloads</span> The jobs ran "
         "different workloads; "
         "their capacities are not a like-for-like comparison.</p>";
+  if (json_member(results, "slas_differ").is_boolean() && results["slas_differ"].get<bool>())
+    out +=
+        "<p class=\"meta\" id=\"slas-differ\"><span class=\"badge warn\">different SLAs</span> "
+        "The jobs were judged against different SLAs, so the charts draw no SLA line; each "
+        "job's own report has its lines.</p>";
   return out + "</section>";
 }
 

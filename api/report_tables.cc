@@ -305,13 +305,14 @@ std::vector<DemandRow> demand_rows(const json& results) {
   return rows;
 }
 
-std::string load_text(const CapacityRow& row) {
+std::string load_text(const CapacityRow& row, bool with_achieved) {
   std::string out;
   if (row.concurrency) {
     out = "c=" + std::to_string(*row.concurrency);
   } else if (row.offered_rate_rps) {
     out = format_fixed(*row.offered_rate_rps, 2) + " rps";
-    if (row.achieved_rate_rps) out += " (achieved " + format_fixed(*row.achieved_rate_rps, 2) + ")";
+    if (with_achieved && row.achieved_rate_rps)
+      out += " (achieved " + format_fixed(*row.achieved_rate_rps, 2) + ")";
   } else {
     return "-";
   }

@@ -108,8 +108,10 @@ std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
 std::vector<StepRow> step_rows(const nlohmann::json& results);
 std::vector<DemandRow> demand_rows(const nlohmann::json& results);
 
-// "12.00 rps" (offered, open loop) / "c=8" (closed loop) / "-".
-std::string load_text(const CapacityRow& row);
+// "12.00 rps (achieved 11.93)" (offered, open loop; the achieved rate only with_achieved) /
+// "c=8" (closed loop) / "-"; "≥ 12.00 rps, not confirmed" for best evidence short of a
+// qualified capacity.
+std::string load_text(const CapacityRow& row, bool with_achieved = true);
 // "512 / 128" / "-".
 std::string lengths_text(const CapacityRow& row);
 // "4.40 (92% met SLO)" / "4.40" / "-": goodput in requests/s with the SLA attainment.

@@ -19,9 +19,7 @@ json opt(const std::optional<double>& v, double scale = 1.0) {
 double r4(double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : 0.0; }
 // "p75", "p99_99": the key of a percentile beyond the five every summary holds (p99_9's style).
 std::string percentile_key(double p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "p%.10g", p);
-  std::string key = buf;
+  std::string key = "p" + analysis::percentile_label(p);
   std::replace(key.begin(), key.end(), '.', '_');
   return key;
 }
@@ -236,7 +234,8 @@ json demand_plan_json(const analysis::DemandPlan& p) {
               {"required_output_tokens_per_s", r4(p.required_output_tokens_per_s)},
               {"hours_per_month", p.hours_per_month},
               {"lines", lines},
-              {"cheapest", p.cheapest ? json(p.lines[*p.cheapest].name) : json(nullptr)}};
+              {"cheapest", p.cheapest ? json(p.lines[*p.cheapest].name) : json(nullptr)},
+              {"currencies_differ", p.currencies_differ}};
 }
 
 json comparison_json(const analysis::TargetComparison& c) {
@@ -250,7 +249,9 @@ json comparison_json(const analysis::TargetComparison& c) {
 json memory_fit_json(const analysis::MemoryFit& m) {
   auto gb = [](double b) { return r4(analysis::to_gb(b)); };
   auto gib = [](double b) { return r4(analysis::to_gib(b)); };
-  return json{{"memory_gb", gb(m.memory_bytes)},
+  // memory_gb is the card's datasheet figure ("80"), memory_gib the total CUDA reports (79.15
+  // GiB, the budget's base): 79.15 GiB written as 84.99 "GB" would read as a mistake.
+  return json{{"memory_gb", m.nominal_memory_gb > 0 ? m.nominal_memory_gb : gb(m.memory_bytes)},
               {"memory_gib", gib(m.memory_bytes)},
               {"budget_gb", gb(m.budget_bytes)},
               {"weights_gb", gb(m.weight_bytes)},

@@ -111,8 +111,8 @@ struct DaemonMetrics::Families {
                     .Register(r)),
         capacity_rps(prometheus::BuildGauge()
                          .Name("llmcap_qualified_capacity_requests_per_second")
-                         .Help("Qualified capacity (open-loop requests/s) of the target's latest "
-                               "finished job that found one; absent without a qualified rate")
+                         .Help("Qualified capacity (open-loop requests/s) from the target's "
+                               "latest succeeded job; absent when that job qualified no rate")
                          .Register(r)),
         capacity_tps(prometheus::BuildGauge()
                          .Name("llmcap_qualified_output_tokens_per_second")

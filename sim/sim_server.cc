@@ -131,7 +131,9 @@ HttpResponse models(const SimServerState& s) {
       {"time_scale", s.options.time_scale},
       {"seed", s.options.seed},
       {"gpu_memory_utilization", s.options.gpu_memory_utilization},
-      {"memory_gb", analysis::to_gb(s.hardware.memory_bytes)},
+      {"memory_gb", s.hardware.nominal_memory_gb > 0 ? s.hardware.nominal_memory_gb
+                                                     : analysis::to_gb(s.hardware.memory_bytes)},
+      {"memory_gib", analysis::to_gib(s.hardware.memory_bytes)},
       {"weights_gb", analysis::to_gb(s.fit.weight_bytes)},
       {"kv_pool_gib", analysis::to_gib(s.fit.kv_pool_bytes)},
       {"kv_pool_tokens", s.fit.kv_pool_tokens},

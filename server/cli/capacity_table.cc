@@ -26,18 +26,6 @@ std::string verdict_word(const api::CapacityRow& r) {
   return o == "pass" ? "PASS" : o == "fail" ? "FAIL" : "INCONCLUSIVE";
 }
 
-// The CLI's load column: the planned level, without the achieved rate (req/s is its own column).
-std::string load_column(const api::CapacityRow& r) {
-  std::string out;
-  if (r.concurrency)
-    out = "c=" + std::to_string(*r.concurrency);
-  else if (r.offered_rate_rps)
-    out = api::format_fixed(*r.offered_rate_rps, 2) + " rps";
-  else
-    return "-";
-  return r.evidence_only ? "≥ " + out + " (unconfirmed)" : out;
-}
-
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
@@ -99,7 +87,8 @@ std::string capacity_table_text(const json& results) {
         r.target.c_str(), r.model.c_str(), r.precision.c_str(),
         (fixed_or_dash(r.input_tokens_mean, 0) + "/" + fixed_or_dash(r.output_tokens_mean, 0))
             .c_str(),
-        figures ? load_column(r).c_str() : "-",
+        // The planned level; req/s is its own column, so no achieved rate here.
+        figures ? api::load_text(r, false).c_str() : "-",
         figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
         figures ? fixed_or_dash(r.output_tokens_per_s, 1).c_str() : "-",
         figures ? fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str() : "-",
@@ -133,6 +122,8 @@ std::string capacity_table_text(const json& results) {
                   api::json_number(d, "required_output_tokens_per_s").value_or(0),
                   api::json_number(d, "hours_per_month").value_or(0));
     out += line;
+    if (api::json_member(d, "currencies_differ").is_boolean() && d["currencies_differ"].get<bool>())
+      out += "  (prices in different currencies: no target is named cheapest)\n";
     for (const auto& l : api::demand_rows(results)) {
       const std::string& currency = currency_of[l.target];
       if (l.feasible && l.instances) {

@@ -140,8 +140,9 @@ int cmd_demo(const std::vector<std::string>& args) {
       auto r = client.request("GET", "/v1/jobs/" + id);
       if (r.status != 200) continue;
       const auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (!j.is_object()) continue;
       state = j.value("state", "unknown");
-      const auto& p = j["progress"];
+      const auto& p = api::json_member(j, "progress");
       if (!p.is_object()) continue;
       steps_planned = p.value("steps_planned", steps_planned);
       if (p.value("steps_done", std::int64_t{0}) > static_cast<std::int64_t>(printed.size())) {

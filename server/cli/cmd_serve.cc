@@ -31,7 +31,12 @@ int load_daemon_config(const std::vector<std::string>& args, const char* who, Da
       return kExitUsage;
     }
   }
-  if (auto err = settings.apply_environment({"LLMCAP_CONFIG"}); !err.empty()) {
+  // Variables the other subcommands read (report's token, an agent's identity) are not daemon
+  // settings: a shell that exports them for those commands can still start the daemon.
+  if (auto err = settings.apply_environment({"LLMCAP_CONFIG", "LLMCAP_TOKEN", "LLMCAP_DAEMON_URL",
+                                             "LLMCAP_JOB_ID", "LLMCAP_AGENT_TOKEN", "LLMCAP_REGION",
+                                             "LLMCAP_SHARD_INDEX"});
+      !err.empty()) {
     std::cerr << who << ": " << err << "\n";
     return kExitUsage;
   }

@@ -84,7 +84,7 @@ std::string ConsoleSink::step_prefix(const StepContext& ctx) const {
   std::snprintf(line, sizeof line, "   [%lld/%lld] %s %s (%.0f s) ...",
                 static_cast<long long>(ctx.global_step + 1),
                 static_cast<long long>(ctx.planned_steps), ctx.phase.c_str(), ctx.label.c_str(),
-                ctx.planned_s);
+                ctx.planned_s / (ctx.time_scale > 0 ? ctx.time_scale : 1.0));  // wall-clock
   return line;
 }
 
@@ -96,14 +96,16 @@ void ConsoleSink::on_step_started(const StepContext& ctx) {
 void ConsoleSink::on_progress(const StepContext& ctx, const agent::StepProgress& p) {
   if (!live_) return;
   std::lock_guard lock(mu_);
+  // Wall-clock throughout: a simulated target runs its plan time time_scale× faster.
+  const double k = ctx.time_scale > 0 ? ctx.time_scale : 1.0;
   const double step_s = static_cast<double>(p.elapsed_ns) / 1e9;
   const double job_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const double eta = eta_seconds(job_s, steps_done_, ctx.planned_steps, step_s, ctx.planned_s);
+  const double eta = eta_seconds(job_s, steps_done_, ctx.planned_steps, step_s, ctx.planned_s / k);
   char live[256];
   std::snprintf(live, sizeof live,
                 " %.0f/%.0f s %s, %llu sent, %llu ok, %llu failed, %llu in flight; job ETA %s",
-                step_s, ctx.planned_s,
+                step_s, ctx.planned_s / k,
                 p.draining    ? "draining"
                 : p.in_window ? "measuring"
                               : "warming up",

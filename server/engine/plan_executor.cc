@@ -230,6 +230,7 @@ StepContext TargetRun::step_context(const PhaseRun& run, const StepRequest& requ
   ctx.params = request.params;
   ctx.planned_s = run.phase.warmup_s +
                   (request.planned_window_s > 0 ? request.planned_window_s : request.duration_s);
+  ctx.time_scale = time_scale();
   ctx.planned_steps = planned_steps_;
   return ctx;
 }
@@ -383,7 +384,6 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
       {"insufficient_samples", record.verdict.insufficient_samples},
       {"planned_rate_rps",
        request.planned_rate_rps > 0 ? json(request.planned_rate_rps) : json(nullptr)},
-
       {"role", role == analysis::StepRole::kConfirm    ? "confirm"
                : role == analysis::StepRole::kSoak     ? "soak"
                : role == analysis::StepRole::kExcluded ? "excluded"
@@ -1007,7 +1007,8 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       ++measured_output_targets;
     }
     offers.push_back({target.name, target.price_per_hour,
-                      qualified ? doc["qualified"].value("output_tokens_per_s", 0.0) : 0.0});
+                      qualified ? doc["qualified"].value("output_tokens_per_s", 0.0) : 0.0,
+                      target.currency});
     targets.push_back(std::move(doc));
     if (cancelled) break;
   }

@@ -39,7 +39,8 @@ struct StepContext {
   std::int64_t global_step = 0;
   std::string label;               // "c=8", "12.50 rps", "confirm 12.50 rps", "burst ×3"
   nlohmann::json params;           // the load parameters of the step
-  double planned_s = 0;            // warm-up + duration (+ burst observation)
+  double planned_s = 0;            // warm-up + duration (+ burst observation), plan time
+  double time_scale = 1;           // a simulated target's compression: wall = plan / time_scale
   std::int64_t planned_steps = 0;  // the executor's estimate of the job's total steps
 };
 

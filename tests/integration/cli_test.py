@@ -82,6 +82,12 @@ class Cli(unittest.TestCase):
         r = run("serve", env={"LLMCAP_NOT_A_SETTING": "1"})
         self.assertEqual(r.returncode, 2)
         self.assertIn("LLMCAP_NOT_A_SETTING", r.stderr)
+        # The variables of other subcommands (report's token) do not stop the daemon: it gets
+        # past the environment and fails only on the bad flag after it.
+        r = run("serve", "--max-concurrent-jobs", "0", env={"LLMCAP_TOKEN": "t" * 24})
+        self.assertEqual(r.returncode, 2)
+        self.assertNotIn("LLMCAP_TOKEN", r.stderr)
+        self.assertIn("max_concurrent_jobs", r.stderr)
         r = run("serve", "--max-concurrent-jobs", "0")
         self.assertEqual(r.returncode, 2)
         self.assertIn("max_concurrent_jobs", r.stderr)

@@ -255,7 +255,7 @@ class StorageFaultTest(unittest.TestCase):
                                  30, "a final state on a full disk")
                 self.assertIn(job["state"], ("failed", "succeeded"))
             else:
-                self.assertEqual(r.json()["type"].rsplit("/", 1)[-1],
+                self.assertEqual(r.json()["type"].rsplit("#", 1)[-1],
                                  "insufficient-storage" if r.status == 507 else
                                  "storage-unavailable")
         sys.stderr.write("full disk: filler %d bytes, answers %s\n" % (size, answers))

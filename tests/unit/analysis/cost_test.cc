@@ -16,8 +16,8 @@ TEST(Cost, CostPerMillionOutputTokens) {
 
 TEST(Cost, RelativeCostIsPriceRatioOverThroughputRatio) {
   // docs/metrics.md §6.2: 1.5× the price for 1.24× the throughput → 1.5 / 1.24 ≈ 1.21 per token.
-  const TargetOffer a{"a100", 2.0, 1000};
-  const TargetOffer h{"h100", 3.0, 1240};
+  const TargetOffer a{"a100", 2.0, 1000, ""};
+  const TargetOffer h{"h100", 3.0, 1240, ""};
   const auto c = compare_targets(a, h);
   ASSERT_TRUE(c.has_value());
   EXPECT_DOUBLE_EQ(c->price_ratio, 1.5);
@@ -28,7 +28,7 @@ TEST(Cost, RelativeCostIsPriceRatioOverThroughputRatio) {
   EXPECT_NEAR(
       *cost_per_million_output_tokens(3.0, 1240) / *cost_per_million_output_tokens(2.0, 1000),
       c->relative_cost_per_token, 1e-12);
-  EXPECT_FALSE(compare_targets(a, {"none", 3.0, 0}).has_value());
+  EXPECT_FALSE(compare_targets(a, {"none", 3.0, 0, ""}).has_value());
 }
 
 TEST(Cost, DemandFromDomainExample) {
@@ -41,10 +41,10 @@ TEST(Cost, DemandFromDomainExample) {
 TEST(Cost, InstancesHourlyMonthlyAndCheapest) {
   const Demand d{90, 240, 0.30};  // 468 tok/s required
   const std::vector<TargetOffer> offers = {
-      {"exact", 4.0, 468},  // exactly one instance despite 468.00000000000006
-      {"half", 1.5, 234},   // exactly two
-      {"small", 1.0, 200},  // 2.34 → three
-      {"none", 1.0, 0}};    // no qualified capacity
+      {"exact", 4.0, 468, ""},  // exactly one instance despite 468.00000000000006
+      {"half", 1.5, 234, ""},   // exactly two
+      {"small", 1.0, 200, ""},  // 2.34 → three
+      {"none", 1.0, 0, ""}};    // no qualified capacity
   const DemandPlan plan = plan_demand(d, offers);
   EXPECT_DOUBLE_EQ(plan.hours_per_month, 730);
   ASSERT_EQ(plan.lines.size(), 4u);
@@ -69,7 +69,8 @@ TEST(Cost, ATargetWithoutAPriceGetsInstancesButNoCost) {
   // No price is not a price of 0: the instance count stands, every cost is unknown, and the
   // unpriced line is never the cheapest.
   const Demand d{90, 240, 0.30};  // 468 tok/s required
-  const std::vector<TargetOffer> offers = {{"unpriced", std::nullopt, 468}, {"priced", 9.0, 234}};
+  const std::vector<TargetOffer> offers = {{"unpriced", std::nullopt, 468, ""},
+                                           {"priced", 9.0, 234, ""}};
   const DemandPlan plan = plan_demand(d, offers);
   ASSERT_EQ(plan.lines.size(), 2u);
   EXPECT_TRUE(plan.lines[0].feasible);
@@ -84,11 +85,24 @@ TEST(Cost, ATargetWithoutAPriceGetsInstancesButNoCost) {
 }
 
 TEST(Cost, NoFeasibleTarget) {
-  const std::vector<TargetOffer> offers = {{"none", 1.0, 0}};
+  const std::vector<TargetOffer> offers = {{"none", 1.0, 0, ""}};
   const DemandPlan plan = plan_demand({60, 100, 0}, offers);
   EXPECT_FALSE(plan.cheapest.has_value());
   EXPECT_DOUBLE_EQ(plan.required_output_tokens_per_s, 100);
 }
 
+TEST(Cost, DifferentCurrenciesAreNeitherComparedNorRanked) {
+  const Demand d{90, 240, 0.30};
+  const std::vector<TargetOffer> offers = {{"eu", 1.0, 468, "EUR"}, {"us", 2.0, 468, "USD"}};
+  const DemandPlan plan = plan_demand(d, offers);
+  EXPECT_TRUE(plan.currencies_differ);
+  EXPECT_FALSE(plan.cheapest.has_value());
+  EXPECT_DOUBLE_EQ(*plan.lines[0].hourly_cost, 1.0);  // each cost stands in its own currency
+  EXPECT_FALSE(compare_targets(offers[0], offers[1]).has_value());
+  const std::vector<TargetOffer> same = {{"a", 1.0, 468, "EUR"}, {"b", 2.0, 468, "EUR"}};
+  EXPECT_FALSE(plan_demand(d, same).currencies_differ);
+  EXPECT_EQ(*plan_demand(d, same).cheapest, 0u);
+  EXPECT_TRUE(compare_targets(same[0], same[1]).has_value());
+}
 }  // namespace
 }  // namespace llmcap::analysis

@@ -145,5 +145,31 @@ TEST(ReportCompareTest, JobIdFallbacksAndBadInput) {
   EXPECT_NE(bad.error.find("j-running"), std::string::npos);
 }
 
+TEST(ReportCompareTest, AnUnpricedTargetIsNeverFreeAndDifferentSlasDrawNoLines) {
+  // Review finding: a target without a price entered the comparison as price 0 (ratio ×0.00,
+  // "cheapest"); and job A's SLA lines were drawn over job B's points.
+  const auto a = with_job(load("results-two-targets.json"), "job-a");
+  auto b = with_job(load("results-two-targets.json"), "job-b");
+  b["targets"][0]["price_per_hour"] = nullptr;
+  b["targets"][0]["qualified"]["cost_per_million_output_tokens"] = nullptr;
+  b["plan_document"]["sla"]["tpot_ms"] = json{{"p95", 35}};
+  const auto out = compare_results({a, b}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  for (const auto& c : doc["comparison"])
+    EXPECT_NE(c["target"], "rtx4090-48g (B)") << c.dump();  // nothing to compare a price with
+  if (doc.contains("demand_plan")) {
+    EXPECT_NE(doc["demand_plan"]["cheapest"], "rtx4090-48g (B)");
+    for (const auto& l : doc["demand_plan"]["lines"]) {
+      if (l["target"] == "rtx4090-48g (B)") {
+        EXPECT_TRUE(l["hourly_cost"].is_null()) << l.dump();
+      }
+    }
+  }
+  EXPECT_EQ(doc["slas_differ"], true);
+  EXPECT_FALSE(doc["plan_document"].contains("sla"));
+  EXPECT_NE(render_report_html(doc).find("id=\"slas-differ\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace llmcap::api
