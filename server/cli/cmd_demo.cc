@@ -16,7 +16,9 @@
 #include <set>
 #include <thread>
 
+#include "api/plan_reader.h"
 #include "api/report_format.h"
+#include "api/report_html.h"
 #include "net/blocking_client.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
@@ -165,7 +167,12 @@ int cmd_demo(const std::vector<std::string>& args) {
       }
     }
     auto results = client.request("GET", "/v1/jobs/" + id + "/results");
-    const auto doc = nlohmann::json::parse(results.body, nullptr, false);
+    auto parsed = nlohmann::json::parse(results.body, nullptr, false);
+    // The results with the plan they ran, as `llmcapd run --out` writes them (so `llmcapd report
+    // FILE` draws the SLA lines from the kept file too).
+    const auto doc =
+        api::report_document(parsed.is_object() ? std::move(parsed) : nlohmann::json::object(),
+                             api::parse_plan(plan_text).normalized);
     nlohmann::json all_steps = nlohmann::json::array();
     for (const auto& t : doc.value("targets", nlohmann::json::array()))
       for (const auto& ph : t.value("phases", nlohmann::json::array()))

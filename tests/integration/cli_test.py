@@ -193,6 +193,28 @@ class Cli(unittest.TestCase):
             # Closed loop: ended on its count, far below the default 3600 s cap.
             self.assertLess(closed["stats"]["window_s"], 60)
 
+    def test_demo_prints_each_step_and_keeps_results_and_report(self):
+        # Issue 22: the demo shows every step's verdict as it goes (no terminal here, so no
+        # redrawn line), and leaves the results (with the plan) and the daemon's report behind.
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "plan.json")
+            with open(plan, "w") as f:
+                json.dump(TINY_PLAN, f)
+            r = run("demo", "--plan", plan, "--out-dir", os.path.join(d, "kept"), timeout=180)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+            self.assertNotIn("\r", r.stdout)
+            for n in (1, 2):
+                self.assertRegex(r.stdout, r"\[%d/\d+\] a100 +concurrency_sweep +c=\d+ +"
+                                 r"(pass|fail|inconclusive) " % n)
+            files = sorted(os.listdir(os.path.join(d, "kept")))
+            self.assertEqual([f.rsplit(".", 1)[1] for f in files], ["html", "json"], files)
+            self.assertIn("results: " + os.path.join(d, "kept", files[1]), r.stdout)
+            with open(os.path.join(d, "kept", files[1])) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["plan_document"]["sla"]["tpot_ms"], {"p95": 35.0})
+            with open(os.path.join(d, "kept", files[0])) as f:
+                self.assertIn("<svg", f.read())
+
     def test_run_keeps_its_results_by_default_named_by_plan_target_and_time(self):
         # Issue 22: a run without --out still leaves its results and the HTML report behind.
         with tempfile.TemporaryDirectory() as d:
