@@ -63,7 +63,7 @@ std::string capacity_table_text(const json& results) {
   std::string out;
   char line[768];
   // "load" is what the schedule offered at the qualified point (the level's key: c=N closed
-  // loop, R rps open loop, with what was actually sent); "req/s" the completed rate there.
+  // loop, R rps open loop); "req/s" the rate completed there.
   std::snprintf(line, sizeof line,
                 "%-16s %-14s %-6s %-10s %-26s %7s %10s %9s %9s %9s %6s %11s %14s  %s\n", "target",
                 "model", "prec", "in/out", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT",
@@ -71,9 +71,11 @@ std::string capacity_table_text(const json& results) {
   out += line;
   std::map<std::string, std::string> currency_of;
   std::map<std::string, bool> dataset_lengths;  // in/out measured from a dataset's usage
-  for (const auto& t : results.value("targets", json::array()))
-    dataset_lengths[api::json_string(t, "name")] =
-        api::json_string(api::json_member(t, "workload"), "source") == "dataset";
+  if (const auto& targets = api::json_member(results, "targets"); targets.is_array()) {
+    for (const auto& t : targets)
+      dataset_lengths[api::json_string(t, "name")] =
+          api::json_string(api::json_member(t, "workload"), "source") == "dataset";
+  }
   std::string statements;
   for (const auto& r : rows) {
     currency_of[r.target] = r.currency;
@@ -106,7 +108,8 @@ std::string capacity_table_text(const json& results) {
     out += "verdict: " + api::json_string(v, "outcome") + " (" + api::json_string(v, "statement") +
            ")\n";
   out += "comparison: " + api::json_string(results, "comparison_label", "same-config") + "\n";
-  for (const auto& c : results.value("comparison", json::array())) {
+  const auto& comparison = api::json_member(results, "comparison");
+  for (const auto& c : comparison.is_array() ? comparison : json::array()) {
     std::snprintf(line, sizeof line,
                   "  %s vs %s: throughput ×%.2f, price ×%.2f, relative cost per token ×%.2f\n",
                   c.value("target", "").c_str(), c.value("baseline", "").c_str(),

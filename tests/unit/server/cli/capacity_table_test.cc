@@ -70,6 +70,14 @@ TEST(CapacityTable, VerdictWordFollowsTheOutcome) {
   EXPECT_NE(table.find("  rtx4090-48g: no confirmed rate"), std::string::npos) << table;
 }
 
+TEST(CapacityTable, ADocumentWithoutResultsIsAHeaderNotAThrow) {
+  for (const json& doc : {json(), json::array(), json::object(), json{{"targets", 3}}}) {
+    std::string table;
+    EXPECT_NO_THROW(table = capacity_table_text(doc)) << doc.dump();
+    EXPECT_EQ(table.rfind("target ", 0), 0u) << table;
+  }
+}
+
 TEST(CapacityTable, SlaTextSpellsEveryBound) {
   const json sla = {{"ttft_ms", {{"p95", 1000}, {"p99.99", 3000}}},
                     {"tpot_ms", {{"p75", 35}}},
