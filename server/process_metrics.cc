@@ -1,5 +1,7 @@
 #include "server/process_metrics.h"
 
+#include "server/text_file.h"
+
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/metric_type.h>
@@ -15,14 +17,6 @@
 namespace llmcap::server {
 
 namespace {
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::optional<double> to_number(std::string_view field) {
   double v = 0;
@@ -105,8 +99,8 @@ ProcessCollector::ProcessCollector(std::string proc_root)
       start_time_s_(
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
               .count()) {
-  const auto stat_text = read_file(proc_root_ + "/self/stat");
-  const auto boot_text = read_file(proc_root_ + "/stat");
+  const auto stat_text = read_text_file(proc_root_ + "/self/stat");
+  const auto boot_text = read_text_file(proc_root_ + "/stat");
   const long ticks = sysconf(_SC_CLK_TCK);
   if (!stat_text || !boot_text || ticks <= 0) return;
   const auto stat = parse_proc_stat(*stat_text);
@@ -118,7 +112,7 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   std::vector<prometheus::MetricFamily> out;
   const long ticks = sysconf(_SC_CLK_TCK);
   const long page = sysconf(_SC_PAGESIZE);
-  if (const auto text = read_file(proc_root_ + "/self/stat")) {
+  if (const auto text = read_text_file(proc_root_ + "/self/stat")) {
     if (const auto s = parse_proc_stat(*text); s && ticks > 0 && page > 0) {
       out.push_back(family(kCpu, (s->utime_ticks + s->stime_ticks) / static_cast<double>(ticks)));
       out.push_back(family(kRss, s->rss_pages * static_cast<double>(page)));

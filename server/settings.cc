@@ -1,5 +1,7 @@
 #include "server/settings.h"
 
+#include "server/text_file.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -271,11 +273,9 @@ std::string Settings::apply_json_text(std::string_view json_text, std::string_vi
 }
 
 std::string Settings::apply_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "cannot read config file '" + path + "'";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return apply_json_text(ss.str(), path);
+  const auto text = read_text_file(path);
+  if (!text) return "cannot read config file '" + path + "'";
+  return apply_json_text(*text, path);
 }
 
 std::string Settings::apply_environment(const std::vector<std::string>& ignored) {

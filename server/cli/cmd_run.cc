@@ -29,6 +29,7 @@
 #include "server/engine/plan_executor.h"
 #include "server/logging.h"
 #include "server/settings.h"
+#include "server/text_file.h"
 
 namespace llmcap::server {
 
@@ -40,14 +41,9 @@ extern "C" void on_signal(int) {
 }  // namespace
 
 std::string read_file(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read '" + path + "'";
-    return {};
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = read_text_file(path);
+  if (!text) error = "cannot read '" + path + "'";
+  return text ? std::move(*text) : std::string();
 }
 
 // Parses and converts a plan file; prints every error with its path. Returns kExitOk or kExitUsage.

@@ -9,6 +9,7 @@
 #include "server/cli/exit_codes.h"
 #include "server/logging.h"
 #include "server/settings.h"
+#include "server/text_file.h"
 #include "sim/profile_catalog.h"
 #include "sim/sim_options.h"
 #include "sim/sim_server.h"
@@ -62,14 +63,12 @@ int cmd_sim(const std::vector<std::string>& args) {
     if (a.rfind("--config=", 0) == 0) config_path = a.substr(9);
   }
   if (!config_path.empty()) {
-    std::ifstream in(config_path);
-    if (!in) {
+    const auto text = read_text_file(config_path);
+    if (!text) {
       std::cerr << "llmcapd sim: cannot read config file '" << config_path << "'\n";
       return kExitUsage;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = sim::sim_options_from_json(ss.str());
+    auto parsed = sim::sim_options_from_json(*text);
     if (!parsed.options) {
       std::cerr << "llmcapd sim: " << config_path << ": " << parsed.error << "\n";
       return kExitUsage;
