@@ -65,7 +65,7 @@ struct MemoryFit {
   std::int64_t kv_pool_tokens = 0;  // kv_pool_blocks × block_tokens
   std::int64_t blocks_per_request = 0;
   std::int64_t max_concurrent_sequences = 0;  // at context_tokens each
-  // vLLM's "# GPU blocks: N" and "Maximum concurrency for T tokens per request: X.XXx"
+  // vLLM's "# GPU blocks: N" and "Maximum concurrency for T tokens per request: 27.42x"
   // (kv_pool_tokens / context_tokens).
   std::int64_t gpu_blocks = 0;
   double max_concurrency_at_context = 0;
