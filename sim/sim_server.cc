@@ -18,6 +18,7 @@
 #include "sim/roofline.h"
 #include "sim/sim_engine_runner.h"
 #include "sim/sim_metrics.h"
+#include "sim/sim_model.h"
 #include "sim/sim_request.h"
 #include "sim/sim_tokenizer.h"
 
@@ -33,12 +34,6 @@ namespace {
 
 constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // vLLM's error body.
 HttpResponse error_response(int status, const std::string& message, const std::string& param) {
   const char* type = status == 404   ? "NotFoundError"
@@ -53,50 +48,12 @@ HttpResponse error_response(int status, const std::string& message, const std::s
   return HttpResponse::json(status, body.dump());
 }
 
-void validate(const SimOptions& o) {
-  auto bad = [](const std::string& field, const std::string& why) {
-    throw std::runtime_error("sim option " + field + ": " + why);
-  };
-  if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) bad("time_scale", "must be > 0");
-  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
-    bad("gpu_memory_utilization", "must be in (0, 1]");
-  if (o.max_num_seqs < 1) bad("max_num_seqs", "must be >= 1");
-  if (o.max_num_batched_tokens < 1) bad("max_num_batched_tokens", "must be >= 1");
-  if (o.max_model_len < 0) bad("max_model_len", "must be >= 0 (0 = automatic)");
-  if (o.tokens_per_event < 1) bad("tokens_per_event", "must be >= 1");
-  if (o.default_max_tokens < 1) bad("default_max_tokens", "must be >= 1");
-  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "fp8")
-    bad("kv_cache_dtype", "must be 'auto' or 'fp8'");
-  const auto& f = o.faults;
-  const std::pair<const char*, double> rates[] = {
-      {"faults.error_rate", f.error_rate},
-      {"faults.rate_limit_rate", f.rate_limit_rate},
-      {"faults.stall_rate", f.stall_rate},
-      {"faults.reset_rate", f.reset_rate},
-      {"faults.malformed_rate", f.malformed_rate},
-      {"faults.slow_headers_rate", f.slow_headers_rate}};
-  double sum = 0;
-  for (const auto& [name, rate] : rates) {
-    if (!(rate >= 0 && rate <= 1)) bad(name, "must be in [0, 1]");
-    if (std::string_view(name) != "faults.slow_headers_rate") sum += rate;
-  }
-  if (sum > 1) bad("faults", "error, 429, stall, reset and malformed rates must sum to <= 1");
-  if (f.retry_after_s < 0 || f.stall_after_tokens < 0 || f.stall_ms < 0 ||
-      f.reset_after_tokens < 0 || f.malformed_after_tokens < 0 || f.slow_headers_ms < 0)
-    bad("faults", "counts and durations must be >= 0");
-}
-
 }  // namespace
 
 struct SimServerState {
+  SimServerState(SimOptions o, SimModel m) : options(std::move(o)), sim(std::move(m)) {}
   SimOptions options;
-  analysis::HardwareSpec hardware;
-  analysis::ModelSpec model;
-  analysis::Dtype dtype = analysis::Dtype::kBf16;
-  analysis::MemoryFit fit;
-  std::int64_t max_model_len = 0;
-  EngineConfig engine_config;
-  std::unique_ptr<Roofline> roofline;
+  SimModel sim;
   std::unique_ptr<SimMetrics> metrics;
   std::shared_ptr<SimEngineRunner> runner;
   std::unique_ptr<FaultInjector> faults;
@@ -122,33 +79,34 @@ HttpResponse models(const SimServerState& s) {
   const double kv_elem = s.options.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
   json meta = {
       {"simulated", true},
-      {"hardware", s.hardware.name},
-      {"hardware_name", s.hardware.display_name},
-      {"form_factor", s.hardware.form_factor},
-      {"model", s.model.name},
-      {"dtype", std::string(analysis::to_string(s.dtype))},
+      {"hardware", s.sim.hardware.name},
+      {"hardware_name", s.sim.hardware.display_name},
+      {"form_factor", s.sim.hardware.form_factor},
+      {"model", s.sim.model.name},
+      {"dtype", std::string(analysis::to_string(s.sim.dtype))},
       {"kv_cache_dtype", kv_elem == 1.0 ? "fp8" : "auto"},
       {"time_scale", s.options.time_scale},
       {"seed", s.options.seed},
       {"gpu_memory_utilization", s.options.gpu_memory_utilization},
-      {"memory_gb", s.hardware.nominal_memory_gb > 0 ? s.hardware.nominal_memory_gb
-                                                     : analysis::to_gb(s.hardware.memory_bytes)},
-      {"memory_gib", analysis::to_gib(s.hardware.memory_bytes)},
-      {"weights_gb", analysis::to_gb(s.fit.weight_bytes)},
-      {"kv_pool_gib", analysis::to_gib(s.fit.kv_pool_bytes)},
-      {"kv_pool_tokens", s.fit.kv_pool_tokens},
-      {"gpu_blocks", s.fit.gpu_blocks},
-      {"kv_bytes_per_token", s.fit.kv_bytes_per_token},
-      {"max_num_seqs", s.engine_config.max_num_seqs},
-      {"max_num_batched_tokens", s.engine_config.max_num_batched_tokens},
-      {"bandwidth_efficiency", s.hardware.bandwidth_efficiency},
-      {"compute_efficiency", s.hardware.compute_efficiency},
-      {"step_overhead_ms", s.hardware.step_overhead_s * 1000.0},
+      {"memory_gb", s.sim.hardware.nominal_memory_gb > 0
+                        ? s.sim.hardware.nominal_memory_gb
+                        : analysis::to_gb(s.sim.hardware.memory_bytes)},
+      {"memory_gib", analysis::to_gib(s.sim.hardware.memory_bytes)},
+      {"weights_gb", analysis::to_gb(s.sim.fit.weight_bytes)},
+      {"kv_pool_gib", analysis::to_gib(s.sim.fit.kv_pool_bytes)},
+      {"kv_pool_tokens", s.sim.fit.kv_pool_tokens},
+      {"gpu_blocks", s.sim.fit.gpu_blocks},
+      {"kv_bytes_per_token", s.sim.fit.kv_bytes_per_token},
+      {"max_num_seqs", s.sim.engine_config.max_num_seqs},
+      {"max_num_batched_tokens", s.sim.engine_config.max_num_batched_tokens},
+      {"bandwidth_efficiency", s.sim.hardware.bandwidth_efficiency},
+      {"compute_efficiency", s.sim.hardware.compute_efficiency},
+      {"step_overhead_ms", s.sim.hardware.step_overhead_s * 1000.0},
       {"tokenizer", "whitespace words, 1 token each"},
   };
-  json entry = {{"id", s.model.name},         {"object", "model"},
+  json entry = {{"id", s.sim.model.name},     {"object", "model"},
                 {"created", s.started_at},    {"owned_by", "llmcap-sim"},
-                {"root", s.model.name},       {"max_model_len", s.max_model_len},
+                {"root", s.sim.model.name},   {"max_model_len", s.sim.max_model_len},
                 {"metadata", std::move(meta)}};
   json body = {{"object", "list"}, {"data", json::array({std::move(entry)})}};
   return HttpResponse::json(200, body.dump());
@@ -158,7 +116,7 @@ HttpResponse tokenize(const SimServerState& s, const HttpRequest& req) {
   const TokenizeInput in = parse_tokenize_request(req.body);
   if (!in.text) return error_response(in.error.status, in.error.message, in.error.param);
   const auto ids = s.tokenizer->tokenize(*in.text);
-  json body = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", s.max_model_len}};
+  json body = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", s.sim.max_model_len}};
   return HttpResponse::json(200, body.dump());
 }
 
@@ -213,7 +171,7 @@ asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
 }
 
 Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
-  GenerationLimits limits{s->max_model_len, s->options.default_max_tokens, s->model.name};
+  GenerationLimits limits{s->sim.max_model_len, s->options.default_max_tokens, s->sim.model.name};
   ParseResult parsed = parse_generation_request(req.body, chat, *s->tokenizer, limits);
   if (!parsed.request)
     co_return error_response(parsed.error.status, parsed.error.message, parsed.error.param);
@@ -235,7 +193,7 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
                                    co_await asio::this_coro::executor);
   const std::string id = request_id(chat, s->options.seed, index);
   const std::time_t created = std::time(nullptr);
-  const std::string& model = s->model.name;
+  const std::string& model = s->sim.model.name;
   WordGenerator words(s->options.seed, index);
 
   if (!g.stream) {
@@ -382,73 +340,13 @@ SimServer::~SimServer() { stop(); }
 
 void SimServer::start() {
   if (state_) throw std::logic_error("SimServer::start called twice");
-  validate(options_);
-  ProfileCatalog catalog = ProfileCatalog::builtin();
-  if (!options_.profiles_file.empty()) {
-    if (auto err = catalog.add_file(options_.profiles_file)) throw std::runtime_error(*err);
-  }
-  auto state = std::make_shared<SimServerState>();
-  state->options = options_;
-  auto hw = catalog.hardware(options_.hardware);
-  if (!hw) {
-    throw std::runtime_error("unknown hardware '" + options_.hardware +
-                             "'; known: " + join(catalog.hardware_names()));
-  }
-  auto model = catalog.model(options_.model);
-  if (!model) {
-    throw std::runtime_error("unknown model '" + options_.model +
-                             "'; known: " + join(catalog.model_names()));
-  }
-  auto dtype = analysis::parse_dtype(options_.dtype);
-  if (!dtype) {
-    throw std::runtime_error("unknown dtype '" + options_.dtype +
-                             "'; known: bf16, fp16, fp8, int8, int4");
-  }
-  state->hardware = *hw;
-  state->model = *model;
-  state->dtype = *dtype;
-  if (options_.max_model_len > model->max_context_tokens) {
-    throw std::runtime_error("max_model_len " + std::to_string(options_.max_model_len) +
-                             " exceeds " + model->name + "'s context of " +
-                             std::to_string(model->max_context_tokens) + " tokens");
-  }
-
-  analysis::MemoryFitInput in;
-  in.dtype = *dtype;
-  in.kv_bytes_per_element = options_.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
-  in.context_tokens =
-      options_.max_model_len > 0 ? options_.max_model_len : model->max_context_tokens;
-  in.concurrency = 1;
-  in.gpu_memory_utilization = options_.gpu_memory_utilization;
-  in.activation_reserve_bytes = options_.activation_reserve_gib >= 0
-                                    ? options_.activation_reserve_gib * analysis::kBytesPerGiB
-                                    : -1;
-  in.block_tokens = 16;
-  in.max_num_batched_tokens = options_.max_num_batched_tokens;  // vLLM profiles this many tokens
-  in.max_num_seqs = options_.max_num_seqs;
-  state->fit = analysis::estimate_memory_fit(*model, *hw, in);
-  if (!state->fit.weights_fit)
-    throw std::runtime_error("model does not fit: " + state->fit.explanation);
-  if (options_.max_model_len > 0) {
-    if (!state->fit.one_sequence_fits)
-      throw std::runtime_error("max_model_len does not fit: " + state->fit.explanation);
-    state->max_model_len = options_.max_model_len;
-  } else {
-    // Automatic: the model's context, capped to what the KV pool holds (one sequence).
-    state->max_model_len = std::min(model->max_context_tokens, state->fit.kv_pool_tokens);
-    if (state->max_model_len < 16)
-      throw std::runtime_error("KV pool too small for any request: " + state->fit.explanation);
-  }
-
-  state->engine_config.max_num_seqs = options_.max_num_seqs;
-  state->engine_config.max_num_batched_tokens = options_.max_num_batched_tokens;
-  state->engine_config.block_tokens = in.block_tokens;
-  state->engine_config.kv_pool_blocks = state->fit.kv_pool_blocks;
-  state->roofline = std::make_unique<Roofline>(*model, *hw, *dtype, in.kv_bytes_per_element);
-  state->metrics = std::make_unique<SimMetrics>(model->name);
+  // build_sim_model throws with the numbers when the model or one sequence does not fit.
+  auto state = std::make_shared<SimServerState>(options_, build_sim_model(options_));
+  const SimModel& m = state->sim;
+  state->metrics = std::make_unique<SimMetrics>(m.model.name);
   state->faults = std::make_unique<FaultInjector>(options_.faults, options_.seed);
-  state->tokenizer = std::make_unique<SimTokenizer>(model->vocab);
-  state->runner = SimEngineRunner::create(io_, BatchEngine(*state->roofline, state->engine_config),
+  state->tokenizer = std::make_unique<SimTokenizer>(m.model.vocab);
+  state->runner = SimEngineRunner::create(io_, BatchEngine(m.roofline, m.engine_config),
                                           options_.time_scale, *state->metrics);
   state->started_at = std::time(nullptr);
 
@@ -480,20 +378,20 @@ void SimServer::stop() {
 
 const analysis::MemoryFit& SimServer::memory_fit() const {
   if (!state_) throw std::logic_error("SimServer not started");
-  return state_->fit;
+  return state_->sim.fit;
 }
 
 std::int64_t SimServer::clock_lost_ns() const {
   return state_ && state_->runner ? state_->runner->lost_ns() : 0;
 }
 
-std::int64_t SimServer::max_model_len() const { return state_ ? state_->max_model_len : 0; }
+std::int64_t SimServer::max_model_len() const { return state_ ? state_->sim.max_model_len : 0; }
 
 SingleRequestPrediction SimServer::predict_single(std::int64_t prompt_tokens,
                                                   std::int64_t output_tokens) const {
   if (!state_) throw std::logic_error("SimServer not started");
-  SingleRequestPrediction p = BatchEngine::predict_single(*state_->roofline, state_->engine_config,
-                                                          prompt_tokens, output_tokens);
+  SingleRequestPrediction p = BatchEngine::predict_single(
+      state_->sim.roofline, state_->sim.engine_config, prompt_tokens, output_tokens);
   const double k = options_.time_scale;
   return SingleRequestPrediction{p.ttft_s / k, p.tpot_s / k, p.e2e_s / k};
 }
@@ -507,15 +405,16 @@ std::string SimServer::describe() const {
       "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: %lld; "
       "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
       "max_num_seqs %lld, max_num_batched_tokens %lld, time_scale %g, port %u",
-      s.model.name.c_str(), std::string(analysis::to_string(s.dtype)).c_str(),
-      s.hardware.name.c_str(), analysis::to_gb(s.fit.weight_bytes),
-      analysis::to_gib(s.fit.kv_pool_bytes), static_cast<long long>(s.fit.kv_pool_tokens),
-      static_cast<long long>(s.fit.gpu_blocks), static_cast<long long>(s.max_model_len),
-      s.max_model_len > 0
-          ? static_cast<double>(s.fit.kv_pool_tokens) / static_cast<double>(s.max_model_len)
+      s.sim.model.name.c_str(), std::string(analysis::to_string(s.sim.dtype)).c_str(),
+      s.sim.hardware.name.c_str(), analysis::to_gb(s.sim.fit.weight_bytes),
+      analysis::to_gib(s.sim.fit.kv_pool_bytes), static_cast<long long>(s.sim.fit.kv_pool_tokens),
+      static_cast<long long>(s.sim.fit.gpu_blocks), static_cast<long long>(s.sim.max_model_len),
+      s.sim.max_model_len > 0
+          ? static_cast<double>(s.sim.fit.kv_pool_tokens) / static_cast<double>(s.sim.max_model_len)
           : 0.0,
-      static_cast<long long>(s.max_model_len), static_cast<long long>(s.engine_config.max_num_seqs),
-      static_cast<long long>(s.engine_config.max_num_batched_tokens), s.options.time_scale,
+      static_cast<long long>(s.sim.max_model_len),
+      static_cast<long long>(s.sim.engine_config.max_num_seqs),
+      static_cast<long long>(s.sim.engine_config.max_num_batched_tokens), s.options.time_scale,
       static_cast<unsigned>(s.http ? s.http->port() : 0));
   return buf;
 }

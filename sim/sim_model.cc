@@ -1,0 +1,118 @@
+#include "sim/sim_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "sim/profile_catalog.h"
+
+namespace llmcap::sim {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+void validate_sim_options(const SimOptions& o) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    throw std::runtime_error("sim option " + field + ": " + why);
+  };
+  if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) bad("time_scale", "must be > 0");
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
+    bad("gpu_memory_utilization", "must be in (0, 1]");
+  if (o.max_num_seqs < 1) bad("max_num_seqs", "must be >= 1");
+  if (o.max_num_batched_tokens < 1) bad("max_num_batched_tokens", "must be >= 1");
+  if (o.max_model_len < 0) bad("max_model_len", "must be >= 0 (0 = automatic)");
+  if (o.tokens_per_event < 1) bad("tokens_per_event", "must be >= 1");
+  if (o.default_max_tokens < 1) bad("default_max_tokens", "must be >= 1");
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "fp8")
+    bad("kv_cache_dtype", "must be 'auto' or 'fp8'");
+  const auto& f = o.faults;
+  const std::pair<const char*, double> rates[] = {
+      {"faults.error_rate", f.error_rate},
+      {"faults.rate_limit_rate", f.rate_limit_rate},
+      {"faults.stall_rate", f.stall_rate},
+      {"faults.reset_rate", f.reset_rate},
+      {"faults.malformed_rate", f.malformed_rate},
+      {"faults.slow_headers_rate", f.slow_headers_rate}};
+  double sum = 0;
+  for (const auto& [name, rate] : rates) {
+    if (!(rate >= 0 && rate <= 1)) bad(name, "must be in [0, 1]");
+    if (std::string_view(name) != "faults.slow_headers_rate") sum += rate;
+  }
+  if (sum > 1) bad("faults", "error, 429, stall, reset and malformed rates must sum to <= 1");
+  if (f.retry_after_s < 0 || f.stall_after_tokens < 0 || f.stall_ms < 0 ||
+      f.reset_after_tokens < 0 || f.malformed_after_tokens < 0 || f.slow_headers_ms < 0)
+    bad("faults", "counts and durations must be >= 0");
+}
+
+SimModel build_sim_model(const SimOptions& options) {
+  validate_sim_options(options);
+  ProfileCatalog catalog = ProfileCatalog::builtin();
+  if (!options.profiles_file.empty()) {
+    if (auto err = catalog.add_file(options.profiles_file)) throw std::runtime_error(*err);
+  }
+  auto hw = catalog.hardware(options.hardware);
+  if (!hw) {
+    throw std::runtime_error("unknown hardware '" + options.hardware +
+                             "'; known: " + join(catalog.hardware_names()));
+  }
+  auto model = catalog.model(options.model);
+  if (!model) {
+    throw std::runtime_error("unknown model '" + options.model +
+                             "'; known: " + join(catalog.model_names()));
+  }
+  auto dtype = analysis::parse_dtype(options.dtype);
+  if (!dtype) {
+    throw std::runtime_error("unknown dtype '" + options.dtype +
+                             "'; known: bf16, fp16, fp8, int8, int4");
+  }
+  if (options.max_model_len > model->max_context_tokens) {
+    throw std::runtime_error("max_model_len " + std::to_string(options.max_model_len) +
+                             " exceeds " + model->name + "'s context of " +
+                             std::to_string(model->max_context_tokens) + " tokens");
+  }
+
+  analysis::MemoryFitInput in;
+  in.dtype = *dtype;
+  in.kv_bytes_per_element = options.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
+  in.context_tokens = options.max_model_len > 0 ? options.max_model_len : model->max_context_tokens;
+  in.concurrency = 1;
+  in.gpu_memory_utilization = options.gpu_memory_utilization;
+  in.activation_reserve_bytes = options.activation_reserve_gib >= 0
+                                    ? options.activation_reserve_gib * analysis::kBytesPerGiB
+                                    : -1;
+  in.block_tokens = 16;
+  in.max_num_batched_tokens = options.max_num_batched_tokens;  // vLLM profiles this many tokens
+  in.max_num_seqs = options.max_num_seqs;
+  analysis::MemoryFit fit = analysis::estimate_memory_fit(*model, *hw, in);
+  if (!fit.weights_fit) throw std::runtime_error("model does not fit: " + fit.explanation);
+  std::int64_t max_model_len = 0;
+  if (options.max_model_len > 0) {
+    if (!fit.one_sequence_fits)
+      throw std::runtime_error("max_model_len does not fit: " + fit.explanation);
+    max_model_len = options.max_model_len;
+  } else {
+    // Automatic: the model's context, capped to what the KV pool holds (one sequence).
+    max_model_len = std::min(model->max_context_tokens, fit.kv_pool_tokens);
+    if (max_model_len < 16)
+      throw std::runtime_error("KV pool too small for any request: " + fit.explanation);
+  }
+
+  EngineConfig config;
+  config.max_num_seqs = options.max_num_seqs;
+  config.max_num_batched_tokens = options.max_num_batched_tokens;
+  config.block_tokens = in.block_tokens;
+  config.kv_pool_blocks = fit.kv_pool_blocks;
+  Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element);
+  return SimModel{*hw, *model, *dtype, std::move(fit), max_model_len, config, std::move(roofline)};
+}
+
+}  // namespace llmcap::sim
