@@ -63,10 +63,18 @@ void PromptFactory::append_index(std::string& out, std::uint64_t index) {
   }
 }
 
+PlannedLengths PromptFactory::next_lengths() {
+  PlannedLengths lengths;
+  lengths.input_tokens = input_.next();
+  lengths.output_tokens = output_.next();
+  return lengths;
+}
+
 PromptItem PromptFactory::next(std::uint64_t index, const LengthCalibrator& calibrator) {
   PromptItem item;
-  item.planned_input_tokens = input_.next();
-  item.planned_output_tokens = output_.next();
+  const PlannedLengths lengths = next_lengths();
+  item.planned_input_tokens = lengths.input_tokens;
+  item.planned_output_tokens = lengths.output_tokens;
   const std::int32_t total_words = calibrator.words_for(item.planned_input_tokens);
   if (shared_prefix_tokens_ > 0 && prefix_words_ < 0) {
     // Built once per step from the calibration at the first prompt, so it stays identical.

@@ -24,6 +24,12 @@ struct PromptItem {
   std::int32_t words = 0;  // synthetic words (for calibration feedback); 0 = dataset
 };
 
+// A request's planned lengths (tokens) without its text.
+struct PlannedLengths {
+  std::int32_t input_tokens = 0;
+  std::int32_t output_tokens = 0;
+};
+
 class PromptFactory {
  public:
   PromptFactory(analysis::LengthDistribution input, analysis::LengthDistribution output,
@@ -31,6 +37,10 @@ class PromptFactory {
 
   // The next prompt (index = its order of intention in the step).
   PromptItem next(std::uint64_t index, const LengthCalibrator& calibrator);
+  // The next request's planned lengths without building its text (virtual-time prediction,
+  // server/engine/virtual_step_backend.h): the same draws next() makes, so both see the same
+  // lengths for the same seed. Use one or the other on a factory, not both.
+  PlannedLengths next_lengths();
   // A probe text of exactly `words` words (for calibration), unique per `salt`.
   std::string probe_text(std::int32_t words, std::uint64_t salt);
 
