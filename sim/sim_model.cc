@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -113,6 +114,25 @@ SimModel build_sim_model(const SimOptions& options) {
   config.kv_pool_blocks = fit.kv_pool_blocks;
   Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element);
   return SimModel{*hw, *model, *dtype, std::move(fit), max_model_len, config, std::move(roofline)};
+}
+
+std::string describe(const SimModel& m) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: %lld; "
+      "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
+      "max_num_seqs %lld, max_num_batched_tokens %lld",
+      m.model.name.c_str(), std::string(analysis::to_string(m.dtype)).c_str(),
+      m.hardware.name.c_str(), analysis::to_gb(m.fit.weight_bytes),
+      analysis::to_gib(m.fit.kv_pool_bytes), static_cast<long long>(m.fit.kv_pool_tokens),
+      static_cast<long long>(m.fit.gpu_blocks), static_cast<long long>(m.max_model_len),
+      m.max_model_len > 0
+          ? static_cast<double>(m.fit.kv_pool_tokens) / static_cast<double>(m.max_model_len)
+          : 0.0,
+      static_cast<long long>(m.max_model_len), static_cast<long long>(m.engine_config.max_num_seqs),
+      static_cast<long long>(m.engine_config.max_num_batched_tokens));
+  return buf;
 }
 
 }  // namespace llmcap::sim

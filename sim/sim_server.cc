@@ -398,25 +398,10 @@ SingleRequestPrediction SimServer::predict_single(std::int64_t prompt_tokens,
 
 std::string SimServer::describe() const {
   if (!state_) return "not started";
-  const auto& s = *state_;
-  char buf[512];
-  std::snprintf(
-      buf, sizeof buf,
-      "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: %lld; "
-      "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
-      "max_num_seqs %lld, max_num_batched_tokens %lld, time_scale %g, port %u",
-      s.sim.model.name.c_str(), std::string(analysis::to_string(s.sim.dtype)).c_str(),
-      s.sim.hardware.name.c_str(), analysis::to_gb(s.sim.fit.weight_bytes),
-      analysis::to_gib(s.sim.fit.kv_pool_bytes), static_cast<long long>(s.sim.fit.kv_pool_tokens),
-      static_cast<long long>(s.sim.fit.gpu_blocks), static_cast<long long>(s.sim.max_model_len),
-      s.sim.max_model_len > 0
-          ? static_cast<double>(s.sim.fit.kv_pool_tokens) / static_cast<double>(s.sim.max_model_len)
-          : 0.0,
-      static_cast<long long>(s.sim.max_model_len),
-      static_cast<long long>(s.sim.engine_config.max_num_seqs),
-      static_cast<long long>(s.sim.engine_config.max_num_batched_tokens), s.options.time_scale,
-      static_cast<unsigned>(s.http ? s.http->port() : 0));
-  return buf;
+  char tail[64];
+  std::snprintf(tail, sizeof tail, ", time_scale %g, port %u", state_->options.time_scale,
+                static_cast<unsigned>(state_->http ? state_->http->port() : 0));
+  return sim::describe(state_->sim) + tail;
 }
 
 }  // namespace llmcap::sim

@@ -16,6 +16,8 @@ const std::vector<Command>& commands() {
        &cmd_demo},
       {"serve", "run the daemon: REST API, job scheduler, SQLite storage, /metrics", &cmd_serve},
       {"run", "run a test plan once without a daemon and print the capacity table", &cmd_run},
+      {"predict", "predict a plan on sim:// targets in virtual time (seconds), or rank GPUs",
+       &cmd_predict},
       {"report", "render a results file or job as an HTML report (or Markdown/CSV)", &cmd_report},
       {"sim", "run a simulated GPU inference server (OpenAI-compatible)", &cmd_sim},
       {"agent", "run one shard of a job's load for a daemon (scale-out, plan `agents`)",

@@ -2,7 +2,8 @@
 // same parser, executor and analysis as the daemon; prints a line per step (redrawn live on a
 // terminal) and the qualified-capacity table, and keeps the results: by default
 // llmcap-results/<plan>_<targets>_<UTC time>.json and the HTML report beside it. Embedded
-// simulators serve sim:// targets.
+// simulators serve sim:// targets. `llmcapd predict PLAN.json` (cmd_predict.cc) is the same
+// command in virtual time (ExecutionMode::kPredict).
 #include <unistd.h>
 
 #include <cctype>
@@ -91,7 +92,12 @@ std::string results_file_name(const std::string& plan_name, const RunPlan& plan,
   return safe(plan_name) + "_" + safe(targets) + "_" + stamp;
 }
 
-int cmd_run(const std::vector<std::string>& args) {
+namespace {
+
+int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
+  const bool predict = mode == ExecutionMode::kPredict;
+  const std::string name = predict ? "predict" : "run";
+  const std::string who = "llmcapd " + name;
   std::string out_path;
   std::string out_dir = "llmcap-results";
   bool no_out = false;
@@ -111,52 +117,67 @@ int cmd_run(const std::vector<std::string>& args) {
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  const CommandLine cl{
-      "run",
-      "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
-      "and prints the qualified-capacity table.\nExit 0 when the verdict is pass (every "
-      "target has a confirmed qualified capacity), 1 when a target failed its SLA, 2 for a "
-      "bad plan, 3 on runtime errors (target unreachable), 4 when inconclusive.",
-      1};
+  const std::string exits =
+      "\nExit 0 when the verdict is pass (every target has a confirmed qualified capacity), 1 "
+      "when a target failed its SLA, 2 for a bad plan, 3 on runtime errors (target "
+      "unreachable), 4 when inconclusive.";
+  const std::string usage =
+      predict ? "Usage: llmcapd predict PLAN.json [flags]\n       llmcapd predict --catalog "
+                "PLAN.json [flags]\n\nPredicts the plan's results in virtual time: every "
+                "target must be sim://<hardware>/<model>; the load generator's schedule and the "
+                "simulated engine share one discrete-event clock (no sockets, no sleeping), and "
+                "the same statistics, verdicts, capacity search and cost code judge it. Same plan "
+                "and seed, same results on any machine. Results are marked \"predicted\".\n"
+                "--catalog ranks every GPU profile that fits the plan's model by cost per million "
+                "output tokens at its predicted qualified capacity (docs/prediction.md)." +
+                    exits
+              : "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
+                "and prints the qualified-capacity table." +
+                    exits;
+  const CommandLine cl{name, usage, 1};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (positional.size() != 1) {
-    std::cerr << "llmcapd run: expected exactly one plan file (see llmcapd run --help)\n";
+    std::cerr << who << ": expected exactly one plan file (see " << who << " --help)\n";
     return kExitUsage;
   }
   if (auto err = setup_logging(log); !err.empty()) {
-    std::cerr << "llmcapd run: " << err << "\n";
+    std::cerr << who << ": " << err << "\n";
     return kExitUsage;
   }
   std::string error;
   const std::string text = read_file(positional[0], error);
   if (!error.empty()) {
-    std::cerr << "llmcapd run: " << error << "\n";
+    std::cerr << who << ": " << error << "\n";
     return kExitUsage;
   }
   api::PlanParse parse;
   RunPlan plan;
-  if (int rc = load_plan(positional[0], text, parse, plan, "llmcapd run"); rc != kExitOk) return rc;
-  if (parse.plan->agents) {
+  if (int rc = load_plan(positional[0], text, parse, plan, who.c_str()); rc != kExitOk) return rc;
+  if (parse.plan->agents && !predict) {
     // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
     // would silently measure a different set-up than the plan asks for.
-    std::cerr << "llmcapd run: " << positional[0]
+    std::cerr << who << ": " << positional[0]
               << ": /agents: a plan with agents runs only in the daemon (llmcapd serve, then "
                  "POST /v1/jobs); remove /agents to run it here with one in-process agent\n";
     return kExitUsage;
   }
   for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
-            << plan.targets.size() << " target(s), estimated at most "
-            << duration_text(parse.estimated_duration_s) << "\n";
+            << plan.targets.size() << " target(s), "
+            << (predict ? "predicted in virtual time (measured it would take at most "
+                        : "estimated at most ")
+            << duration_text(parse.estimated_duration_s) << (predict ? ")" : "") << "\n";
   std::string html_path;
   if (out_path.empty() && !no_out) {
-    const std::string stem = results_file_name(
-        plan.name.empty() ? std::filesystem::path(positional[0]).stem().string() : plan.name, plan,
-        std::chrono::system_clock::now());
+    const std::string stem =
+        results_file_name(
+            plan.name.empty() ? std::filesystem::path(positional[0]).stem().string() : plan.name,
+            plan, std::chrono::system_clock::now()) +
+        (predict ? "_predicted" : "");
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);
     if (ec) {
-      std::cerr << "llmcapd run: --out-dir: cannot create '" << out_dir << "': " << ec.message()
+      std::cerr << who << ": --out-dir: cannot create '" << out_dir << "': " << ec.message()
                 << " (or give --out PATH, or --no-out)\n";
       return kExitUsage;
     }
@@ -173,20 +194,21 @@ int cmd_run(const std::vector<std::string>& args) {
   // Live progress only where someone watches: stderr is a terminal.
   ConsoleSink sink(quiet ? static_cast<std::ostream&>(discard) : std::cerr,
                    !quiet && ::isatty(STDERR_FILENO) == 1);
-  PlanExecutor executor(sims, sink);
+  PlanExecutor executor(sims, sink, nullptr, mode);
   ExecutionResult result = executor.run(plan, stop.get_token());
   g_stop = nullptr;
   sims.stop();
 
   result.results = api::report_document(std::move(result.results), parse.normalized);
-  std::cout << "\nQualified capacity (SLA: "
+  std::cout << (predict ? "\nPredicted qualified capacity (virtual time, sim:// models; SLA: "
+                        : "\nQualified capacity (SLA: ")
             << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
             << capacity_table_text(result.results);
   if (!out_path.empty()) {
     std::ofstream out(out_path);
     out << result.results.dump(2) << "\n";
     if (!out) {
-      std::cerr << "llmcapd run: cannot write '" << out_path << "'\n";
+      std::cerr << who << ": cannot write '" << out_path << "'\n";
       return kExitRuntime;
     }
     std::cout << "results: " << out_path << "\n";
@@ -195,17 +217,17 @@ int cmd_run(const std::vector<std::string>& args) {
     std::ofstream html(html_path);
     html << api::render_report_html(result.results);
     if (!html) {
-      std::cerr << "llmcapd run: cannot write '" << html_path << "'\n";
+      std::cerr << who << ": cannot write '" << html_path << "'\n";
       return kExitRuntime;
     }
     std::cout << "report:  " << html_path << "\n";
   }
   if (!result.error.empty()) {
-    std::cerr << "llmcapd run: " << result.error << "\n";
+    std::cerr << who << ": " << result.error << "\n";
     return kExitRuntime;
   }
   if (result.cancelled) {
-    std::cerr << "llmcapd run: cancelled; results are partial\n";
+    std::cerr << who << ": cancelled; results are partial\n";
     return kExitRuntime;
   }
   switch (result.verdict) {
@@ -214,6 +236,16 @@ int cmd_run(const std::vector<std::string>& args) {
     case analysis::Outcome::kInconclusive: break;
   }
   return kExitInconclusive;
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  return run_plan_command(args, ExecutionMode::kMeasure);
+}
+
+int cmd_predict(const std::vector<std::string>& args) {
+  return run_plan_command(args, ExecutionMode::kPredict);
 }
 
 }  // namespace llmcap::server

@@ -10,6 +10,7 @@ int cmd_agent(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);
 int cmd_demo(const std::vector<std::string>& args);

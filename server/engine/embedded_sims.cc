@@ -32,10 +32,10 @@ void EmbeddedSimulators::stop() {
   servers_.clear();
 }
 
-EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_url,
-                                                         const std::string& sim_options_json,
-                                                         std::uint64_t seed) {
-  Resolved out;
+EmbeddedSimulators::Options EmbeddedSimulators::sim_options_for(const std::string& sim_url,
+                                                                const std::string& sim_options_json,
+                                                                std::uint64_t seed) {
+  Options out;
   if (!is_sim_url(sim_url)) {
     out.error = "not a sim:// URL: " + sim_url;
     return out;
@@ -59,7 +59,26 @@ EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_
   if (!opts.contains("seed")) opts["seed"] = seed;
   opts["address"] = "127.0.0.1";
   opts["port"] = 0;
-  const std::string key = opts.dump();
+  out.key = opts.dump();
+  auto parsed = sim::sim_options_from_json(out.key);
+  if (!parsed.options) {
+    out.error = parsed.error;
+    return out;
+  }
+  out.options = std::move(parsed.options);
+  return out;
+}
+
+EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_url,
+                                                         const std::string& sim_options_json,
+                                                         std::uint64_t seed) {
+  Resolved out;
+  auto made = sim_options_for(sim_url, sim_options_json, seed);
+  if (!made.options) {
+    out.error = made.error;
+    return out;
+  }
+  const std::string& key = made.key;  // one simulator per distinct set of options
 
   std::lock_guard lock(mu_);
   if (auto it = servers_.find(key); it != servers_.end()) {
@@ -69,13 +88,8 @@ EmbeddedSimulators::Resolved EmbeddedSimulators::resolve(const std::string& sim_
     out.clock_lost_ns = [sim] { return sim->clock_lost_ns(); };
     return out;
   }
-  auto parsed = sim::sim_options_from_json(key);
-  if (!parsed.options) {
-    out.error = parsed.error;
-    return out;
-  }
   try {
-    auto server = std::make_unique<sim::SimServer>(io_, *parsed.options);
+    auto server = std::make_unique<sim::SimServer>(io_, *made.options);
     server->start();
     out.base_url = "http://127.0.0.1:" + std::to_string(server->port());
     out.description = server->describe();

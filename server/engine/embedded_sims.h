@@ -13,8 +13,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+
+#include "sim/sim_options.h"
 
 namespace llmcap::sim {
 class SimServer;
@@ -43,6 +46,16 @@ class EmbeddedSimulators {
                    std::uint64_t seed);
   // True for URLs of the sim:// scheme.
   static bool is_sim_url(const std::string& url);
+  // The simulator's options for a target: the `sim` object, the URL's hardware and model, the
+  // plan's seed unless the options set one, listening on 127.0.0.1 on any free port. On error,
+  // `error` says why (a bad URL, or the option that is wrong).
+  struct Options {
+    std::optional<sim::SimOptions> options;
+    std::string key;  // the options as canonical JSON: equal keys, equal simulators
+    std::string error;
+  };
+  static Options sim_options_for(const std::string& sim_url, const std::string& sim_options_json,
+                                 std::uint64_t seed);
   void stop();
 
  private:

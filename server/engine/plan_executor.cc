@@ -22,6 +22,8 @@
 #include "api/result_json.h"
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
+#include "server/engine/virtual_step_backend.h"
+#include "sim/sim_model.h"
 
 namespace llmcap::server {
 
@@ -272,6 +274,7 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
   m.metrics_url = target_.metrics_url;
   if (m.metrics_url.empty() && EmbeddedSimulators::is_sim_url(target_.base_url))
     m.metrics_url = target_.spec.base_url + "/metrics";
+  if (backend_.provides_telemetry()) m.metrics_url.clear();  // the backend reports it
   std::optional<agent::TelemetryScraper> scraper;
   const auto scrape_epoch = std::chrono::steady_clock::now().time_since_epoch();
   if (!m.metrics_url.empty()) {
@@ -292,7 +295,13 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
   m.clock_lost_ns = clock_lost_ns_ ? clock_lost_ns_() - clock_lost_before : 0;
   m.result = std::move(produced.result);
   m.agents = std::move(produced.extra);
-  if (scraper) {
+  if (produced.telemetry) {
+    m.telemetry = std::move(*produced.telemetry);
+    m.metrics_url = "virtual engine of " + target_.base_url;
+  }
+  if (produced.telemetry) {
+    // Already on the samples' clock, in plan time.
+  } else if (scraper) {
     m.telemetry = scraper->stop();
     // Onto the samples' clock (the step epoch), then out of compressed time.
     const std::int64_t offset =
@@ -933,10 +942,46 @@ json TargetRun::run(std::string& error, bool& cancelled) {
   return doc;
 }
 
+// Prediction: the target's simulator as a virtual-time backend, or why it cannot be one.
+struct VirtualTarget {
+  std::unique_ptr<VirtualStepBackend> backend;
+  std::string description;
+  std::string error;
+};
+
+VirtualTarget make_virtual_backend(const RunTarget& target, const RunPlan& plan) {
+  VirtualTarget out;
+  if (!EmbeddedSimulators::is_sim_url(target.base_url)) {
+    out.error = "prediction needs a sim://<hardware>/<model> target; base_url is " +
+                target.base_url + " (measure it with llmcapd run or POST /v1/jobs)";
+    return out;
+  }
+  auto made =
+      EmbeddedSimulators::sim_options_for(target.base_url, target.sim_options_json, plan.seed);
+  if (!made.options) {
+    out.error = "simulator cannot start: " + made.error;
+    return out;
+  }
+  if (auto why = VirtualStepBackend::unsupported(*made.options, target.workload)) {
+    out.error = *why;
+    return out;
+  }
+  try {
+    sim::SimModel model = sim::build_sim_model(*made.options);
+    out.description = "virtual time: " + sim::describe(model);
+    out.backend = std::make_unique<VirtualStepBackend>(std::move(model), *made.options,
+                                                       plan.telemetry_interval_s);
+  } catch (const std::exception& e) {
+    out.error = std::string("simulator cannot start: ") + e.what();
+  }
+  return out;
+}
+
 }  // namespace
 
-PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend)
-    : sims_(sims), sink_(sink), backend_(backend ? backend : &local_) {}
+PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend,
+                           ExecutionMode mode)
+    : sims_(sims), sink_(sink), backend_(backend ? backend : &local_), mode_(mode) {}
 
 std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
   std::int64_t per_target = 0;
@@ -971,7 +1016,18 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     RunTarget target = plan.targets[t];
     std::string description;
     std::function<std::int64_t()> clock_lost_ns;
-    if (EmbeddedSimulators::is_sim_url(target.base_url)) {
+    std::unique_ptr<VirtualStepBackend> virtual_backend;
+    if (mode_ == ExecutionMode::kPredict) {
+      auto made = make_virtual_backend(target, plan);
+      if (!made.error.empty()) {
+        out.error = "target " + target.name + ": " + made.error;
+        break;
+      }
+      virtual_backend = std::move(made.backend);
+      description = made.description;
+      target.spec.base_url = target.base_url;
+      target.time_scale = 1.0;  // virtual time needs no compression
+    } else if (EmbeddedSimulators::is_sim_url(target.base_url)) {
       auto resolved = sims_.resolve(target.base_url, target.sim_options_json, plan.seed);
       if (!resolved.error.empty()) {
         out.error = "target " + target.name + ": simulator cannot start: " + resolved.error;
@@ -985,10 +1041,12 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     }
     sink_.on_target_started(target, target.spec.base_url, description);
     bool cancelled = false;
-    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, *backend_);
+    StepBackend& backend = virtual_backend ? *virtual_backend : *backend_;
+    TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, backend);
     run.set_target_clock(std::move(clock_lost_ns));
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
+    doc["predicted"] = mode_ == ExecutionMode::kPredict;
     const bool qualified = doc["qualified"].is_object();
     {
       // The job's verdict is judged from the targets' (analysis/target_verdict.h).
@@ -1016,6 +1074,7 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
 
   json results{
       {"plan", plan.name},
+      {"predicted", mode_ == ExecutionMode::kPredict},
       {"workload_fingerprint", plan.fingerprint},
       {"comparison_label", plan.per_target_optimised ? "per-target optimised" : "same-config"},
       {"targets", targets}};

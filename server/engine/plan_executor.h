@@ -91,10 +91,17 @@ struct ExecutionResult {
   analysis::Outcome verdict = analysis::Outcome::kInconclusive;
 };
 
+// kMeasure: load is sent to the targets (sim:// targets through their embedded simulators, in
+// compressed real time). kPredict: every target must be sim://; each runs in virtual time
+// (server/engine/virtual_step_backend.h) and the results are marked "predicted".
+enum class ExecutionMode { kMeasure, kPredict };
+
 class PlanExecutor {
  public:
   // backend: who generates each step's load (server/engine/step_backend.h); nullptr: this process.
-  PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend = nullptr);
+  // In kPredict mode the backend is ignored: each target gets its virtual backend.
+  PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBackend* backend = nullptr,
+               ExecutionMode mode = ExecutionMode::kMeasure);
   ExecutionResult run(const RunPlan& plan, std::stop_token stop, const ResumeState& resume = {});
 
   // Steps the plan will run at most (capacity searches counted at max_steps + confirms).
@@ -105,6 +112,7 @@ class PlanExecutor {
   ExecutionSink& sink_;
   LocalStepBackend local_;
   StepBackend* backend_;  // never null: &local_ unless given
+  ExecutionMode mode_;
 };
 
 }  // namespace llmcap::server

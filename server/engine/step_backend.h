@@ -3,7 +3,9 @@
 // and judges the StepResult it gets back, whoever produced it:
 //   LocalStepBackend   runs agent::StepRunner in this process (the default);
 //   ShardCoordinator   (server/fleet/shard_coordinator.h) splits the step over `llmcapd agent`
-//                      processes and merges their results.
+//                      processes and merges their results;
+//   VirtualStepBackend (server/engine/virtual_step_backend.h) runs a simulated target in
+//                      virtual time (prediction) and produces the target's telemetry itself.
 // run() blocks the calling thread (a job worker) until the step is over. A backend that cannot
 // produce the step returns a result with fatal_error set, which fails the job with that reason.
 // `extra`, when not null, is stored in the step's results document under "agents".
@@ -12,17 +14,22 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 
 #include "agent/step_result.h"
 #include "agent/step_runner.h"
 #include "agent/step_spec.h"
+#include "agent/telemetry_scraper.h"
 
 namespace llmcap::server {
 
 struct BackendStep {
   agent::StepResult result;
   nlohmann::json extra;  // null: nothing to add to the step document
+  // The target's telemetry over the step, on the samples' clock, from a backend that
+  // provides_telemetry(); nullopt: the executor scrapes the target's metrics itself.
+  std::optional<agent::TelemetryResult> telemetry;
 };
 
 class StepBackend {
@@ -31,6 +38,8 @@ class StepBackend {
   // global_step: the step's number within the job (StepContext::global_step).
   virtual BackendStep run(const agent::StepSpec& spec, std::int64_t global_step,
                           std::stop_token stop, const agent::ProgressCallback& progress) = 0;
+  // True when run() fills BackendStep::telemetry (no target to scrape).
+  virtual bool provides_telemetry() const { return false; }
 };
 
 class LocalStepBackend final : public StepBackend {
@@ -38,7 +47,7 @@ class LocalStepBackend final : public StepBackend {
   BackendStep run(const agent::StepSpec& spec, std::int64_t /*global_step*/, std::stop_token stop,
                   const agent::ProgressCallback& progress) override {
     agent::StepRunner runner;
-    return BackendStep{runner.run(spec, std::move(stop), progress), nullptr};
+    return BackendStep{runner.run(spec, std::move(stop), progress), nullptr, std::nullopt};
   }
 };
 

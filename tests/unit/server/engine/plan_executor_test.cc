@@ -51,7 +51,7 @@ class CancellingBackend final : public StepBackend {
     ++calls;
     stop_.request_stop();
     EXPECT_TRUE(stop.stop_requested());
-    return BackendStep{result_, nullptr};
+    return BackendStep{result_, nullptr, std::nullopt};
   }
   int calls = 0;
 
@@ -168,7 +168,7 @@ class KnownCapacityBackend final : public StepBackend {
     r.client_cpu_utilisation = 0.1;
     r.counts.intended = r.counts.sent = r.counts.ok = r.samples.size();
     ++calls;
-    return BackendStep{r, nullptr};
+    return BackendStep{r, nullptr, std::nullopt};
   }
   int calls = 0;
 
