@@ -1,0 +1,225 @@
+// VirtualStepBackend: the load generator's schedule and the simulated engine on one virtual
+// clock. The engine's own single-request prediction, exact counts, deadlines, drain and
+// determinism are the truths checked here.
+#include "server/engine/virtual_step_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <stop_token>
+
+#include "sim/sim_model.h"
+
+namespace llmcap::server {
+namespace {
+
+using analysis::ErrorClass;
+
+sim::SimOptions options(std::int64_t max_model_len = 0) {
+  sim::SimOptions o;
+  o.hardware = "rtx4090-48g";
+  o.model = "llama-3.1-8b";
+  o.max_model_len = max_model_len;
+  return o;
+}
+
+VirtualStepBackend backend(const sim::SimOptions& o = options()) {
+  return VirtualStepBackend(sim::build_sim_model(o), o);
+}
+
+agent::StepSpec closed(std::int32_t c, std::int32_t in, std::int32_t out, double duration_s) {
+  agent::StepSpec s;
+  s.target.base_url = "sim://rtx4090-48g/llama-3.1-8b";
+  s.workload.input_tokens = analysis::LengthDistribution::fixed(in);
+  s.workload.output_tokens = analysis::LengthDistribution::fixed(out);
+  s.load.kind = agent::LoadKind::kClosed;
+  s.load.concurrency = c;
+  s.duration_s = duration_s;
+  s.seed = 7;
+  return s;
+}
+
+agent::StepSpec open(double rps, double duration_s) {
+  agent::StepSpec s = closed(1, 256, 32, duration_s);
+  s.load.kind = agent::LoadKind::kOpen;
+  s.load.rate = agent::RateProfile::constant(rps);
+  s.load.inter_arrival = agent::InterArrival::kPoisson;
+  return s;
+}
+
+agent::StepResult run(VirtualStepBackend& b, const agent::StepSpec& spec,
+                      std::stop_token stop = {}) {
+  BackendStep out = b.run(spec, 0, stop, {});
+  EXPECT_EQ(out.result.fatal_error, "");
+  EXPECT_TRUE(out.telemetry.has_value());
+  return std::move(out.result);
+}
+
+TEST(VirtualStepBackend, OneRequestAtATimeSeesTheEnginesSingleRequestLatency) {
+  auto b = backend();
+  const auto r = run(b, closed(1, 512, 64, 10));
+  const auto p = sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config,
+                                                  512, 64);
+  ASSERT_GT(r.samples.size(), 5u);
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const auto& s = r.samples[i];
+    ASSERT_TRUE(s.ok()) << s.error_message;
+    EXPECT_EQ(s.output_tokens, 64);
+    EXPECT_EQ(s.input_tokens, 512);
+    EXPECT_NEAR(static_cast<double>(*s.ttft_ns()) / 1e9, p.ttft_s, 1e-6);
+    EXPECT_NEAR(*s.tpot_ns() / 1e9, p.tpot_s, 1e-6);
+    EXPECT_NEAR(static_cast<double>(*s.e2e_ns()) / 1e9, p.e2e_s, 1e-6);
+    // Closed loop: the next request is intended the instant this one ended.
+    if (i + 1 < r.samples.size()) {
+      EXPECT_EQ(r.samples[i + 1].t_intended_ns, s.t_end_ns);
+    }
+  }
+  EXPECT_TRUE(r.completed);
+  EXPECT_EQ(r.counts.ok, r.samples.size());
+  EXPECT_EQ(r.itl_ns.count(), r.samples.size() * 63);
+}
+
+TEST(VirtualStepBackend, TheSameSpecGivesTheSameResultOnEveryRun) {
+  auto a = backend();
+  auto b = backend();
+  const auto spec = open(6, 20);
+  const auto x = run(a, spec);
+  const auto y = run(b, spec);
+  ASSERT_EQ(x.samples.size(), y.samples.size());
+  for (std::size_t i = 0; i < x.samples.size(); ++i) {
+    EXPECT_EQ(x.samples[i].t_intended_ns, y.samples[i].t_intended_ns);
+    EXPECT_EQ(x.samples[i].t_first_token_ns, y.samples[i].t_first_token_ns);
+    EXPECT_EQ(x.samples[i].t_end_ns, y.samples[i].t_end_ns);
+  }
+  EXPECT_EQ(x.in_flight_series, y.in_flight_series);
+}
+
+TEST(VirtualStepBackend, OpenLoopWindowHoldsExactlyThePlannedArrivals) {
+  auto b = backend();
+  auto spec = open(5, 10);
+  spec.warmup_s = 2;
+  const auto r = run(b, spec);
+  std::size_t in_window = 0;
+  for (const auto& s : r.samples) {
+    if (s.t_intended_ns >= r.window_start_ns && s.t_intended_ns < r.window_end_ns) ++in_window;
+  }
+  EXPECT_EQ(in_window, 50u);  // 5 rps × 10 s, exact counts (arrival_process.h)
+  EXPECT_EQ(r.counts.intended, r.samples.size());
+  EXPECT_EQ(r.counts.ok, r.samples.size());
+  EXPECT_EQ(r.dropped_arrivals, 0u);
+}
+
+TEST(VirtualStepBackend, ArrivalsBeyondTheInFlightCapAreDroppedAndCounted) {
+  auto b = backend();
+  auto spec = open(20, 5);
+  spec.load.in_flight_cap = 1;
+  const auto r = run(b, spec);
+  EXPECT_GT(r.dropped_arrivals, 0u);
+  EXPECT_EQ(r.counts.intended, r.samples.size() + r.dropped_arrivals);
+  for (std::size_t i = 1; i < r.samples.size(); ++i) {  // never two in flight
+    EXPECT_GE(r.samples[i].t_send_ns, r.samples[i - 1].t_end_ns);
+  }
+}
+
+TEST(VirtualStepBackend, AFirstTokenDeadlineTimesRequestsOutAndFreesTheEngine) {
+  auto b = backend();
+  auto spec = closed(4, 8000, 16, 3);
+  spec.deadlines.first_token_ms = 1;  // a 8000-token prefill takes far longer
+  const auto r = run(b, spec);
+  ASSERT_FALSE(r.samples.empty());
+  for (const auto& s : r.samples) {
+    EXPECT_EQ(s.error, ErrorClass::kTimeoutFirstToken);
+    EXPECT_EQ(s.t_end_ns - s.t_send_ns, 1'000'000);
+  }
+  EXPECT_EQ(r.counts.failed, r.samples.size());
+  // The engine dropped them all: the next step starts on an idle engine.
+  const auto again = run(b, closed(1, 512, 64, 2));
+  const auto p = sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config,
+                                                  512, 64);
+  EXPECT_NEAR(static_cast<double>(*again.samples.front().ttft_ns()) / 1e9, p.ttft_s, 1e-6);
+}
+
+TEST(VirtualStepBackend, DrainCancelEndsInFlightRequestsAtTheWindowEnd) {
+  auto b = backend();
+  auto spec = closed(8, 256, 2000, 5);  // 2000 tokens outlast a 5 s window
+  spec.drain = agent::DrainPolicy::kCancel;
+  const auto r = run(b, spec);
+  EXPECT_EQ(r.counts.cancelled, 8u);
+  for (const auto& s : r.samples) {
+    EXPECT_EQ(s.error, ErrorClass::kCancelled);
+    EXPECT_EQ(s.t_end_ns, r.window_end_ns);
+  }
+  EXPECT_EQ(r.end_ns, r.window_end_ns);
+}
+
+TEST(VirtualStepBackend, DrainWaitLetsThemFinishWithinTheTimeout) {
+  auto b = backend();
+  auto spec = closed(8, 256, 200, 2);
+  spec.drain = agent::DrainPolicy::kWait;
+  spec.drain_timeout_s = 60;
+  const auto r = run(b, spec);
+  EXPECT_EQ(r.counts.cancelled, 0u);
+  EXPECT_EQ(r.counts.ok, r.samples.size());
+  EXPECT_GT(r.end_ns, r.window_end_ns);
+}
+
+TEST(VirtualStepBackend, APromptBeyondMaxModelLenIsRefusedAsTheSimulatorDoes) {
+  auto b = backend(options(1024));
+  const auto r = run(b, closed(1, 1000, 100, 1));
+  ASSERT_FALSE(r.samples.empty());
+  EXPECT_EQ(r.samples.front().error, ErrorClass::kHttp4xx);
+  EXPECT_EQ(r.samples.front().http_status, 400);
+  EXPECT_NE(r.samples.front().error_message.find("1024"), std::string::npos);
+}
+
+TEST(VirtualStepBackend, ARequestCountWindowHoldsExactlyN) {
+  auto b = backend();
+  auto spec = closed(3, 256, 32, 3600);
+  spec.window_requests = 20;
+  spec.warmup_s = 1;
+  const auto r = run(b, spec);
+  std::size_t in_window = 0;
+  for (const auto& s : r.samples) {
+    if (s.t_intended_ns >= r.window_start_ns && s.t_intended_ns < r.window_end_ns) ++in_window;
+  }
+  EXPECT_EQ(in_window, 20u);
+  EXPECT_LT(r.window_end_ns, r.window_start_ns + 60'000'000'000LL);
+}
+
+TEST(VirtualStepBackend, AStopCancelsTheStep) {
+  auto b = backend();
+  std::stop_source stop;
+  stop.request_stop();
+  const auto r = run(b, open(50, 600), stop.get_token());
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.completed);
+  EXPECT_LT(r.end_ns, 600'000'000'000LL);
+}
+
+TEST(VirtualStepBackend, TelemetryFollowsTheEnginesState) {
+  auto b = backend();
+  BackendStep out = b.run(closed(16, 1024, 128, 10), 0, {}, {});
+  ASSERT_TRUE(out.telemetry);
+  const auto& sum = out.telemetry->summary;
+  ASSERT_TRUE(sum.running_max);
+  EXPECT_EQ(*sum.running_max, 16);
+  ASSERT_TRUE(sum.kv_usage_max);
+  EXPECT_GT(*sum.kv_usage_max, 0);
+  EXPECT_LT(*sum.kv_usage_max, 1);
+  EXPECT_GE(out.telemetry->points.size(), 10u * 4);
+}
+
+TEST(VirtualStepBackend, FaultsAndDatasetsAreRefusedNamingTheField) {
+  auto o = options();
+  o.faults.error_rate = 0.1;
+  agent::WorkloadSpec w;
+  auto why = VirtualStepBackend::unsupported(o, w);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("sim.faults:", 0), 0u);
+  w.source = agent::WorkloadSource::kDataset;
+  why = VirtualStepBackend::unsupported(options(), w);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("workload.dataset_path:", 0), 0u);
+}
+
+}  // namespace
+}  // namespace llmcap::server
