@@ -161,6 +161,15 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                  "POST /v1/jobs); remove /agents to run it here with one in-process agent\n";
     return kExitUsage;
   }
+  if (predict) {
+    // Only simulated targets that fit their GPU can run in virtual time: refused before anything
+    // runs.
+    if (const auto problems = PlanExecutor::prediction_problems(plan); !problems.empty()) {
+      std::cerr << who << ": " << positional[0] << ": cannot predict\n";
+      for (const auto& p : problems) std::cerr << "  " << p << "\n";
+      return kExitUsage;
+    }
+  }
   for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
   std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
             << plan.targets.size() << " target(s), "

@@ -983,6 +983,31 @@ PlanExecutor::PlanExecutor(EmbeddedSimulators& sims, ExecutionSink& sink, StepBa
                            ExecutionMode mode)
     : sims_(sims), sink_(sink), backend_(backend ? backend : &local_), mode_(mode) {}
 
+std::vector<std::string> PlanExecutor::prediction_problems(const RunPlan& plan) {
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < plan.targets.size(); ++i) {
+    const VirtualTarget made = make_virtual_backend(plan.targets[i], plan);
+    if (made.error.empty()) continue;
+    const std::string& e = made.error;
+    // Errors naming a plan field already ("sim.faults: ...", "workload.dataset_path: ...") get
+    // the target's path in front; the rest are about the simulator the target asks for.
+    const auto colon = e.find(':');
+    const std::string head = colon == std::string::npos ? "" : e.substr(0, colon);
+    const bool field = !head.empty() && head.find(' ') == std::string::npos;
+    const std::string at = "/targets/" + std::to_string(i) + "/";
+    if (!EmbeddedSimulators::is_sim_url(plan.targets[i].base_url)) {
+      problems.push_back(at + "base_url: " + e);
+    } else if (field) {
+      std::string path = head;
+      std::replace(path.begin(), path.end(), '.', '/');
+      problems.push_back(at + path + e.substr(colon));
+    } else {
+      problems.push_back(at + "base_url: " + e);
+    }
+  }
+  return problems;
+}
+
 std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
   std::int64_t per_target = 0;
   for (const auto& p : plan.phases) {

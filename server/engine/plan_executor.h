@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "agent/step_result.h"
 #include "agent/step_runner.h"
@@ -106,6 +107,9 @@ class PlanExecutor {
 
   // Steps the plan will run at most (capacity searches counted at max_steps + confirms).
   static std::int64_t planned_steps(const RunPlan& plan);
+  // Why the plan cannot run in kPredict mode, one line per problem, each starting with the
+  // plan path it is about ("/targets/1/base_url: ..."); empty when it can.
+  static std::vector<std::string> prediction_problems(const RunPlan& plan);
 
  private:
   EmbeddedSimulators& sims_;
