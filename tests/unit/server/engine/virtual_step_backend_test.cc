@@ -57,8 +57,8 @@ agent::StepResult run(VirtualStepBackend& b, const agent::StepSpec& spec,
 TEST(VirtualStepBackend, OneRequestAtATimeSeesTheEnginesSingleRequestLatency) {
   auto b = backend();
   const auto r = run(b, closed(1, 512, 64, 10));
-  const auto p = sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config,
-                                                  512, 64);
+  const auto p =
+      sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config, 512, 64);
   ASSERT_GT(r.samples.size(), 5u);
   for (std::size_t i = 0; i < r.samples.size(); ++i) {
     const auto& s = r.samples[i];
@@ -133,8 +133,8 @@ TEST(VirtualStepBackend, AFirstTokenDeadlineTimesRequestsOutAndFreesTheEngine) {
   EXPECT_EQ(r.counts.failed, r.samples.size());
   // The engine dropped them all: the next step starts on an idle engine.
   const auto again = run(b, closed(1, 512, 64, 2));
-  const auto p = sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config,
-                                                  512, 64);
+  const auto p =
+      sim::BatchEngine::predict_single(b.model().roofline, b.model().engine_config, 512, 64);
   EXPECT_NEAR(static_cast<double>(*again.samples.front().ttft_ns()) / 1e9, p.ttft_s, 1e-6);
 }
 
