@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
+#include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_tables.h"
 #include "api/svg_chart.h"
@@ -651,6 +654,45 @@ std::string capacity_table(const json& results) {
   return out;
 }
 
+// A prediction beside a measurement of the same workload and SLA (api/prediction_check.h).
+std::string prediction_check_section(const json& results) {
+  const auto& check = json_member(results, "prediction_check");
+  const auto& targets = json_member(check, "targets");
+  if (!targets.is_array() || targets.empty()) return "";
+  std::string out =
+      "<section id=\"prediction-check\"><h2>Prediction vs measurement</h2><p "
+      "class=\"caption\">Predicted job " +
+      esc(json_string(check, "predicted_job")) + ", measured job " +
+      esc(json_string(check, "measured_job")) +
+      " (same workload fingerprint and SLA), at each target's qualified point. Error = (measured "
+      "− predicted) / predicted.</p><table><thead><tr><th>Target</th><th>Figure</th>"
+      "<th>Predicted</th><th>Measured</th><th>Error</th></tr></thead><tbody>";
+  for (const auto& t : targets) {
+    const auto& p = json_member(t, "predicted");
+    const auto& m = json_member(t, "measured");
+    const auto& e = json_member(t, "relative_error");
+    bool first = true;
+    for (const auto& [key, name, decimals] :
+         {std::tuple{"qualified_rps", "Qualified rate (req/s)", 2},
+          std::tuple{"output_tokens_per_s", "Output tok/s", 1},
+          std::tuple{"ttft_p95_ms", "P95 TTFT (ms)", 0},
+          std::tuple{"tpot_p95_ms", "P95 TPOT (ms)", 1},
+          std::tuple{"e2e_p95_ms", "P95 E2E (ms)", 0}}) {
+      auto cell = [&](const json& side) {
+        const auto v = json_number(side, key);
+        return v ? format_fixed(*v, decimals) : json_string(side, "outcome", "-");
+      };
+      const auto err = json_number(e, key);
+      char pct[32] = "-";
+      if (err) std::snprintf(pct, sizeof pct, "%+.1f %%", *err * 100);
+      out += "<tr>" + td(first ? json_string(t, "target") : std::string(), "text") +
+             td(name, "text") + td(cell(p)) + td(cell(m)) + td(pct) + "</tr>";
+      first = false;
+    }
+  }
+  return out + "</tbody></table></section>";
+}
+
 std::string comparison_section(const json& results) {
   const auto& comparison = json_member(results, "comparison");
   const auto label = json_string(results, "comparison_label", "same-config");
@@ -895,7 +937,11 @@ json report_document(json results, const json& plan_document) {
 
 std::string render_report_html(const json& results, const ReportOptions& options) {
   const auto plan = json_string(results, "plan", "(unnamed plan)");
-  const std::string title = options.title.empty() ? "Capacity report: " + plan : options.title;
+  const bool predicted = is_predicted(results);
+  const std::string title =
+      !options.title.empty()
+          ? options.title
+          : (predicted ? "Predicted capacity report: " : "Capacity report: ") + plan;
   std::string out;
   out.reserve(256 * 1024);
   out +=
@@ -924,6 +970,10 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += "<span class=\"badge" + std::string(label == "same-config" ? "" : " warn") + "\">" +
          esc(label) + "</span>";
   if (simulated) out += "<span class=\"badge\">simulated</span>";
+  if (predicted)
+    out +=
+        "<span class=\"badge warn\" id=\"predicted\">predicted (virtual time), not "
+        "measured</span>";
   if (client_bound) out += "<span class=\"badge warn\">client-bound steps present</span>";
   const auto& error = json_member(results, "error");
   out += "</p>";
@@ -940,6 +990,7 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += "<section id=\"capacity\"><h2>Qualified capacity</h2>" + capacity_table(results) +
          "</section>";
   out += jobs_section(results);
+  out += prediction_check_section(results);
   out += comparison_section(results);
   out += demand_section(results);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "api/prediction_check.h"
 #include "api/report_format.h"
 
 namespace llmcap::api {
@@ -198,6 +199,10 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
       r.verdict = r.outcome + ": no qualified capacity";
     if (json_member(t, "simulated").is_boolean() && t["simulated"].get<bool>())
       r.labels.push_back("simulated");
+    // A prediction (virtual time) says so on every row it reaches: tables, reports, comparisons.
+    if ((json_member(t, "predicted").is_boolean() && t["predicted"].get<bool>()) ||
+        is_predicted(results))
+      r.labels.push_back("predicted");
     if (!comparison_label.empty()) r.labels.push_back(comparison_label);
     if (json_number(t, "client_bound_steps").value_or(0) > 0)
       r.labels.push_back("client-bound steps present");
@@ -333,8 +338,15 @@ std::string lengths_text(const CapacityRow& row) {
 }
 
 std::string render_markdown(const json& results) {
+  const bool predicted = is_predicted(results);
   std::string out =
-      "# Capacity report: " + md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
+      std::string(predicted ? "# Predicted capacity report: " : "# Capacity report: ") +
+      md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
+  if (predicted)
+    out +=
+        "> **Predicted**, not measured: the plan ran on simulated targets in virtual time "
+        "(`llmcapd predict`, docs/prediction.md). Confirm it on the hardware with the same "
+        "plan.\n\n";
   const auto desc = json_string(json_member(results, "plan_document"), "description");
   if (!desc.empty()) out += md(desc) + "\n\n";
   out += "- State: " + md(json_string(results, "state", "unknown")) + "\n";
@@ -368,6 +380,15 @@ std::string render_markdown(const json& results) {
       why += "- " + md(r.target) + ": " + md(r.statement) + "\n";
   }
   if (!why.empty()) out += "\n" + why;
+  if (const auto lines = prediction_check_lines(json_member(results, "prediction_check"));
+      !lines.empty()) {
+    const auto& check = results["prediction_check"];
+    out += "\n## Prediction vs measurement\n\nPredicted job `" +
+           md(json_string(check, "predicted_job")) + "`, measured job `" +
+           md(json_string(check, "measured_job")) +
+           "` (same workload fingerprint and SLA); error = (measured − predicted) / predicted.\n\n";
+    for (const auto& l : lines) out += "- " + md(l) + "\n";
+  }
   const auto& comparison = json_member(results, "comparison");
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";

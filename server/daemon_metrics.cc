@@ -123,6 +123,21 @@ struct DaemonMetrics::Families {
                  .Help("Cost per million output tokens at the qualified capacity, in the "
                        "plan's currency (label currency)")
                  .Register(r)),
+        predicted_rps(prometheus::BuildGauge()
+                          .Name("llmcap_predicted_capacity_requests_per_second")
+                          .Help("Predicted qualified capacity (open-loop requests/s; virtual "
+                                "time, POST /v1/predictions) from the target's latest succeeded "
+                                "prediction; absent when it qualified no rate")
+                          .Register(r)),
+        predicted_tps(prometheus::BuildGauge()
+                          .Name("llmcap_predicted_output_tokens_per_second")
+                          .Help("Output tokens/s at the predicted qualified capacity")
+                          .Register(r)),
+        predicted_cost(prometheus::BuildGauge()
+                           .Name("llmcap_predicted_cost_per_million_output_tokens")
+                           .Help("Cost per million output tokens at the predicted qualified "
+                                 "capacity, in the plan's currency (label currency)")
+                           .Register(r)),
         build_info(prometheus::BuildGauge()
                        .Name("llmcap_build_info")
                        .Help("Build information (value 1)")
@@ -170,6 +185,9 @@ struct DaemonMetrics::Families {
   prometheus::Family<Gauge>& capacity_rps;
   prometheus::Family<Gauge>& capacity_tps;
   prometheus::Family<Gauge>& cost;
+  prometheus::Family<Gauge>& predicted_rps;
+  prometheus::Family<Gauge>& predicted_tps;
+  prometheus::Family<Gauge>& predicted_cost;
   prometheus::Family<Gauge>& build_info;
   prometheus::Family<Gauge>& uptime;
   prometheus::Family<Gauge>& storage_queue;
@@ -191,7 +209,8 @@ struct DaemonMetrics::Families {
   std::mutex mu;
   std::map<std::string, TargetHandles> targets;  // GUARDED_BY(mu)
   std::mutex capacity_mu;
-  std::map<std::string, Gauge*> cost_by_target;  // GUARDED_BY(capacity_mu)
+  std::map<std::string, Gauge*> cost_by_target;            // GUARDED_BY(capacity_mu)
+  std::map<std::string, Gauge*> predicted_cost_by_target;  // GUARDED_BY(capacity_mu)
 
   TargetHandles& target(const std::string& name) {
     std::lock_guard lock(mu);
@@ -355,7 +374,7 @@ void DaemonMetrics::set_jobs(const std::string& state, double n) {
 }
 void DaemonMetrics::set_queue_length(double n) { f_->queue.Add({}).Set(n); }
 
-void DaemonMetrics::set_capacity(const std::string& target, const Capacity& c) {
+void DaemonMetrics::set_capacity(const std::string& target, const Capacity& c, bool predicted) {
   std::lock_guard lock(f_->capacity_mu);
   auto put = [&target](prometheus::Family<Gauge>& family, const std::optional<double>& v) {
     const prometheus::Labels labels{{"target", target}};
@@ -365,16 +384,19 @@ void DaemonMetrics::set_capacity(const std::string& target, const Capacity& c) {
       family.Remove(&family.Add(labels));
     }
   };
-  put(f_->capacity_rps, c.requests_per_second);
-  put(f_->capacity_tps, c.output_tokens_per_second);
+  // A prediction has its own families: a predicted and a measured capacity of one target are
+  // two different facts, never one series a later job overwrites.
+  put(predicted ? f_->predicted_rps : f_->capacity_rps, c.requests_per_second);
+  put(predicted ? f_->predicted_tps : f_->capacity_tps, c.output_tokens_per_second);
   // One cost series per target: a job priced in another currency replaces it.
-  auto& cost = f_->cost_by_target;
+  auto& family = predicted ? f_->predicted_cost : f_->cost;
+  auto& cost = predicted ? f_->predicted_cost_by_target : f_->cost_by_target;
   if (auto it = cost.find(target); it != cost.end()) {
-    f_->cost.Remove(it->second);
+    family.Remove(it->second);
     cost.erase(it);
   }
   if (c.cost_per_million_output_tokens) {
-    Gauge& g = f_->cost.Add({{"target", target}, {"currency", c.currency}});
+    Gauge& g = family.Add({{"target", target}, {"currency", c.currency}});
     g.Set(*c.cost_per_million_output_tokens);
     cost.emplace(target, &g);
   }

@@ -10,6 +10,8 @@
 //     overwrite each other; they are removed series_grace after the job ends (job_finished), so
 //     their number is bounded by the jobs running in the last series_grace;
 //   - the qualified-capacity gauges are per target (the latest finished job that found one);
+//     a prediction's (POST /v1/predictions) go to the llmcap_predicted_* families instead, and a
+//     prediction records no requests, tokens or latencies (no load reached any target);
 //   - routes, status codes, phases, outcomes and currencies — never request ids.
 //
 // Thread-safety: every method may be called from any thread (prometheus-cpp metrics are
@@ -89,7 +91,8 @@ class DaemonMetrics final : public ApiMetrics {
     std::optional<double> cost_per_million_output_tokens;
     std::string currency = "USD";  // ISO 4217, the plan's
   };
-  void set_capacity(const std::string& target, const Capacity& capacity);
+  // predicted: the job was a prediction (virtual time): the llmcap_predicted_* families.
+  void set_capacity(const std::string& target, const Capacity& capacity, bool predicted = false);
 
   // --- process ---
   void set_storage_queue_depth(double n);

@@ -93,6 +93,9 @@ class DaemonSink final : public ExecutionSink {
         redactor_(redactor) {}
 
   void set_after_step(std::function<void()> f) { after_step_ = std::move(f); }
+  // A prediction (virtual time): no load reached any target, so no request, token, latency,
+  // dropped-arrival or client-CPU series; the step and verdict gauges still show its progress.
+  void set_predicted(bool predicted) { predicted_ = predicted; }
   // The time_scale of each simulated target (by name): live rates are exported in the plan's
   // time, like the (expanded) latencies, not in the compressed wall-clock time of the run.
   void set_time_scales(std::map<std::string, double> scales) { time_scales_ = std::move(scales); }
@@ -124,12 +127,12 @@ class DaemonSink final : public ExecutionSink {
 
   void on_progress(const StepContext& ctx, const agent::StepProgress& p) override {
     metrics_.set_in_flight(job_id_, ctx.target, static_cast<double>(p.in_flight));
-    if (p.elapsed_ns > 0) {
+    if (p.elapsed_ns > 0 && !predicted_) {
       // elapsed_ns is wall-clock: a simulated target's step ran time_scale× faster.
       const double seconds = static_cast<double>(p.elapsed_ns) / 1e9 * time_scale(ctx.target);
       metrics_.set_achieved_rate(job_id_, ctx.target, static_cast<double>(p.sent) / seconds);
     }
-    if (p.dropped_arrivals > last_dropped_) {
+    if (p.dropped_arrivals > last_dropped_ && !predicted_) {
       metrics_.add_dropped_arrivals(ctx.target,
                                     static_cast<double>(p.dropped_arrivals - last_dropped_));
       last_dropped_ = p.dropped_arrivals;
@@ -151,13 +154,15 @@ class DaemonSink final : public ExecutionSink {
     }
     last_dropped_ = 0;
     metrics_.set_in_flight(job_id_, ctx.target, 0);
-    for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
-    // The pooled ITL histogram goes to Prometheus bucket by bucket (≤1% value error).
-    for (const auto& b : result.itl_ns.buckets()) {
-      const double seconds = analysis::LogHistogram::bucket_value(b.index) * 1e-9;
-      metrics_.record_itl_seconds(ctx.target, seconds, b.count);
+    if (!predicted_) {
+      for (const auto& s : result.samples) metrics_.record_request(ctx.target, s);
+      // The pooled ITL histogram goes to Prometheus bucket by bucket (≤1% value error).
+      for (const auto& b : result.itl_ns.buckets()) {
+        const double seconds = analysis::LogHistogram::bucket_value(b.index) * 1e-9;
+        metrics_.record_itl_seconds(ctx.target, seconds, b.count);
+      }
+      metrics_.set_client_cpu(job_id_, ctx.target, result.client_cpu_utilisation);
     }
-    metrics_.set_client_cpu(job_id_, ctx.target, result.client_cpu_utilisation);
     const analysis::Outcome outcome = step.verdict.outcome;
     metrics_.set_last_verdict(job_id_, ctx.target, ctx.phase,
                               outcome == analysis::Outcome::kPass   ? 1
@@ -262,6 +267,7 @@ class DaemonSink final : public ExecutionSink {
   std::int64_t step_id_ = -1;
   std::string begin_error_;
   std::uint64_t last_dropped_ = 0;
+  bool predicted_ = false;
   std::chrono::steady_clock::time_point job_started_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   json progress_;  // GUARDED_BY(mu_)
@@ -479,16 +485,27 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   sink.set_after_step([this, &stop_after_step] {
     if (shutting_down_) stop_after_step.request_stop();
   });
+  // A prediction (POST /v1/predictions) runs its sim:// targets in virtual time, in this
+  // process: no agents, no sockets.
+  const ExecutionMode mode =
+      job.value().kind == "predicted" ? ExecutionMode::kPredict : ExecutionMode::kMeasure;
+  sink.set_predicted(mode == ExecutionMode::kPredict);
   // Scale-out (issue 11): the job's steps run on its agents through a ShardCoordinator.
   std::shared_ptr<ShardCoordinator> fleet;
-  if (parse.plan->agents) {
+  if (parse.plan->agents && mode == ExecutionMode::kMeasure) {
     if (!shard_hub_) {
       fail("the plan has agents but this llmcapd cannot coordinate agents (no shard hub)");
       return;
     }
     fleet = shard_hub_->open(job_id, *parse.plan->agents);
   }
-  PlanExecutor executor(sims_, sink, fleet.get());
+  if (mode == ExecutionMode::kPredict) {
+    if (const auto problems = PlanExecutor::prediction_problems(plan); !problems.empty()) {
+      fail("cannot predict: " + problems.front());
+      return;
+    }
+  }
+  PlanExecutor executor(sims_, sink, fleet.get(), mode);
   ExecutionResult result;
   try {
     result = executor.run(plan, stop_after_step.get_token(), resume);
@@ -501,6 +518,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
                               : result.cancelled    ? "stopped"
                                                     : "finished");
   result.results["job_id"] = job_id;
+  result.results["kind"] = job.value().kind;
   // The load generator's host GPUs, when llmcapd runs on the GPU host (docs/metrics.md §8.2: record
   // the hardware with every result). Absent nvidia-smi is noted, never an error.
   const auto gpus = agent::query_gpus();
@@ -533,7 +551,8 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     // Only a job that ran to its end replaces a target's capacity gauges (a failed or cancelled
     // one judged only part of its plan).
     if (result.error.empty() && !result.cancelled)
-      metrics_.set_capacity(t.value("name", ""), capacity_metrics(t));
+      metrics_.set_capacity(t.value("name", ""), capacity_metrics(t),
+                            job.value().kind == "predicted");
   }
 
   if (!result.error.empty()) {

@@ -24,6 +24,7 @@ struct NewJob {
   std::string workload_fingerprint;  // hash text
   int priority = 0;
   std::string submitted_by;
+  std::string kind = "measured";      // or "predicted" (JobRecord::kind)
   std::vector<TargetRecord> targets;  // names must be unique within the job
   std::vector<SecretRecord> secrets;  // each names one of `targets`
   // When set: a second create with the same key and the same request_hash returns the first
@@ -39,12 +40,14 @@ struct CreateJobResult {
 
 struct JobFilter {
   std::optional<JobState> state;
-  std::optional<std::string> target;            // jobs with a target of this name
-  std::optional<std::string> verdict;           // "pass", "fail" or "inconclusive"
-  std::optional<std::int64_t> created_from_ms;  // inclusive
-  std::optional<std::int64_t> created_to_ms;    // exclusive
-  std::string cursor;                           // "" = first page; else JobPage::next_cursor
-  int limit = 50;                               // 1..1000
+  std::optional<std::string> target;                // jobs with a target of this name
+  std::optional<std::string> verdict;               // "pass", "fail" or "inconclusive"
+  std::optional<std::string> kind;                  // "measured" or "predicted"
+  std::optional<std::string> workload_fingerprint;  // jobs of plans with this fingerprint
+  std::optional<std::int64_t> created_from_ms;      // inclusive
+  std::optional<std::int64_t> created_to_ms;        // exclusive
+  std::string cursor;                               // "" = first page; else JobPage::next_cursor
+  int limit = 50;                                   // 1..1000
 };
 
 struct JobPage {

@@ -52,6 +52,8 @@ struct JobRecord {
   // results' "verdict" object as JSON text. nullopt before (queued, running, no results).
   std::optional<std::string> verdict;
   std::optional<std::string> verdict_json;
+  // "measured" (load sent to the targets) or "predicted" (sim:// targets in virtual time).
+  std::string kind = "measured";
   std::vector<TargetRecord> targets;  // in plan order
 };
 

@@ -22,7 +22,8 @@ constexpr std::string_view kCursorPrefix = "c1.";
 
 constexpr std::string_view kJobColumns =
     "id, plan_id, state, priority, created_at_ms, started_at_ms, finished_at_ms, submitted_by, "
-    "error_message, progress_json, last_completed_step, cancel_requested, verdict, verdict_json";
+    "error_message, progress_json, last_completed_step, cancel_requested, verdict, verdict_json, "
+    "kind";
 
 std::int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -50,6 +51,7 @@ JobRecord read_job_columns(const Statement& st) {
   j.cancel_requested = st.column_int64(11) != 0;
   if (!st.column_is_null(12)) j.verdict = st.column_text(12);
   if (!st.column_is_null(13)) j.verdict_json = st.column_text(13);
+  j.kind = st.column_text(14);
   return j;
 }
 
@@ -280,14 +282,15 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
   }
   {
     Result<Statement> st = writer_.prepare(
-        "INSERT INTO jobs (id, plan_id, state, priority, created_at_ms, submitted_by) "
-        "VALUES (?, ?, 'queued', ?, ?, ?)");
+        "INSERT INTO jobs (id, plan_id, state, priority, created_at_ms, submitted_by, kind) "
+        "VALUES (?, ?, 'queued', ?, ?, ?, ?)");
     if (!st.ok()) return st.status();
     LLMCAP_STORAGE_TRY(st->bind(1, std::string_view(job_id))
                            .bind(2, std::string_view(plan_id))
                            .bind(3, job.priority)
                            .bind(4, now)
                            .bind(5, std::string_view(job.submitted_by))
+                           .bind(6, std::string_view(job.kind))
                            .run());
   }
   {
@@ -377,6 +380,12 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   std::string sql = "SELECT " + std::string(kJobColumns) + " FROM jobs j WHERE 1 = 1";
   if (filter.state) sql += " AND j.state = :state";
   if (filter.verdict) sql += " AND j.verdict = :verdict";
+  if (filter.kind) sql += " AND j.kind = :kind";
+  if (filter.workload_fingerprint) {
+    sql +=
+        " AND EXISTS (SELECT 1 FROM plans p WHERE p.id = j.plan_id AND "
+        "p.workload_fingerprint = :fingerprint)";
+  }
   if (filter.target) {
     sql += " AND EXISTS (SELECT 1 FROM job_targets t WHERE t.job_id = j.id AND t.name = :target)";
   }
@@ -390,6 +399,9 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   if (!st.ok()) return st.status();
   if (filter.state) st->bind(":state", to_string(*filter.state));
   if (filter.verdict) st->bind(":verdict", std::string_view(*filter.verdict));
+  if (filter.kind) st->bind(":kind", std::string_view(*filter.kind));
+  if (filter.workload_fingerprint)
+    st->bind(":fingerprint", std::string_view(*filter.workload_fingerprint));
   if (filter.target) st->bind(":target", std::string_view(*filter.target));
   if (filter.created_from_ms) st->bind(":from_ms", *filter.created_from_ms);
   if (filter.created_to_ms) st->bind(":to_ms", *filter.created_to_ms);

@@ -1,9 +1,11 @@
 #include "server/cli/capacity_table.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
 
+#include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_tables.h"
 
@@ -107,6 +109,11 @@ std::string capacity_table_text(const json& results) {
   if (const auto& v = api::json_member(results, "verdict"); v.is_object())
     out += "verdict: " + api::json_string(v, "outcome") + " (" + api::json_string(v, "statement") +
            ")\n";
+  if (const auto lines = api::prediction_check_lines(api::json_member(results, "prediction_check"));
+      !lines.empty()) {
+    out += "prediction vs measurement (error = (measured - predicted) / predicted):\n";
+    for (const auto& l : lines) out += "  " + l + "\n";
+  }
   out += "comparison: " + api::json_string(results, "comparison_label", "same-config") + "\n";
   const auto& comparison = api::json_member(results, "comparison");
   for (const auto& c : comparison.is_array() ? comparison : json::array()) {
@@ -142,6 +149,71 @@ std::string capacity_table_text(const json& results) {
       }
       out += line;
     }
+  }
+  return out;
+}
+
+std::string catalog_ranking_text(const json& results) {
+  auto rows = api::capacity_rows(results);
+  std::map<std::string, api::DemandRow> demand;
+  for (auto& d : api::demand_rows(results)) demand[d.target] = d;
+  // Rank: qualified with a cost (cheapest first), qualified without a price (most tokens/s
+  // first), then the rest by name. Ties keep the catalogue's order.
+  auto group = [](const api::CapacityRow& r) {
+    return r.qualified && r.cost_per_million_output_tokens ? 0 : r.qualified ? 1 : 2;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    if (group(a) == 0) return *a.cost_per_million_output_tokens < *b.cost_per_million_output_tokens;
+    if (group(a) == 1) return a.output_tokens_per_s.value_or(0) > b.output_tokens_per_s.value_or(0);
+    return false;
+  });
+  const bool with_demand = api::json_member(results, "demand_plan").is_object();
+  std::string out;
+  char line[768];
+  std::snprintf(line, sizeof line, "%-4s %-14s %-24s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
+                "rank", "hardware", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT", "price/h",
+                "cost/M out tok", "instances", "per month", "verdict");
+  out += line;
+  int rank = 0;
+  std::string notes;
+  for (const auto& r : rows) {
+    const bool ranked = r.qualified;
+    const auto d = demand.find(r.target);
+    const bool demand_ok =
+        with_demand && d != demand.end() && d->second.feasible && d->second.instances.has_value();
+    const bool figures = r.qualified || r.evidence_only;
+    std::snprintf(line, sizeof line, "%-4s %-14s %-24s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
+                  ranked ? std::to_string(++rank).c_str() : "-", r.target.c_str(),
+                  figures ? api::load_text(r, false).c_str() : "-",
+                  figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
+                  figures ? fixed_or_dash(r.output_tokens_per_s, 1).c_str() : "-",
+                  figures ? fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str() : "-",
+                  figures ? fixed_or_dash(r.tpot_p95_ms, 1, "ms").c_str() : "-",
+                  money(r.price_per_hour, 2, r.currency).c_str(),
+                  money(r.cost_per_million_output_tokens, 4, r.currency).c_str(),
+                  demand_ok ? std::to_string(*d->second.instances).c_str() : "-",
+                  demand_ok ? money(d->second.monthly_cost, 0, r.currency).c_str() : "-",
+                  verdict_word(r).c_str());
+    out += line;
+    if (!r.qualified && !r.statement.empty()) notes += "  " + r.target + ": " + r.statement + "\n";
+  }
+  out += notes;
+  const auto& catalog = api::json_member(results, "catalog");
+  const auto& excluded = api::json_member(catalog, "excluded");
+  if (excluded.is_array() && !excluded.empty()) {
+    out += "cannot serve this plan:\n";
+    for (const auto& e : excluded)
+      out += "  " + api::json_string(e, "hardware") + ": " + api::json_string(e, "reason") + "\n";
+  }
+  if (const auto& d = api::json_member(results, "demand_plan"); d.is_object()) {
+    std::snprintf(line, sizeof line,
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; one GPU "
+                  "per instance\n",
+                  api::json_number(d, "demand_output_tokens_per_s").value_or(0),
+                  api::json_number(d, "required_output_tokens_per_s").value_or(0),
+                  api::json_number(d, "hours_per_month").value_or(0));
+    out += line;
   }
   return out;
 }

@@ -12,6 +12,13 @@ namespace llmcap::server {
 
 std::string capacity_table_text(const nlohmann::json& results);
 
+// `llmcapd predict --catalog`: the catalogue plan's results (server/engine/catalog_plan.h) ranked
+// by cost per million output tokens at each profile's qualified capacity (priced and qualified
+// first, cheapest first; then qualified without a price, by output tok/s; then profiles without
+// a qualified capacity), with the instances and monthly cost the plan's demand needs, then the
+// profiles that cannot serve the plan and why (results["catalog"]["excluded"]).
+std::string catalog_ranking_text(const nlohmann::json& results);
+
 // "P95 ttft <= 1000 ms; P95 tpot <= 35 ms; errors <= 1%" from a plan's normalised `sla`.
 std::string sla_text(const nlohmann::json& sla);
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "api/plan_reader.h"
+#include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_html.h"
 #include "net/blocking_client.h"
@@ -62,10 +63,13 @@ int cmd_demo(const std::vector<std::string>& args) {
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  const CommandLine cl{"demo",
-                       "Usage: llmcapd demo [flags]\n\nRuns llmcapd with embedded simulated GPUs "
-                       "(RTX 4090 48GB vs A100 80GB PCIe, Llama-3.1-8B BF16), submits the example "
-                       "plan over the REST API and prints the qualified-capacity table."};
+  const CommandLine cl{
+      "demo",
+      "Usage: llmcapd demo [flags]\n\nRuns llmcapd with embedded simulated GPUs "
+      "(RTX 4090 48GB vs A100 80GB PCIe, Llama-3.1-8B BF16), submits the example "
+      "plan over the REST API and prints the qualified-capacity table: first as predicted in "
+      "virtual time (POST /v1/predictions, seconds), then as measured in real time "
+      "against the simulators' HTTP servers, with the prediction's error."};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (auto err = setup_logging(log); !err.empty()) {
     std::cerr << "llmcapd demo: " << err << "\n";
@@ -101,6 +105,44 @@ int cmd_demo(const std::vector<std::string>& args) {
     std::cout << "llmcapd serving on http://127.0.0.1:" << port << " (database " << config.database
               << ")\n";
     const net::BlockingClient client("http://127.0.0.1:" + std::to_string(port), "");
+    const auto sla_line =
+        sla_text(api::json_member(nlohmann::json::parse(plan_text, nullptr, false), "sla"));
+    // First the answer in seconds: the same plan predicted in virtual time (POST
+    // /v1/predictions), then the measured run it is checked against.
+    nlohmann::json predicted_doc;
+    if (auto pr = client.request("POST", "/v1/predictions", plan_text); pr.status == 201) {
+      const std::string pid = nlohmann::json::parse(pr.body)["id"];
+      const auto p0 = std::chrono::steady_clock::now();
+      std::string pstate = "queued";
+      while ((pstate == "queued" || pstate == "running") &&
+             std::chrono::steady_clock::now() - p0 < std::chrono::minutes(2)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        auto r = client.request("GET", "/v1/jobs/" + pid);
+        const auto j = nlohmann::json::parse(r.body, nullptr, false);
+        if (r.status == 200 && j.is_object()) pstate = j.value("state", "unknown");
+      }
+      auto res = client.request("GET", "/v1/jobs/" + pid + "/results");
+      predicted_doc = nlohmann::json::parse(res.body, nullptr, false);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+      if (pstate == "succeeded" && predicted_doc.is_object()) {
+        char took[64];
+        std::snprintf(took, sizeof took, "%.1f s", secs);
+        std::cout << "\nPredicted qualified capacity (prediction " << pid << ", virtual time, "
+                  << took << "; SLA: " << sla_line << ")\n"
+                  << capacity_table_text(predicted_doc)
+                  << "\nNow measuring the same plan in real time against the simulators' HTTP "
+                     "servers:\n"
+                  << std::flush;
+      } else {
+        std::cerr << "llmcapd demo: prediction " << pid << " ended " << pstate
+                  << "; measuring only\n";
+        predicted_doc = nlohmann::json();
+      }
+    } else if (pr.status != 422) {
+      std::cerr << "llmcapd demo: POST /v1/predictions -> " << pr.status << " " << pr.error
+                << "; measuring only\n";
+    }  // 422: the plan cannot be predicted (not all sim:// targets): measured only.
     auto created = client.request("POST", "/v1/jobs", plan_text);
     if (created.status != 201) {
       std::cerr << "llmcapd demo: POST /v1/jobs -> " << created.status << " " << created.error
@@ -170,9 +212,11 @@ int cmd_demo(const std::vector<std::string>& args) {
     auto parsed = nlohmann::json::parse(results.body, nullptr, false);
     // The results with the plan they ran, as `llmcapd run --out` writes them (so `llmcapd report
     // FILE` draws the SLA lines from the kept file too).
-    const auto doc =
+    auto doc =
         api::report_document(parsed.is_object() ? std::move(parsed) : nlohmann::json::object(),
                              api::parse_plan(plan_text).normalized);
+    if (predicted_doc.is_object() && doc.contains("targets"))
+      doc["prediction_check"] = api::prediction_check(predicted_doc, doc);
     nlohmann::json all_steps = nlohmann::json::array();
     for (const auto& t : doc.value("targets", nlohmann::json::array()))
       for (const auto& ph : t.value("phases", nlohmann::json::array()))
@@ -180,8 +224,7 @@ int cmd_demo(const std::vector<std::string>& args) {
     print_steps(all_steps);
     const auto total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0);
     std::cout << (live ? "\r\x1b[K" : "") << "\njob " << id << " " << state << " after "
-              << duration_text(total.count()) << "\n\nQualified capacity (SLA: "
-              << sla_text(api::json_member(nlohmann::json::parse(plan_text, nullptr, false), "sla"))
+              << duration_text(total.count()) << "\n\nQualified capacity (SLA: " << sla_line
               << ")\n"
               << capacity_table_text(doc);
     // Keep what the run produced: the results document and the daemon's HTML report (the

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/prediction_check.h"
 #include "api/report_html.h"
 #include "api/report_tables.h"
 #include "net/blocking_client.h"
@@ -32,6 +33,11 @@ int cmd_report(const std::vector<std::string>& args) {
   s.add("host", "host of the llmcapd serving the job, when a job id is given", &host);
   s.add("port", "its port", &port);
   s.add("token", "a read or admin token of that daemon (default: env LLMCAP_TOKEN)", &token);
+  std::string against;
+  s.add("against",
+        "with a results file: a results file of the other kind (a measurement for a prediction, "
+        "or the reverse) to show beside it, target by target (Prediction vs measurement)",
+        &against);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
   const CommandLine cl{"report",
@@ -49,6 +55,11 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   std::string rendered;
   const std::string& source = positional[0];
+  if (source.rfind("job_", 0) == 0 && !against.empty()) {
+    std::cerr << "llmcapd report: --against goes with a results file; the daemon's report of a "
+                 "job finds its counterpart itself\n";
+    return kExitUsage;
+  }
   if (source.rfind("job_", 0) == 0) {
     // The daemon renders it from the job's stored results and stored plan
     // (api::report_document, as `llmcapd run --out` writes its file); GET .../results alone
@@ -77,10 +88,27 @@ int cmd_report(const std::vector<std::string>& args) {
       std::cerr << "llmcapd report: " << error << "\n";
       return kExitUsage;
     }
-    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    auto doc = nlohmann::json::parse(text, nullptr, false);
     if (!doc.is_object() || !doc.contains("targets")) {
       std::cerr << "llmcapd report: " << source << " is not a results document\n";
       return kExitUsage;
+    }
+    if (!against.empty()) {
+      const std::string other_text = read_file(against, error);
+      const auto other = nlohmann::json::parse(other_text, nullptr, false);
+      if (!error.empty() || !other.is_object() || !other.contains("targets")) {
+        std::cerr << "llmcapd report: --against: "
+                  << (error.empty() ? against + " is not a results document" : error) << "\n";
+        return kExitUsage;
+      }
+      if (api::is_predicted(doc) == api::is_predicted(other)) {
+        std::cerr << "llmcapd report: --against: " << source << " and " << against << " are both "
+                  << (api::is_predicted(doc) ? "predictions" : "measurements")
+                  << "; give one of each\n";
+        return kExitUsage;
+      }
+      doc["prediction_check"] = api::is_predicted(doc) ? api::prediction_check(doc, other)
+                                                       : api::prediction_check(other, doc);
     }
     if (format == "markdown")
       rendered = api::render_markdown(doc);

@@ -19,11 +19,13 @@
 
 #include "api/plan_reader.h"
 #include "api/report_html.h"
+#include "api/report_tables.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
 #include "server/cli/console_sink.h"
 #include "server/cli/exit_codes.h"
+#include "server/engine/catalog_plan.h"
 #include "server/engine/dataset_policy.h"
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
@@ -31,6 +33,7 @@
 #include "server/logging.h"
 #include "server/settings.h"
 #include "server/text_file.h"
+#include "sim/profile_catalog.h"
 
 namespace llmcap::server {
 
@@ -116,6 +119,21 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
+  bool catalog = false;
+  std::string prices_path;
+  std::string hardware_list;
+  if (predict) {
+    s.add("catalog",
+          "rank every GPU profile that can serve the plan's model and precision by cost per "
+          "million output tokens at its predicted qualified capacity",
+          &catalog);
+    s.add("prices",
+          "with --catalog: a price file {\"currency\": \"USD\", \"prices_per_hour\": "
+          "{\"<profile>\": 1.79}} (deploy/prices/example.json)",
+          &prices_path);
+    s.add("hardware", "with --catalog: only these profiles (comma-separated names)",
+          &hardware_list);
+  }
   std::vector<std::string> positional;
   const std::string exits =
       "\nExit 0 when the verdict is pass (every target has a confirmed qualified capacity), 1 "
@@ -130,7 +148,7 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                 "and seed, same results on any machine. Results are marked \"predicted\".\n"
                 "--catalog ranks every GPU profile that fits the plan's model by cost per million "
                 "output tokens at its predicted qualified capacity (docs/prediction.md)." +
-                    exits
+                    exits + " With --catalog: 0 when at least one profile qualified, else 1."
               : "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
                 "and prints the qualified-capacity table." +
                     exits;
@@ -153,6 +171,73 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   api::PlanParse parse;
   RunPlan plan;
   if (int rc = load_plan(positional[0], text, parse, plan, who.c_str()); rc != kExitOk) return rc;
+  if (!catalog && (!prices_path.empty() || !hardware_list.empty())) {
+    std::cerr << who << ": --prices and --hardware go with --catalog\n";
+    return kExitUsage;
+  }
+  nlohmann::json catalog_info;
+  if (catalog) {
+    // The plan becomes the catalogue plan: one sim:// target per profile that can serve it.
+    std::optional<CatalogPrices> prices;
+    if (!prices_path.empty()) {
+      std::string perr;
+      const std::string ptext = read_file(prices_path, perr);
+      if (!perr.empty()) {
+        std::cerr << who << ": --prices: " << perr << "\n";
+        return kExitUsage;
+      }
+      auto parsed = parse_catalog_prices(ptext, sim::ProfileCatalog::builtin().hardware_names());
+      if (!parsed.errors.empty()) {
+        std::cerr << who << ": " << prices_path << ": invalid price file\n";
+        for (const auto& e : parsed.errors)
+          std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message
+                    << "\n";
+        return kExitUsage;
+      }
+      prices = std::move(parsed.prices);
+    }
+    std::vector<std::string> only;
+    for (std::size_t at = 0; at < hardware_list.size();) {
+      const auto comma = std::min(hardware_list.find(',', at), hardware_list.size());
+      if (comma > at) only.push_back(hardware_list.substr(at, comma - at));
+      at = comma + 1;
+    }
+    auto cat = build_catalog_plan(parse.normalized, prices ? &*prices : nullptr, only);
+    if (!cat.error.empty()) {
+      std::cerr << who << ": " << positional[0] << ": " << cat.error << "\n";
+      return kExitUsage;
+    }
+    catalog_info = {{"model", cat.model},
+                    {"dtype", cat.dtype},
+                    {"hardware", cat.hardware},
+                    {"excluded", nlohmann::json::array()},
+                    {"tensor_parallel", 1}};
+    if (prices) {
+      catalog_info["prices"] = {
+          {"file", prices_path}, {"currency", prices->currency}, {"source", prices->source}};
+    }
+    for (const auto& e : cat.excluded)
+      catalog_info["excluded"].push_back({{"hardware", e.hardware}, {"reason", e.reason}});
+    if (cat.hardware.empty()) {
+      std::cerr << who << ": no GPU profile can serve " << cat.model << " " << cat.dtype << "\n";
+      for (const auto& e : cat.excluded)
+        std::cerr << "  " << e.hardware << ": " << e.reason << "\n";
+      return kExitSlaFailed;
+    }
+    api::PlanLimits limits;
+    limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(cat.hardware.size()));
+    parse = api::parse_plan(cat.plan.dump(), limits);
+    plan = RunPlan{};
+    if (!parse.errors.empty()) {
+      std::cerr << who << ": catalogue plan: " << parse.errors.front().path << ": "
+                << parse.errors.front().message << "\n";
+      return kExitRuntime;
+    }
+    if (auto err = to_run_plan(parse, plan); !err.empty()) {
+      std::cerr << who << ": catalogue plan: " << err << "\n";
+      return kExitRuntime;
+    }
+  }
   if (parse.plan->agents && !predict) {
     // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
     // would silently measure a different set-up than the plan asks for.
@@ -209,10 +294,19 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   sims.stop();
 
   result.results = api::report_document(std::move(result.results), parse.normalized);
-  std::cout << (predict ? "\nPredicted qualified capacity (virtual time, sim:// models; SLA: "
-                        : "\nQualified capacity (SLA: ")
-            << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
-            << capacity_table_text(result.results);
+  if (catalog) {
+    result.results["catalog"] = catalog_info;
+    std::cout << "\nCatalogue ranking, predicted (virtual time): "
+              << catalog_info["model"].get<std::string>() << " "
+              << catalog_info["dtype"].get<std::string>() << ", one GPU per instance; SLA: "
+              << sla_text(parse.normalized.value("sla", nlohmann::json())) << "\n"
+              << catalog_ranking_text(result.results);
+  } else {
+    std::cout << (predict ? "\nPredicted qualified capacity (virtual time, sim:// models; SLA: "
+                          : "\nQualified capacity (SLA: ")
+              << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
+              << capacity_table_text(result.results);
+  }
   if (!out_path.empty()) {
     std::ofstream out(out_path);
     out << result.results.dump(2) << "\n";
@@ -238,6 +332,12 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   if (result.cancelled) {
     std::cerr << who << ": cancelled; results are partial\n";
     return kExitRuntime;
+  }
+  if (catalog) {
+    // The ranking is the answer: it holds when at least one profile qualified.
+    for (const auto& r : api::capacity_rows(result.results))
+      if (r.qualified) return kExitOk;
+    return kExitSlaFailed;
   }
   switch (result.verdict) {
     case analysis::Outcome::kPass: return kExitOk;

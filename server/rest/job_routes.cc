@@ -9,6 +9,8 @@
 
 #include "analysis/fnv1a.h"
 #include "api/problem_json.h"
+#include "server/engine/plan_conversion.h"
+#include "server/engine/plan_executor.h"
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_scheduler.h"
 #include "server/rest/rest_context.h"
@@ -26,13 +28,36 @@ using nlohmann::json;
 
 namespace {
 
-HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams&) {
+// Why the plan cannot be predicted (422 naming each field), or nothing.
+std::optional<HttpResponse> prediction_problem(const api::PlanParse& parse) {
+  RunPlan plan;
+  if (auto err = to_run_plan(parse, plan); !err.empty())
+    return problem_response(ApiErrorCode::kInvalidPlan, err);
+  const auto problems = PlanExecutor::prediction_problems(plan);
+  if (problems.empty()) return std::nullopt;
+  std::vector<api::FieldError> errors;
+  for (const auto& p : problems) {
+    const auto sep = p.find(": ");
+    errors.push_back({p.substr(0, sep), sep == std::string::npos ? p : p.substr(sep + 2)});
+  }
+  return problem_response(
+      ApiErrorCode::kInvalidPlan,
+      "the plan cannot be predicted: " + std::to_string(errors.size()) + " problem(s)", errors);
+}
+
+// POST /v1/jobs (kind "measured") and POST /v1/predictions (kind "predicted"): one path, so a
+// prediction is stored, scheduled, listed, reported and exported like any job.
+HttpResponse create(RestContext& c, const HttpRequest& req, const std::string& kind) {
+  const bool predicted = kind == "predicted";
   if (c.deps.shutting_down)
     return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
   if (auto bad = c.require_json_body(req)) return *bad;
   auto parse = api::parse_plan(req.body, c.options.plan_limits);
   if (auto bad = c.plan_problem(parse)) return *bad;
   if (auto bad = c.dataset_problem(parse)) return *bad;
+  if (predicted) {
+    if (auto bad = prediction_problem(parse)) return *bad;
+  }
   const auto key = req.header("idempotency-key");
   if (key && (key->empty() || key->size() > 200))
     return problem_response(ApiErrorCode::kBadRequest, "Idempotency-Key must be 1-200 characters");
@@ -45,6 +70,7 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
   storage::NewJob nj;
   nj.plan_json = parse.normalized.dump();
   nj.workload_fingerprint = parse.fingerprint;
+  nj.kind = kind;
   nj.submitted_by =
       c.role_of(req) == Role::kAdmin && !c.options.auth_disabled() ? "admin-token" : "anonymous";
   for (const auto& t : parse.plan->targets) {
@@ -63,14 +89,18 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
   }
   if (key) {
     nj.idempotency_key = std::string(*key);
-    nj.request_hash = analysis::fnv1a_64_hex(req.body);
+    // The kind is part of the request: the same key and body posted to /v1/jobs and then to
+    // /v1/predictions is a conflict, never the other endpoint's job.
+    nj.request_hash = analysis::fnv1a_64_hex(predicted ? "predicted:" + req.body : req.body);
   }
   auto created = c.deps.store.create_job(nj);
   if (!created.ok()) return storage_problem(created.status());
   const auto& job = created.value().job;
   if (!created.value().created) return json_response(200, c.job_json(job));
+  // A prediction loads no target, so it waits for no other job.
   std::vector<std::string> keys;
-  for (const auto& t : parse.plan->targets) keys.push_back(t.base_url);
+  if (!predicted)
+    for (const auto& t : parse.plan->targets) keys.push_back(t.base_url);
   const auto submitted = c.deps.scheduler.submit(job.id, keys);
   if (submitted == JobScheduler::SubmitResult::kQueueFull ||
       submitted == JobScheduler::SubmitResult::kShuttingDown) {
@@ -82,11 +112,23 @@ HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams
                      .with_header("Retry-After", "30")
                : problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
   }
-  (void)c.deps.store.append_audit({0, 0, nj.submitted_by, "job.create", job.id,
+  (void)c.deps.store.append_audit({0, 0, nj.submitted_by,
+                                   predicted ? "prediction.create" : "job.create", job.id,
                                    "targets=" + std::to_string(job.targets.size())});
-  api_log()->info("job {} created ({} targets, estimated ≤ {:.0f} s)", job.id, job.targets.size(),
-                  parse.estimated_duration_s);
+  if (predicted)
+    api_log()->info("prediction {} created ({} targets)", job.id, job.targets.size());
+  else
+    api_log()->info("job {} created ({} targets, estimated ≤ {:.0f} s)", job.id, job.targets.size(),
+                    parse.estimated_duration_s);
   return json_response(201, c.job_json(job)).with_header("Location", "/v1/jobs/" + job.id);
+}
+
+HttpResponse create_job(RestContext& c, const HttpRequest& req, const PathParams&) {
+  return create(c, req, "measured");
+}
+
+HttpResponse create_prediction(RestContext& c, const HttpRequest& req, const PathParams&) {
+  return create(c, req, "predicted");
 }
 
 HttpResponse list_jobs(RestContext& c, const HttpRequest& req, const PathParams&) {
@@ -97,6 +139,13 @@ HttpResponse list_jobs(RestContext& c, const HttpRequest& req, const PathParams&
     if (!f.state) errors.push_back({"state", "unknown state '" + *s + "'"});
   }
   if (auto t = req.query_param("target")) f.target = *t;
+  if (auto k = req.query_param("kind")) {
+    if (*k != "measured" && *k != "predicted")
+      errors.push_back({"kind", "must be measured or predicted, not '" + *k + "'"});
+    else
+      f.kind = *k;
+  }
+  if (auto w = req.query_param("workload_fingerprint")) f.workload_fingerprint = *w;
   if (auto v = req.query_param("verdict")) {
     if (*v != "pass" && *v != "fail" && *v != "inconclusive")
       errors.push_back({"verdict", "must be pass, fail or inconclusive, not '" + *v + "'"});
@@ -250,6 +299,7 @@ asio::awaitable<std::optional<HttpResponse>> watch_job(RestContext& c, HttpReque
 std::vector<RouteSpec> job_routes() {
   return {
       {"POST", "/v1/jobs", "create_job", Access::kAdmin, create_job, {}},
+      {"POST", "/v1/predictions", "create_prediction", Access::kAdmin, create_prediction, {}},
       {"GET", "/v1/jobs", "list_jobs", Access::kRead, list_jobs, {}},
       {"GET", "/v1/jobs/{id}", "get_job", Access::kRead, get_job, {}},
       {"DELETE", "/v1/jobs/{id}", "delete_job", Access::kAdmin, delete_job, {}},

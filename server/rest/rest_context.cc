@@ -136,6 +136,8 @@ json RestContext::job_json(const storage::JobRecord& j) const {
   return json{
       {"id", j.id},
       {"state", std::string(storage::to_string(j.state))},
+      // "measured" or "predicted" (virtual time, POST /v1/predictions).
+      {"kind", j.kind},
       // The job's verdict once its results are stored (pass / fail / inconclusive, overall
       // and per target); null before. An acceptance workflow gates on verdict.outcome.
       {"verdict", job_verdict_json(j)},

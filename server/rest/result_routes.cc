@@ -8,8 +8,10 @@
 #include <climits>
 #include <map>
 
+#include "api/prediction_check.h"
 #include "api/problem_json.h"
 #include "api/report_compare.h"
+#include "api/report_format.h"
 #include "api/report_html.h"
 #include "api/report_tables.h"
 #include "server/engine/sample_codec.h"
@@ -83,6 +85,35 @@ std::optional<json> report_doc(RestContext& c, const std::string& id, HttpRespon
   return api::report_document(std::move(*doc), json::parse(plan.value().plan_json, nullptr, false));
 }
 
+// Beside a job's report, the newest succeeded job of the other kind (a measurement for a
+// prediction, a prediction for a measurement) with the same workload fingerprint and SLA:
+// api::prediction_check compares them target by target. Nothing when there is none.
+void add_prediction_check(RestContext& c, const std::string& id, json& doc) {
+  auto job = c.deps.store.get_job(id);
+  if (!job.ok() || job.value().state != storage::JobState::kSucceeded) return;
+  auto plan = c.deps.store.get_plan(job.value().plan_id);
+  if (!plan.ok()) return;
+  const bool predicted = job.value().kind == "predicted";
+  storage::JobFilter f;
+  f.kind = predicted ? "measured" : "predicted";
+  f.workload_fingerprint = plan.value().workload_fingerprint;
+  f.state = storage::JobState::kSucceeded;
+  f.limit = 20;
+  auto page = c.deps.store.list_jobs(f);
+  if (!page.ok()) return;
+  const json sla = api::json_member(api::json_member(doc, "plan_document"), "sla");
+  for (const auto& other : page.value().jobs) {
+    HttpResponse error;
+    auto other_doc = report_doc(c, other.id, error);
+    if (!other_doc) continue;
+    // Qualified capacities under different SLAs are different questions.
+    if (api::json_member(api::json_member(*other_doc, "plan_document"), "sla") != sla) continue;
+    doc["prediction_check"] =
+        predicted ? api::prediction_check(doc, *other_doc) : api::prediction_check(*other_doc, doc);
+    return;
+  }
+}
+
 HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams& path) {
   const std::string& id = path.at("id");
   HttpResponse error;
@@ -90,6 +121,7 @@ HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams
   if (!doc) return error;
   if (!doc->contains("targets"))
     return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
+  add_prediction_check(c, id, *doc);
   const std::string accept(req.header("accept").value_or("text/html"));
   if (accept.find("text/markdown") != std::string::npos)
     return HttpResponse::text(200, api::render_markdown(*doc), "text/markdown; charset=utf-8");

@@ -14,6 +14,7 @@ import unittest
 
 LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
 SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-predict-test-")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Small enough to measure in about a minute at time_scale 4; far enough from the SLA at each
 # level that a measured step and its prediction cannot fall on different sides of it by noise
@@ -116,6 +117,125 @@ class Predict(unittest.TestCase):
                           f"{qm['output_tokens_per_s']:.1f}, {err:+.1%}")
             self.assertLess(abs(err), 0.03, report[-1])
         print("\n".join(report), file=sys.stderr)
+
+
+class DaemonPredictions(unittest.TestCase):
+    """POST /v1/predictions: stored like a job, marked predicted in the job resource, its list
+    filter, its results, its report and the metrics; and beside a measured job of the same plan
+    the report shows both, target by target."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from llmcapd_harness import Daemon, plan
+        self.plan = plan(name="predict-daemon", levels=(2, 4), duration_s=3, warmup_s=1,
+                         min_requests=3)
+        self.plan["targets"][0]["sim"] = {"time_scale": 4}
+        self.daemon = Daemon(LLMCAPD).start()
+        self.addCleanup(self.daemon.cleanup)
+
+    def test_prediction_is_a_job_marked_predicted_and_checked_against_a_measurement(self):
+        d = self.daemon
+        r = d.request("POST", "/v1/predictions", self.plan)
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["id"]
+        self.assertEqual(r.json()["kind"], "predicted")
+        self.assertEqual(r.headers["location"], "/v1/jobs/" + pid)
+        job = d.wait_state(pid, "succeeded", 60)
+        self.assertEqual(job["kind"], "predicted")
+        self.assertEqual(job["verdict"]["outcome"], "pass")
+        results = d.get_json("/v1/jobs/%s/results" % pid)
+        self.assertTrue(results["predicted"])
+        self.assertEqual(results["kind"], "predicted")
+
+        # No load reached any target: no request, token or latency series.
+        metrics = d.request("GET", "/metrics").text
+        self.assertNotIn("llmcap_requests_total{", metrics)
+        self.assertNotIn("llmcap_ttft_seconds_count{", metrics)
+
+        mid = d.submit(self.plan)
+        self.assertEqual(d.job(mid)["kind"], "measured")
+        d.wait_state(mid, "succeeded", 120)
+        listed = d.get_json("/v1/jobs?kind=predicted")["jobs"]
+        self.assertEqual([j["id"] for j in listed], [pid])
+        listed = d.get_json("/v1/jobs?kind=measured")["jobs"]
+        self.assertEqual([j["id"] for j in listed], [mid])
+        fp = d.get_json("/v1/jobs/%s/results" % mid)["workload_fingerprint"]
+        both = d.get_json("/v1/jobs?workload_fingerprint=" + fp)["jobs"]
+        self.assertEqual(sorted(j["id"] for j in both), sorted([pid, mid]))
+        r = d.request("GET", "/v1/jobs?kind=guessed")
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("kind", r.text)
+
+        # Each report names the other job and the error of the prediction.
+        for jid, title in ((pid, "Predicted capacity report"), (mid, "Capacity report")):
+            md = d.request("GET", "/v1/jobs/%s/report" % jid, headers={"Accept": "text/markdown"})
+            self.assertEqual(md.status, 200, md)
+            self.assertTrue(md.text.startswith("# " + title), md.text[:200])
+            self.assertIn("## Prediction vs measurement", md.text)
+            self.assertIn("Predicted job `%s`, measured job `%s`" % (pid, mid), md.text)
+            self.assertRegex(md.text, r"a100: predicted [0-9.]+ rps, measured [0-9.]+ rps")
+        html = d.request("GET", "/v1/jobs/%s/report" % pid).text
+        self.assertIn('id="predicted"', html)
+        self.assertIn('id="prediction-check"', html)
+
+        # Metrics: the prediction has its own capacity families (a closed-loop qualification
+        # has tokens/s, no rate) beside the measured ones.
+        metrics = d.request("GET", "/metrics").text
+        self.assertIn('llmcap_predicted_output_tokens_per_second{target="a100"}', metrics)
+        self.assertIn('llmcap_qualified_output_tokens_per_second{target="a100"}', metrics)
+
+    def test_a_plan_it_cannot_predict_is_refused_naming_the_field(self):
+        bad = json.loads(json.dumps(self.plan))
+        bad["targets"].append({"name": "real", "base_url": "http://127.0.0.1:9"})
+        r = self.daemon.request("POST", "/v1/predictions", bad)
+        self.assertEqual(r.status, 422, r)
+        self.assertEqual(r.headers["content-type"], "application/problem+json")
+        fields = [e["path"] for e in r.json()["errors"]]
+        self.assertIn("/targets/1/base_url", fields)
+        self.assertEqual(self.daemon.get_json("/v1/jobs")["jobs"], [])
+
+
+class Catalog(unittest.TestCase):
+    def test_catalog_ranks_every_profile_that_fits_by_cost(self):
+        plan_path = os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")
+        prices = os.path.join(REPO, "deploy", "prices", "example.json")
+        t0 = time.monotonic()
+        r = llmcapd("predict", "--catalog", plan_path, "--prices", prices, "--out", "cat.json")
+        elapsed = time.monotonic() - t0
+        # Its speed (under 60 s on one core) is measured in bench/RESULTS.md, not here.
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        doc = load("cat.json")
+        self.assertTrue(doc["predicted"])
+        with open(prices) as f:
+            priced = json.load(f)["prices_per_hour"]
+        ranked = [t["name"] for t in doc["targets"]]
+        excluded = {e["hardware"]: e["reason"] for e in doc["catalog"]["excluded"]}
+        # Every profile appears once: ranked, or excluded with its reason.
+        self.assertEqual(sorted(ranked + list(excluded)), sorted(priced))
+        # Llama-3.1-8B BF16 (16 GB of weights) fits every card of 24 GB and more.
+        self.assertIn("h100-sxm", ranked)
+        self.assertIn("rtx4090-24g", ranked)
+        # The table lists ranks in increasing cost per million output tokens.
+        costs = []
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if parts and parts[0].isdigit():
+                i = parts.index("USD", parts.index("USD") + 1)  # price/h USD, then cost/M USD
+                costs.append(float(parts[i - 1]))
+        self.assertGreaterEqual(len(costs), 5, r.stdout)
+        self.assertEqual(costs, sorted(costs), r.stdout)
+        self.assertIn("Catalogue ranking, predicted", r.stdout)
+        print(r.stdout, "catalogue: %.1f s" % elapsed, file=sys.stderr)
+
+    def test_bad_price_file_is_refused_naming_the_key(self):
+        plan_path = os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")
+        bad = write("prices.json", {"currency": "usd",
+                                    "prices_per_hour": {"h100-sxm": "cheap", "tpu-v5": 1}})
+        r = llmcapd("predict", "--catalog", plan_path, "--prices", bad, "--no-out")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("/currency", r.stderr)
+        self.assertIn("/prices_per_hour/h100-sxm", r.stderr)
+        self.assertIn("/prices_per_hour/tpu-v5: unknown hardware profile", r.stderr)
 
 
 if __name__ == "__main__":

@@ -160,6 +160,37 @@ TEST(DaemonMetrics, NoQualifiedRateExportsNoRateSeries) {
     EXPECT_FALSE(has_series_of(text, name)) << name;
 }
 
+TEST(DaemonMetrics, APredictionHasItsOwnCapacityFamilies) {
+  DaemonMetrics m;
+  DaemonMetrics::Capacity measured;
+  measured.requests_per_second = 6.19;
+  measured.output_tokens_per_second = 1567.1;
+  measured.cost_per_million_output_tokens = 0.27;
+  m.set_capacity("a100", measured);
+  DaemonMetrics::Capacity predicted;
+  predicted.requests_per_second = 6.4;
+  predicted.output_tokens_per_second = 1600;
+  predicted.cost_per_million_output_tokens = 0.26;
+  m.set_capacity("a100", predicted, true);
+  const std::string text = m.serialize();
+  // The prediction overwrites nothing the measurement exported.
+  EXPECT_EQ(sample(text, R"(llmcap_qualified_capacity_requests_per_second{target="a100"})"), 6.19);
+  EXPECT_EQ(sample(text, R"(llmcap_cost_per_million_output_tokens{currency="USD",target="a100"})"),
+            0.27);
+  EXPECT_EQ(sample(text, R"(llmcap_predicted_capacity_requests_per_second{target="a100"})"), 6.4);
+  EXPECT_EQ(sample(text, R"(llmcap_predicted_output_tokens_per_second{target="a100"})"), 1600);
+  EXPECT_EQ(
+      sample(text,
+             R"(llmcap_predicted_cost_per_million_output_tokens{currency="USD",target="a100"})"),
+      0.26);
+  // A later prediction without a qualified rate removes only the predicted series.
+  m.set_capacity("a100", DaemonMetrics::Capacity{}, true);
+  const std::string after = m.serialize();
+  EXPECT_FALSE(has_series_of(after, "llmcap_predicted_capacity_requests_per_second"));
+  EXPECT_FALSE(has_series_of(after, "llmcap_predicted_cost_per_million_output_tokens"));
+  EXPECT_EQ(sample(after, R"(llmcap_qualified_capacity_requests_per_second{target="a100"})"), 6.19);
+}
+
 TEST(DaemonMetrics, ExportsTheStandardProcessMetrics) {
   DaemonMetrics m;
   const std::string text = m.serialize();

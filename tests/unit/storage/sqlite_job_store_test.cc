@@ -244,6 +244,48 @@ TEST_F(SqliteJobStoreTest, ListFilters) {
   EXPECT_TRUE(page->jobs.empty());
 }
 
+TEST_F(SqliteJobStoreTest, KindIsStoredAndFiltersWithFingerprint) {
+  JobRecord measured = create({"a"});
+  EXPECT_EQ(measured.kind, "measured");
+  NewJob p = job_with_targets({"a"});
+  p.kind = "predicted";
+  Result<CreateJobResult> r = store_->create_job(p);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->job.kind, "predicted");
+  Result<JobRecord> got = store_->get_job(r->job.id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->kind, "predicted");
+  NewJob other = job_with_targets({"a"});
+  other.plan_json = R"({"name":"q"})";
+  other.workload_fingerprint = "wf2";
+  ASSERT_TRUE(store_->create_job(other).ok());
+
+  JobFilter by_kind;
+  by_kind.kind = "predicted";
+  Result<JobPage> page = store_->list_jobs(by_kind);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->jobs.size(), 1u);
+  EXPECT_EQ(page->jobs[0].id, r->job.id);
+
+  JobFilter by_fp;
+  by_fp.workload_fingerprint = "wf1";
+  by_fp.kind = "measured";
+  page = store_->list_jobs(by_fp);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->jobs.size(), 1u);
+  EXPECT_EQ(page->jobs[0].id, measured.id);
+
+  by_fp.kind.reset();
+  page = store_->list_jobs(by_fp);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->jobs.size(), 2u);
+
+  // The column's CHECK refuses any other kind.
+  NewJob bad = job_with_targets({"a"});
+  bad.kind = "guessed";
+  EXPECT_FALSE(store_->create_job(bad).ok());
+}
+
 TEST_F(SqliteJobStoreTest, BadCursorAndLimitAreInvalid) {
   JobFilter filter;
   filter.cursor = "garbage";

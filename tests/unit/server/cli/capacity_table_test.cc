@@ -86,5 +86,36 @@ TEST(CapacityTable, SlaTextSpellsEveryBound) {
             "P95 ttft <= 1000 ms; P99.99 ttft <= 3000 ms; P75 tpot <= 35 ms; errors <= 1%");
 }
 
+TEST(CatalogRanking, CheapestFirstThenUnpricedThenUnqualifiedThenExcluded) {
+  json doc = two_targets();
+  // A third profile without a price, and the A100 (cheaper per token) listed second.
+  json unpriced = doc["targets"][1];
+  unpriced["name"] = "h100-sxm";
+  unpriced.erase("price_per_hour");
+  unpriced["qualified"].erase("cost_per_million_output_tokens");
+  doc["targets"].push_back(unpriced);
+  json failed = doc["targets"][0];
+  failed["name"] = "a10";
+  failed["qualified"] = nullptr;
+  failed["verdict"] = {{"outcome", "fail"}, {"statement", "P95 tpot over 35 ms at c=4"}};
+  doc["targets"].push_back(failed);
+  doc["catalog"] = {{"excluded", {{{"hardware", "rtx4090-24g"}, {"reason", "does not fit"}}}}};
+  const std::string text = catalog_ranking_text(doc);
+  const auto a100 = text.find("1    a100-80g-pcie");
+  const auto rtx = text.find("2    rtx4090-48g");
+  const auto h100 = text.find("3    h100-sxm");
+  const auto a10 = text.find("-    a10 ");
+  ASSERT_NE(a100, std::string::npos) << text;
+  ASSERT_NE(rtx, std::string::npos) << text;
+  ASSERT_NE(h100, std::string::npos) << text;
+  ASSERT_NE(a10, std::string::npos) << text;
+  EXPECT_LT(a100, rtx);
+  EXPECT_LT(rtx, h100);
+  EXPECT_LT(h100, a10);
+  EXPECT_NE(text.find("a10: P95 tpot over 35 ms at c=4"), std::string::npos) << text;
+  EXPECT_NE(text.find("cannot serve this plan:\n  rtx4090-24g: does not fit"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace llmcap::server

@@ -1,0 +1,139 @@
+// The catalogue plan of `llmcapd predict --catalog`: one target per GPU profile that can serve
+// the plan, each with the plan's model, precision, sim options and a price; the rest excluded
+// with their reason; price files parsed strictly.
+#include "server/engine/catalog_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "api/plan_reader.h"
+#include "sim/profile_catalog.h"
+
+namespace llmcap::server {
+namespace {
+
+using nlohmann::json;
+
+json plan_for(const std::string& base_url, const std::string& dtype = "bf16") {
+  const json doc = {
+      {"version", 1},
+      {"name", "cat"},
+      {"targets",
+       {{{"name", "mine"},
+         {"base_url", base_url},
+         {"sim", {{"dtype", dtype}, {"time_scale", 4}}},
+         {"price_per_hour", 0.6}}}},
+      {"workload", {{"input_tokens", {{"fixed", 1024}}}, {"output_tokens", {{"fixed", 256}}}}},
+      {"sla", {{"ttft_ms", {{"p95", 1000}}}, {"tpot_ms", {{"p95", 35}}}}},
+      {"phases", {{{"kind", "concurrency_sweep"}, {"levels", {4, 16}}, {"duration_s", 20}}}}};
+  const auto parse = api::parse_plan(doc.dump());
+  EXPECT_TRUE(parse.errors.empty()) << (parse.errors.empty() ? "" : parse.errors[0].message);
+  return parse.normalized;
+}
+
+std::vector<std::string> all_hardware() { return sim::ProfileCatalog::builtin().hardware_names(); }
+
+TEST(CatalogPlan, OneTargetPerProfileThatFitsAndTheRestWithTheirReason) {
+  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-70b"), nullptr);
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  EXPECT_EQ(cat.model, "llama-3.1-70b");
+  EXPECT_EQ(cat.dtype, "bf16");
+  // 70B in BF16 is 141 GB of weights: no single GPU of the catalogue holds it.
+  EXPECT_TRUE(cat.hardware.empty());
+  EXPECT_EQ(cat.excluded.size(), all_hardware().size());
+  for (const auto& e : cat.excluded) EXPECT_NE(e.reason.find("fit"), std::string::npos) << e.reason;
+}
+
+TEST(CatalogPlan, TargetsCarryTheModelPrecisionOptionsAndPrices) {
+  CatalogPrices prices;
+  prices.currency = "EUR";
+  prices.per_hour = {{"h100-sxm", 2.5}, {"a10", 0.4}};
+  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-8b"), &prices);
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  // Every profile is either in the plan or excluded, never both.
+  EXPECT_EQ(cat.hardware.size() + cat.excluded.size(), all_hardware().size());
+  EXPECT_NE(std::find(cat.hardware.begin(), cat.hardware.end(), "h100-sxm"), cat.hardware.end());
+  const auto& targets = cat.plan["targets"];
+  ASSERT_EQ(targets.size(), cat.hardware.size());
+  for (const auto& t : targets) {
+    const std::string name = t["name"];
+    EXPECT_EQ(t["base_url"], "sim://" + name + "/llama-3.1-8b");
+    EXPECT_EQ(t["sim"]["dtype"], "bf16");
+    EXPECT_EQ(t["hardware"]["gpu_count"], 1);
+    EXPECT_EQ(t["hardware"]["precision"], "bf16");
+    if (name == "h100-sxm") {
+      EXPECT_EQ(t["price_per_hour"], 2.5);
+      EXPECT_EQ(t["currency"], "EUR");
+    } else if (name != "a10") {
+      // A price file replaces the plan's prices: no price rather than one from elsewhere.
+      EXPECT_FALSE(t.contains("price_per_hour")) << name;
+    }
+  }
+  // The catalogue plan is a valid plan.
+  api::PlanLimits limits;
+  limits.max_targets = 64;
+  EXPECT_TRUE(api::parse_plan(cat.plan.dump(), limits).errors.empty());
+}
+
+TEST(CatalogPlan, WithoutAPriceFileThePlansOwnPricesAreUsed) {
+  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-8b"), nullptr,
+                                      {"rtx4090-48g", "h100-sxm"});
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  ASSERT_EQ(cat.hardware, (std::vector<std::string>{"h100-sxm", "rtx4090-48g"}));
+  for (const auto& t : cat.plan["targets"]) {
+    if (t["name"] == "rtx4090-48g")
+      EXPECT_EQ(t["price_per_hour"], 0.6);
+    else
+      EXPECT_FALSE(t.contains("price_per_hour"));
+  }
+}
+
+TEST(CatalogPlan, Fp8ExcludesCardsWithoutFp8OrSaysWhy) {
+  const auto cat = build_catalog_plan(plan_for("sim://h100-sxm/llama-3.1-8b", "fp8"), nullptr);
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  EXPECT_EQ(cat.dtype, "fp8");
+  EXPECT_EQ(cat.hardware.size() + cat.excluded.size(), all_hardware().size());
+  EXPECT_NE(std::find(cat.hardware.begin(), cat.hardware.end(), "h100-sxm"), cat.hardware.end());
+}
+
+TEST(CatalogPlan, ErrorsNameWhatIsWrong) {
+  json real = plan_for("sim://h100-sxm/llama-3.1-8b");
+  real["targets"][0]["base_url"] = "http://127.0.0.1:8000";
+  real["targets"][0].erase("sim");
+  auto cat = build_catalog_plan(real, nullptr);
+  EXPECT_NE(cat.error.find("/targets"), std::string::npos) << cat.error;
+  cat = build_catalog_plan(plan_for("sim://h100-sxm/llama-3.1-8b"), nullptr, {"tpu-v5"});
+  EXPECT_NE(cat.error.find("--hardware: unknown profile 'tpu-v5'"), std::string::npos) << cat.error;
+}
+
+TEST(CatalogPrices, ParsesAndRefusesNamingTheKey) {
+  const auto names = all_hardware();
+  auto ok = parse_catalog_prices(
+      R"({"currency": "EUR", "source": "offers", "_comment": "x",
+          "prices_per_hour": {"h100-sxm": 2.5, "a10": 0}})",
+      names);
+  ASSERT_TRUE(ok.errors.empty());
+  EXPECT_EQ(ok.prices->currency, "EUR");
+  EXPECT_EQ(ok.prices->source, "offers");
+  EXPECT_EQ(ok.prices->per_hour.at("h100-sxm"), 2.5);
+  EXPECT_EQ(ok.prices->per_hour.at("a10"), 0);
+
+  auto bad = parse_catalog_prices(
+      R"({"currency": "dollars", "colour": 1,
+          "prices_per_hour": {"h100-sxm": -1, "a10": "cheap", "tpu": 1}})",
+      names);
+  EXPECT_FALSE(bad.prices);
+  std::vector<std::string> paths;
+  for (const auto& e : bad.errors) paths.push_back(e.path);
+  for (const char* p : {"/currency", "/colour", "/prices_per_hour/h100-sxm", "/prices_per_hour/a10",
+                        "/prices_per_hour/tpu"})
+    EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
+
+  EXPECT_FALSE(parse_catalog_prices("not json", names).errors.empty());
+  EXPECT_EQ(parse_catalog_prices(R"({"currency": "USD"})", names).errors.at(0).path,
+            "/prices_per_hour");
+}
+
+}  // namespace
+}  // namespace llmcap::server
