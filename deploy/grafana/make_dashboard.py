@@ -397,6 +397,36 @@ def build():
                     "sortBy": [{"displayName": "output tokens/s", "desc": True}]},
     })
 
+    panels.append({
+        "type": "table",
+        "id": L.id(),
+        "title": "Predicted vs measured capacity",
+        "description": "Predictions (POST /v1/predictions: the plan on sim:// targets in virtual "
+                       "time, docs/prediction.md) beside the latest measured figures of the same "
+                       "target name. A prediction never writes the measured series.",
+        "datasource": DS,
+        "gridPos": L.place(24, 7),
+        "targets": [
+            target("llmcap_predicted_capacity_requests_per_second{%s}" % T, "", "A", True,
+                   "table"),
+            target("llmcap_qualified_capacity_requests_per_second{%s}" % T, "", "B", True,
+                   "table"),
+            target("llmcap_predicted_output_tokens_per_second{%s}" % T, "", "C", True, "table"),
+            target("llmcap_predicted_cost_per_million_output_tokens{%s}" % T, "", "D", True,
+                   "table"),
+        ],
+        "transformations": [
+            {"id": "merge", "options": {}},
+            {"id": "organize", "options": {
+                "excludeByName": {"Time": True, "__name__": True, "instance": True, "job": True},
+                "renameByName": {"Value #A": "predicted req/s", "Value #B": "measured req/s",
+                                 "Value #C": "predicted output tokens/s",
+                                 "Value #D": "predicted cost per M output tokens"}}},
+        ],
+        "fieldConfig": {"defaults": {"thresholds": thresholds(base_steps())}, "overrides": []},
+        "options": {"showHeader": True},
+    })
+
     # --- jobs ------------------------------------------------------------------------------
     panels.append(L.row("Jobs"))
     panels.append(timeseries(

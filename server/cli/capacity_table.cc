@@ -127,10 +127,11 @@ std::string capacity_table_text(const json& results) {
   if (const auto& d = api::json_member(results, "demand_plan"); d.is_object()) {
     std::snprintf(line, sizeof line,
                   "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; "
-                  "instances from each qualified point's measured output tok/s\n",
+                  "instances from each qualified point's %s output tok/s\n",
                   api::json_number(d, "demand_output_tokens_per_s").value_or(0),
                   api::json_number(d, "required_output_tokens_per_s").value_or(0),
-                  api::json_number(d, "hours_per_month").value_or(0));
+                  api::json_number(d, "hours_per_month").value_or(0),
+                  api::is_predicted(results) ? "predicted" : "measured");
     out += line;
     if (api::json_member(d, "currencies_differ").is_boolean() && d["currencies_differ"].get<bool>())
       out += "  (prices in different currencies: no target is named cheapest)\n";
