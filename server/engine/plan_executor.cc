@@ -1052,6 +1052,8 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       description = made.description;
       target.spec.base_url = target.base_url;
       target.time_scale = 1.0;  // virtual time needs no compression
+      // The simulator is a simulated target that loses no time: its clock is the only clock.
+      clock_lost_ns = [] { return std::int64_t{0}; };
     } else if (EmbeddedSimulators::is_sim_url(target.base_url)) {
       auto resolved = sims_.resolve(target.base_url, target.sim_options_json, plan.seed);
       if (!resolved.error.empty()) {
