@@ -97,6 +97,72 @@ std::string results_file_name(const std::string& plan_name, const RunPlan& plan,
 
 namespace {
 
+// `llmcapd predict --catalog`: replaces the plan by its catalogue plan (one sim:// target per GPU
+// profile that can serve it, server/engine/catalog_plan.h) and describes it in `info` (the
+// results' "catalog"). Prints what is wrong and returns the exit code, or kExitOk.
+int load_catalog_plan(const std::string& who, const std::string& plan_path,
+                      const std::string& prices_path, const std::string& hardware_list,
+                      api::PlanParse& parse, RunPlan& plan, nlohmann::json& info) {
+  std::optional<CatalogPrices> prices;
+  if (!prices_path.empty()) {
+    std::string error;
+    const std::string text = read_file(prices_path, error);
+    if (!error.empty()) {
+      std::cerr << who << ": --prices: " << error << "\n";
+      return kExitUsage;
+    }
+    auto parsed = parse_catalog_prices(text, sim::ProfileCatalog::builtin().hardware_names());
+    if (!parsed.errors.empty()) {
+      std::cerr << who << ": " << prices_path << ": invalid price file\n";
+      for (const auto& e : parsed.errors)
+        std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message << "\n";
+      return kExitUsage;
+    }
+    prices = std::move(parsed.prices);
+  }
+  std::vector<std::string> only;
+  for (std::size_t at = 0; at < hardware_list.size();) {
+    const auto comma = std::min(hardware_list.find(',', at), hardware_list.size());
+    if (comma > at) only.push_back(hardware_list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  auto cat = build_catalog_plan(parse.normalized, prices ? &*prices : nullptr, only);
+  if (!cat.error.empty()) {
+    std::cerr << who << ": " << plan_path << ": " << cat.error << "\n";
+    return kExitUsage;
+  }
+  info = {{"model", cat.model},
+          {"dtype", cat.dtype},
+          {"hardware", cat.hardware},
+          {"excluded", nlohmann::json::array()},
+          {"tensor_parallel", 1}};
+  if (prices) {
+    info["prices"] = {
+        {"file", prices_path}, {"currency", prices->currency}, {"source", prices->source}};
+  }
+  for (const auto& e : cat.excluded)
+    info["excluded"].push_back({{"hardware", e.hardware}, {"reason", e.reason}});
+  if (cat.hardware.empty()) {
+    std::cerr << who << ": no GPU profile can serve " << cat.model << " " << cat.dtype << "\n";
+    for (const auto& e : cat.excluded) std::cerr << "  " << e.hardware << ": " << e.reason << "\n";
+    return kExitSlaFailed;
+  }
+  api::PlanLimits limits;
+  limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(cat.hardware.size()));
+  parse = api::parse_plan(cat.plan.dump(), limits);
+  plan = RunPlan{};
+  if (!parse.errors.empty()) {
+    std::cerr << who << ": catalogue plan: " << parse.errors.front().path << ": "
+              << parse.errors.front().message << "\n";
+    return kExitRuntime;
+  }
+  if (auto err = to_run_plan(parse, plan); !err.empty()) {
+    std::cerr << who << ": catalogue plan: " << err << "\n";
+    return kExitRuntime;
+  }
+  return kExitOk;
+}
+
 int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   const bool predict = mode == ExecutionMode::kPredict;
   const std::string name = predict ? "predict" : "run";
@@ -177,66 +243,10 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   }
   nlohmann::json catalog_info;
   if (catalog) {
-    // The plan becomes the catalogue plan: one sim:// target per profile that can serve it.
-    std::optional<CatalogPrices> prices;
-    if (!prices_path.empty()) {
-      std::string perr;
-      const std::string ptext = read_file(prices_path, perr);
-      if (!perr.empty()) {
-        std::cerr << who << ": --prices: " << perr << "\n";
-        return kExitUsage;
-      }
-      auto parsed = parse_catalog_prices(ptext, sim::ProfileCatalog::builtin().hardware_names());
-      if (!parsed.errors.empty()) {
-        std::cerr << who << ": " << prices_path << ": invalid price file\n";
-        for (const auto& e : parsed.errors)
-          std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message
-                    << "\n";
-        return kExitUsage;
-      }
-      prices = std::move(parsed.prices);
-    }
-    std::vector<std::string> only;
-    for (std::size_t at = 0; at < hardware_list.size();) {
-      const auto comma = std::min(hardware_list.find(',', at), hardware_list.size());
-      if (comma > at) only.push_back(hardware_list.substr(at, comma - at));
-      at = comma + 1;
-    }
-    auto cat = build_catalog_plan(parse.normalized, prices ? &*prices : nullptr, only);
-    if (!cat.error.empty()) {
-      std::cerr << who << ": " << positional[0] << ": " << cat.error << "\n";
-      return kExitUsage;
-    }
-    catalog_info = {{"model", cat.model},
-                    {"dtype", cat.dtype},
-                    {"hardware", cat.hardware},
-                    {"excluded", nlohmann::json::array()},
-                    {"tensor_parallel", 1}};
-    if (prices) {
-      catalog_info["prices"] = {
-          {"file", prices_path}, {"currency", prices->currency}, {"source", prices->source}};
-    }
-    for (const auto& e : cat.excluded)
-      catalog_info["excluded"].push_back({{"hardware", e.hardware}, {"reason", e.reason}});
-    if (cat.hardware.empty()) {
-      std::cerr << who << ": no GPU profile can serve " << cat.model << " " << cat.dtype << "\n";
-      for (const auto& e : cat.excluded)
-        std::cerr << "  " << e.hardware << ": " << e.reason << "\n";
-      return kExitSlaFailed;
-    }
-    api::PlanLimits limits;
-    limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(cat.hardware.size()));
-    parse = api::parse_plan(cat.plan.dump(), limits);
-    plan = RunPlan{};
-    if (!parse.errors.empty()) {
-      std::cerr << who << ": catalogue plan: " << parse.errors.front().path << ": "
-                << parse.errors.front().message << "\n";
-      return kExitRuntime;
-    }
-    if (auto err = to_run_plan(parse, plan); !err.empty()) {
-      std::cerr << who << ": catalogue plan: " << err << "\n";
-      return kExitRuntime;
-    }
+    if (int rc = load_catalog_plan(who, positional[0], prices_path, hardware_list, parse, plan,
+                                   catalog_info);
+        rc != kExitOk)
+      return rc;
   }
   if (parse.plan->agents && !predict) {
     // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
