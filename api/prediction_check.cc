@@ -42,13 +42,15 @@ json side(const CapacityRow& r) {
               {"e2e_p95_ms", r.qualified ? num(r.e2e_p95_ms) : json()}};
 }
 
+}  // namespace
+
 std::string signed_percent(double fraction) {
+  double pct = fraction * 100;
+  if (std::abs(pct) < 0.05) pct = 0;  // never "-0.0 %"
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f %%", fraction * 100);
+  std::snprintf(buf, sizeof buf, "%+.1f %%", pct);
   return buf;
 }
-
-}  // namespace
 
 bool is_predicted(const json& results) {
   const auto& p = json_member(results, "predicted");

@@ -26,6 +26,9 @@ nlohmann::json prediction_check(const nlohmann::json& predicted, const nlohmann:
 // Whether a results document is a prediction (its top-level "predicted" is true).
 bool is_predicted(const nlohmann::json& results);
 
+// "+4.3 %" / "-0.8 %" / "+0.0 %" (never "-0.0 %") for a fraction 0.043 / -0.008 / -0.0001.
+std::string signed_percent(double fraction);
+
 // One line per target: "rtx4090-48g: predicted 1.33 rps, measured 1.33 rps, +0.0 %; P95 TTFT
 // 224 vs 232 ms (+3.6 %) ...". Empty when the check has no targets.
 std::vector<std::string> prediction_check_lines(const nlohmann::json& check);

@@ -683,8 +683,7 @@ std::string prediction_check_section(const json& results) {
         return v ? format_fixed(*v, decimals) : json_string(side, "outcome", "-");
       };
       const auto err = json_number(e, key);
-      char pct[32] = "-";
-      if (err) std::snprintf(pct, sizeof pct, "%+.1f %%", *err * 100);
+      const std::string pct = err ? signed_percent(*err) : "-";
       out += "<tr>" + td(first ? json_string(t, "target") : std::string(), "text") +
              td(name, "text") + td(cell(p)) + td(cell(m)) + td(pct) + "</tr>";
       first = false;

@@ -56,6 +56,12 @@ TEST(PredictionCheck, PairsTargetsByNameAndGivesRelativeErrors) {
   EXPECT_NE(lines[1].find("P95 TTFT 211 vs 232 ms (+10.0 %)"), std::string::npos) << lines[1];
 }
 
+TEST(PredictionCheck, SignedPercentNeverPrintsMinusZero) {
+  EXPECT_EQ(signed_percent(0.043), "+4.3 %");
+  EXPECT_EQ(signed_percent(-0.008), "-0.8 %");
+  EXPECT_EQ(signed_percent(-0.0001), "+0.0 %");
+}
+
 TEST(PredictionCheck, PairsByBaseUrlWhenNamesDiffer) {
   auto [predicted, measured] = pair_of_documents();
   measured["targets"][0]["name"] = "box-1";  // same base_url as the prediction's rtx4090-48g
