@@ -24,12 +24,32 @@ double loaded_weight_bytes(const ModelSpec& model, Dtype dtype) {
   return sixteen_bit * 2.0 + (model.params - sixteen_bit) * bytes_per_param(dtype);
 }
 
+std::optional<std::string> tensor_parallel_problem(const ModelSpec& model, int tensor_parallel) {
+  const std::string n = std::to_string(tensor_parallel);
+  if (tensor_parallel < 1 || tensor_parallel > 64) return "tensor_parallel must be 1..64, not " + n;
+  if (tensor_parallel == 1) return std::nullopt;
+  if (model.heads % tensor_parallel != 0)
+    return "tensor_parallel " + n + " does not divide " + model.name + "'s " +
+           std::to_string(model.heads) + " attention heads";
+  const std::int64_t kv = model.kv_heads > 0 ? model.kv_heads : model.heads;
+  if (kv % tensor_parallel != 0 && tensor_parallel % kv != 0)
+    return "tensor_parallel " + n + " and " + model.name + "'s " + std::to_string(kv) +
+           " KV heads: one must divide the other";
+  return std::nullopt;
+}
+
+std::int64_t kv_heads_per_gpu(const ModelSpec& model, int tensor_parallel) {
+  const std::int64_t kv = model.kv_heads > 0 ? model.kv_heads : model.heads;
+  return std::max<std::int64_t>(1, kv / std::max(1, tensor_parallel));
+}
+
 double non_kv_reserve_bytes(const ModelSpec& model, std::int64_t max_num_batched_tokens,
-                            std::int64_t max_num_seqs) {
+                            std::int64_t max_num_seqs, int tensor_parallel) {
   const double tokens = static_cast<double>(std::max<std::int64_t>(max_num_batched_tokens, 1));
-  const double activation_peak = tokens * 2.0 *
-                                 (kPeakFfnWidths * static_cast<double>(model.ffn) +
-                                  kPeakHiddenWidths * static_cast<double>(model.hidden));
+  const double activation_peak =
+      tokens * 2.0 *
+      (kPeakFfnWidths * static_cast<double>(model.ffn) / std::max(1, tensor_parallel) +
+       kPeakHiddenWidths * static_cast<double>(model.hidden));
   const double sampled_rows = static_cast<double>(
       std::min(max_num_batched_tokens, std::max<std::int64_t>(max_num_seqs, 1)));
   const double sampler_peak =
@@ -40,19 +60,29 @@ double non_kv_reserve_bytes(const ModelSpec& model, std::int64_t max_num_batched
 MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardware,
                               const MemoryFitInput& input) {
   MemoryFit fit;
+  const int tp = std::max(1, input.tensor_parallel);
   const std::int64_t block = input.block_tokens > 0 ? input.block_tokens : 16;
+  fit.tensor_parallel = tp;
+  if (auto problem = tensor_parallel_problem(model, input.tensor_parallel)) {
+    fit.explanation = *problem;  // nothing fits a layout the engine refuses
+    return fit;
+  }
   fit.memory_bytes = hardware.memory_bytes;
   fit.nominal_memory_gb = hardware.nominal_memory_gb;
   fit.budget_bytes = input.gpu_memory_utilization * hardware.memory_bytes;
-  fit.weight_bytes = loaded_weight_bytes(model, input.dtype);
+  fit.total_weight_bytes = loaded_weight_bytes(model, input.dtype);
+  fit.weight_bytes = fit.total_weight_bytes / tp;
   if (input.activation_reserve_bytes >= 0)
     fit.activation_reserve_bytes = input.activation_reserve_bytes;
   else if (model.activation_reserve_bytes >= 0)
     fit.activation_reserve_bytes = model.activation_reserve_bytes;
   else
     fit.activation_reserve_bytes =
-        non_kv_reserve_bytes(model, input.max_num_batched_tokens, input.max_num_seqs);
-  fit.kv_bytes_per_token = kv_bytes_per_token(model, input.kv_bytes_per_element);
+        non_kv_reserve_bytes(model, input.max_num_batched_tokens, input.max_num_seqs, tp);
+  const std::int64_t kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
+  fit.kv_bytes_per_token = kv_bytes_per_token(model, input.kv_bytes_per_element) *
+                           static_cast<double>(kv_heads_per_gpu(model, tp)) /
+                           static_cast<double>(std::max<std::int64_t>(kv_heads, 1));
   const std::int64_t context = input.context_tokens > 0 ? input.context_tokens : 0;
   fit.blocks_per_request = (context + block - 1) / block;
   fit.kv_bytes_per_request =
@@ -76,10 +106,13 @@ MemoryFit estimate_memory_fit(const ModelSpec& model, const HardwareSpec& hardwa
 
   char share[32];
   std::snprintf(share, sizeof share, "%.0f%%", input.gpu_memory_utilization * 100);
-  std::string text = model.name + " " + std::string(to_string(input.dtype)) + " on " +
-                     hardware.name + ": budget " + gb_gib(fit.budget_bytes) + " (" + share +
-                     " of " + gb_gib(fit.memory_bytes) + "), weights " + gb_gib(fit.weight_bytes) +
-                     ", non-KV reserve " + gb_gib(fit.activation_reserve_bytes);
+  std::string text =
+      model.name + " " + std::string(to_string(input.dtype)) + " on " +
+      (tp > 1 ? std::to_string(tp) + " × " + hardware.name + " (tensor parallel; per GPU)"
+              : hardware.name) +
+      ": budget " + gb_gib(fit.budget_bytes) + " (" + share + " of " + gb_gib(fit.memory_bytes) +
+      "), weights " + gb_gib(fit.weight_bytes) + ", non-KV reserve " +
+      gb_gib(fit.activation_reserve_bytes);
   if (!fit.weights_fit) {
     text += ": the weights and reserve do not fit, " + gb_gib(fit.shortfall_bytes) +
             " short, no KV pool left";

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "analysis/model_spec.h"
@@ -49,12 +50,22 @@ struct MemoryFitInput {
   // else non_kv_reserve_bytes().
   double activation_reserve_bytes = -1;
   std::int64_t block_tokens = 16;  // paged-attention block size
+  // GPUs the model is split over by tensor parallelism (vLLM --tensor-parallel-size). Each GPU
+  // holds 1/N of every weight matrix (embedding and LM head split by vocabulary too) and the KV
+  // of its attention heads for every token: max(1, kv_heads / N) KV heads (replicated when N
+  // exceeds the model's KV heads, as vLLM does). tensor_parallel_problem() says which N a model
+  // takes.
+  int tensor_parallel = 1;
 };
 
+// With tensor_parallel N > 1 every byte figure is per GPU (vLLM sizes the KV cache on each GPU
+// alike); token counts, blocks and concurrency are the engine's.
 struct MemoryFit {
-  double memory_bytes = 0;       // hardware memory as CUDA reports it (what vLLM budgets from)
-  double nominal_memory_gb = 0;  // the card's datasheet figure ("80" GB); 0 when unknown
-  double budget_bytes = 0;       // utilisation × memory
+  int tensor_parallel = 1;
+  double total_weight_bytes = 0;  // all N shards together
+  double memory_bytes = 0;        // hardware memory as CUDA reports it (what vLLM budgets from)
+  double nominal_memory_gb = 0;   // the card's datasheet figure ("80" GB); 0 when unknown
+  double budget_bytes = 0;        // utilisation × memory
   double weight_bytes = 0;
   double activation_reserve_bytes = 0;
   double kv_bytes_per_token = 0;
@@ -88,8 +99,18 @@ double loaded_weight_bytes(const ModelSpec& model, Dtype dtype);
 //   sampler peak    = min(tokens, seqs) × vocab × 4 B × 2
 // CUDA graphs are captured after the KV cache is sized (vLLM ≤ 0.11 logs "Graph capturing
 // finished ... took 0.03–0.2 GiB"), so they come out of the 1 − utilisation headroom.
+// With tensor parallelism N each GPU holds ffn / N of the MLP's activations (column-parallel
+// gate/up projections) but full hidden-sized buffers (after each all-reduce) and, on the
+// driver GPU, the gathered full-vocabulary logits: the default N = 1 is the single-GPU figure.
 double non_kv_reserve_bytes(const ModelSpec& model, std::int64_t max_num_batched_tokens,
-                            std::int64_t max_num_seqs);
+                            std::int64_t max_num_seqs, int tensor_parallel = 1);
+
+// Why a model cannot be split over N GPUs by tensor parallelism (vLLM's checks: N ≥ 1, the
+// attention heads divide by N, and the KV heads divide by N or N by the KV heads), or nothing.
+std::optional<std::string> tensor_parallel_problem(const ModelSpec& model, int tensor_parallel);
+
+// KV heads each GPU holds under tensor parallelism N: kv_heads / N, at least 1 (replicated).
+std::int64_t kv_heads_per_gpu(const ModelSpec& model, int tensor_parallel);
 
 inline double to_gb(double bytes) { return bytes / kBytesPerGB; }
 inline double to_gib(double bytes) { return bytes / kBytesPerGiB; }
