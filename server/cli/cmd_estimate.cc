@@ -34,6 +34,10 @@ int cmd_estimate(const std::vector<std::string>& args) {
   s.add("concurrency", "requests resident at once", &concurrency);
   s.add("gpu_memory_utilization", "fraction of memory the engine may use", &utilisation);
   s.add("profiles_file", "extra hardware/model profiles (JSON)", &profiles_file);
+  int tensor_parallel = 1;
+  s.add("tensor_parallel",
+        "GPUs the model is split over (vLLM --tensor-parallel-size); memory figures are per GPU",
+        &tensor_parallel);
   s.add("json", "print JSON instead of text", &as_json);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
@@ -73,7 +77,12 @@ int cmd_estimate(const std::vector<std::string>& args) {
                  "gpu_memory_utilization in (0, 1]\n";
     return kExitUsage;
   }
+  if (auto problem = analysis::tensor_parallel_problem(*m, tensor_parallel)) {
+    std::cerr << "llmcapd estimate: tensor_parallel: " << *problem << "\n";
+    return kExitUsage;
+  }
   analysis::MemoryFitInput in;
+  in.tensor_parallel = tensor_parallel;
   in.dtype = *dt;
   in.kv_bytes_per_element = kv_dtype == "fp8" ? 1.0 : 2.0;
   in.context_tokens = context;
@@ -87,11 +96,16 @@ int cmd_estimate(const std::vector<std::string>& args) {
     j["dtype"] = dtype;
     j["context_tokens"] = context;
     j["concurrency"] = concurrency;
+    j["tensor_parallel"] = tensor_parallel;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s, %s %s, context %lld tokens, concurrency %lld\n", hw->display_name.c_str(),
-                model.c_str(), dtype.c_str(), static_cast<long long>(context),
-                static_cast<long long>(concurrency));
+    std::printf("%s%s, %s %s, context %lld tokens, concurrency %lld\n",
+                tensor_parallel > 1 ? (std::to_string(tensor_parallel) + " × ").c_str() : "",
+                hw->display_name.c_str(), model.c_str(), dtype.c_str(),
+                static_cast<long long>(context), static_cast<long long>(concurrency));
+    if (tensor_parallel > 1)
+      std::printf("  tensor parallel    %d GPUs: weights and KV heads split; figures per GPU\n",
+                  tensor_parallel);
     std::printf(
         "  memory             %8.2f GiB as CUDA reports it (%.0f GB card), budget at %.0f%%: "
         "%.2f GiB\n",

@@ -151,12 +151,22 @@ HttpResponse estimate_memory(RestContext& c, const HttpRequest& req, const PathP
         continue;
       }
       in.gpu_memory_utilization = v.get<double>();
+    } else if (k == "tensor_parallel") {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 64) {
+        errors.push_back({p, "must be an integer between 1 and 64"});
+        continue;
+      }
+      in.tensor_parallel = static_cast<int>(v.get<std::int64_t>());
     } else {
       errors.push_back({p, "unknown key"});
     }
   }
   if (!body.contains("hardware")) errors.push_back({"/hardware", "is required"});
   if (!body.contains("model")) errors.push_back({"/model", "is required"});
+  if (model && errors.empty()) {
+    if (auto problem = analysis::tensor_parallel_problem(*model, in.tensor_parallel))
+      errors.push_back({"/tensor_parallel", *problem});
+  }
   if (!errors.empty())
     return problem_response(ApiErrorCode::kInvalidRequest, "invalid estimate", errors);
   auto j = api::memory_fit_json(analysis::estimate_memory_fit(*model, *hw, in));
@@ -165,6 +175,8 @@ HttpResponse estimate_memory(RestContext& c, const HttpRequest& req, const PathP
   j["dtype"] = dtype;
   j["context_tokens"] = in.context_tokens;
   j["concurrency"] = in.concurrency;
+  // Byte figures are per GPU under tensor parallelism (analysis/memory_fit.h).
+  j["tensor_parallel"] = in.tensor_parallel;
   return json_response(200, j);
 }
 
