@@ -436,6 +436,15 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
                       {"hardware": "a100-80g-pcie", "model": "llama-3.1-8b",
                        "context_tokens": 2048, "concurrency": 8})
         self.assertIs(r.json()["fits"], True, r)
+        # Tensor parallelism: 70B BF16 needs 4 A100s; a layout vLLM refuses names the field.
+        big = {"hardware": "a100-80g-sxm", "model": "llama-3.1-70b", "context_tokens": 4096,
+               "concurrency": 32}
+        self.assertIs(d.request("POST", "/v1/estimates/memory", big).json()["fits"], False)
+        r = d.request("POST", "/v1/estimates/memory", dict(big, tensor_parallel=4))
+        self.assertIs(r.json()["fits"], True, r)
+        self.assertEqual(r.json()["tensor_parallel"], 4)
+        self.assertProblem(d.request("POST", "/v1/estimates/memory", dict(big, tensor_parallel=3)),
+                           422, paths=["/tensor_parallel"])
         self.assertEqual(d.get_json("/healthz")["status"], "ok")
         self.assertEqual(d.get_json("/readyz")["status"], "ready")
         r = d.request("GET", "/")
