@@ -39,6 +39,19 @@ double compute_flops_per_s(const HardwareSpec& hw, Dtype dtype) {
   return hw.bf16_tflops * 1e12;
 }
 
+bool uses_8bit_tensor_rate(const HardwareSpec& hw, Dtype dtype) {
+  return (dtype == Dtype::kFp8 && hw.fp8_tflops > 0) ||
+         (dtype == Dtype::kInt8 && hw.int8_tflops > 0);
+}
+
+double compute_efficiency_for(const HardwareSpec& hw, Dtype dtype) {
+  if (!uses_8bit_tensor_rate(hw, dtype)) return hw.compute_efficiency;
+  if (hw.fp8_compute_efficiency > 0) return hw.fp8_compute_efficiency;
+  if (hw.generation == "hopper" || hw.generation == "blackwell") return 0.45;
+  if (hw.generation == "ada") return 0.62;
+  return 0.50;
+}
+
 double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element) {
   return 2.0 * static_cast<double>(model.layers) * static_cast<double>(model.kv_heads) *
          static_cast<double>(model.head_dim) * kv_bytes_per_element;

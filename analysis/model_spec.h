@@ -57,17 +57,32 @@ struct HardwareSpec {
   double tdp_watts = 0;
   std::string form_factor;   // "PCIe", "SXM"
   std::string interconnect;  // e.g. "PCIe 4, no NVLink"
-  // Achieved fractions of peak (docs/metrics.md §11): weight streaming ≈ 0.75–0.85, large GEMMs ≈
-  // 0.70–0.80; plus a fixed per-step cost (scheduling, sampling, launches).
+  // Architecture generation: "ampere", "ada", "hopper", "blackwell"; picks the achieved fraction
+  // of the 8-bit tensor rate (compute_efficiency_for()). Empty = unknown.
+  std::string generation;
+  // Achieved fractions of peak (docs/metrics.md §11, sim/README.md "Step time"): weight and KV
+  // streaming ≈ 0.8; large 16-bit GEMMs ≈ 0.75 of the dense peak. fp8_compute_efficiency < 0
+  // takes the generation's figure for 8-bit GEMMs (FP8/INT8 tensor rates).
   double bandwidth_efficiency = 0.8;
   double compute_efficiency = 0.75;
-  double step_overhead_s = 0.002;
+  double fp8_compute_efficiency = -1;
+  // Fixed per-step cost override; < 0 (the default): the serving engine's (sim::EngineProfile).
+  double step_overhead_s = -1;
 };
 
 // The tensor rate (FLOP/s, peak) used when running weights of this dtype on this GPU: FP8
 // weights use the FP8 rate when the GPU has one, INT8 uses the INT8 rate when known; every other
 // case (weight-only int4/int8, fp8 on Ampere) dequantises and computes in BF16.
 double compute_flops_per_s(const HardwareSpec& hw, Dtype dtype);
+
+// True when weights of this dtype run on the GPU's 8-bit tensor rate (FP8 with FP8 tensor cores,
+// INT8 with a known INT8 rate); false when they are dequantised and computed in 16 bit.
+bool uses_8bit_tensor_rate(const HardwareSpec& hw, Dtype dtype);
+
+// Achieved fraction of compute_flops_per_s() for large GEMMs: compute_efficiency in 16 bit; on the
+// 8-bit rate fp8_compute_efficiency, else by generation (sim/README.md): hopper and blackwell
+// 0.45, ada 0.62, other 0.50 — TensorRT-LLM reaches 40–54 % of FP8 peak in prefill.
+double compute_efficiency_for(const HardwareSpec& hw, Dtype dtype);
 
 // KV cache bytes per cached token: 2 × layers × KV heads × head dim × bytes per element
 // (docs/metrics.md §7; KV heads, not query heads).

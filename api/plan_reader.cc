@@ -468,6 +468,8 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
     std::int64_t i = 0;
     s.one_of("dtype", str = "bf16", {"bf16", "fp16", "fp8", "int8", "int4"});
     if (sim->is_object() && sim->contains("dtype") && t.precision.empty()) t.precision = str;
+    // The simulator's engine profiles (sim/roofline.h engine_names()).
+    s.one_of("engine", str = "vllm", {"vllm", "vllm-2024", "trt-llm", "sglang", "llama.cpp"});
     s.one_of("kv_cache_dtype", str = "auto", {"auto", "fp8"});
     s.number("time_scale", d, 0.01, 1000);
     s.number("seed", i, 0, 9e15, true);

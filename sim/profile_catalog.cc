@@ -91,10 +91,19 @@ analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
   h.tdp_watts = r.number("tdp_watts", 0.0);
   h.form_factor = r.text("form_factor", std::string("PCIe"));
   h.interconnect = r.text("interconnect", std::string());
+  h.generation = r.text("generation", std::string());
   h.bandwidth_efficiency = r.number("bandwidth_efficiency", 0.8);
   h.compute_efficiency = r.number("compute_efficiency", 0.75);
-  h.step_overhead_s = r.number("step_overhead_ms", 2.0) / 1000.0;
+  h.fp8_compute_efficiency = r.number("fp8_compute_efficiency", -1.0);
+  // Absent: the serving engine's step overhead (sim.engine); set: this GPU's override.
+  const double overhead_ms = r.number("step_overhead_ms", -1.0);
+  h.step_overhead_s = overhead_ms >= 0 ? overhead_ms / 1000.0 : -1.0;
   r.reject_unknown();
+  if (!h.generation.empty() && h.generation != "ampere" && h.generation != "ada" &&
+      h.generation != "hopper" && h.generation != "blackwell")
+    throw std::invalid_argument(where + ": generation must be ampere, ada, hopper or blackwell");
+  if (h.fp8_compute_efficiency > 1)
+    throw std::invalid_argument(where + ": fp8_compute_efficiency must be in (0, 1]");
   if (h.memory_bytes <= 0 || h.bandwidth_bytes_per_s <= 0 || h.bf16_tflops <= 0)
     throw std::invalid_argument(
         where + ": memory_gb, memory_gib, bandwidth_gbps and bf16_tflops must be > 0");
@@ -206,15 +215,16 @@ std::vector<std::string> ProfileCatalog::model_names() const {
 std::string ProfileCatalog::listing() const {
   std::string out =
       "GPUs (memory GB datasheet / GiB as CUDA reports it, bandwidth GB/s, BF16/FP8 TFLOPS, "
-      "efficiency bw/compute, step overhead):\n";
+      "efficiency bw/compute 16-bit/compute 8-bit, generation):\n";
   char line[256];
   for (const auto& [name, h] : hardware_) {
     std::snprintf(
         line, sizeof line,
-        "  %-16s %4.0f GB/%6.2f GiB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f  %.1f ms  %s\n",
+        "  %-16s %4.0f GB/%6.2f GiB %6.0f GB/s %6.0f/%-6.0f TFLOPS  %.2f/%.2f/%.2f  %-9s  %s\n",
         name.c_str(), h.nominal_memory_gb, h.memory_bytes / analysis::kBytesPerGiB,
         h.bandwidth_bytes_per_s / 1e9, h.bf16_tflops, h.fp8_tflops, h.bandwidth_efficiency,
-        h.compute_efficiency, h.step_overhead_s * 1000.0, h.display_name.c_str());
+        h.compute_efficiency, analysis::compute_efficiency_for(h, analysis::Dtype::kFp8),
+        h.generation.empty() ? "-" : h.generation.c_str(), h.display_name.c_str());
     out += line;
   }
   out += "Models (params, layers, heads/KV heads, KV bytes/token at 16-bit, max context):\n";

@@ -33,6 +33,8 @@ void validate_sim_options(const SimOptions& o) {
   if (o.max_model_len < 0) bad("max_model_len", "must be >= 0 (0 = automatic)");
   if (o.tokens_per_event < 1) bad("tokens_per_event", "must be >= 1");
   if (o.default_max_tokens < 1) bad("default_max_tokens", "must be >= 1");
+  if (!engine_profile(o.engine))
+    bad("engine", "unknown engine '" + o.engine + "'; known: " + join(engine_names()));
   if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "fp8")
     bad("kv_cache_dtype", "must be 'auto' or 'fp8'");
   const auto& f = o.faults;
@@ -112,7 +114,7 @@ SimModel build_sim_model(const SimOptions& options) {
   config.max_num_batched_tokens = options.max_num_batched_tokens;
   config.block_tokens = in.block_tokens;
   config.kv_pool_blocks = fit.kv_pool_blocks;
-  Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element);
+  Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element, *engine_profile(options.engine));
   return SimModel{*hw, *model, *dtype, std::move(fit), max_model_len, config, std::move(roofline)};
 }
 
@@ -120,13 +122,15 @@ std::string describe(const SimModel& m) {
   char buf[512];
   std::snprintf(
       buf, sizeof buf,
-      "%s %s on %s: weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: %lld; "
+      "%s %s on %s (%s engine): weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: "
+      "%lld; "
       "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
       "max_num_seqs %lld, max_num_batched_tokens %lld",
       m.model.name.c_str(), std::string(analysis::to_string(m.dtype)).c_str(),
-      m.hardware.name.c_str(), analysis::to_gb(m.fit.weight_bytes),
-      analysis::to_gib(m.fit.kv_pool_bytes), static_cast<long long>(m.fit.kv_pool_tokens),
-      static_cast<long long>(m.fit.gpu_blocks), static_cast<long long>(m.max_model_len),
+      m.hardware.name.c_str(), m.roofline.engine().name.c_str(),
+      analysis::to_gb(m.fit.weight_bytes), analysis::to_gib(m.fit.kv_pool_bytes),
+      static_cast<long long>(m.fit.kv_pool_tokens), static_cast<long long>(m.fit.gpu_blocks),
+      static_cast<long long>(m.max_model_len),
       m.max_model_len > 0
           ? static_cast<double>(m.fit.kv_pool_tokens) / static_cast<double>(m.max_model_len)
           : 0.0,

@@ -35,8 +35,9 @@ void validate_sim_options(const SimOptions& options);
 // sequence does not fit, and for unknown hardware/model/dtype names (listing the known ones).
 SimModel build_sim_model(const SimOptions& options);
 
-// One line for logs and results: hardware, model, dtype, weights, KV pool (with vLLM's "# GPU
-// blocks" and "maximum concurrency" figures), max_model_len and the scheduler's limits.
+// One line for logs and results: hardware, model, dtype, serving engine, weights, KV pool (with
+// vLLM's "# GPU blocks" and "maximum concurrency" figures), max_model_len and the scheduler's
+// limits.
 std::string describe(const SimModel& model);
 
 }  // namespace llmcap::sim

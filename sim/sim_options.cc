@@ -81,6 +81,7 @@ SimOptionsResult sim_options_from_json(std::string_view json_text) {
       {"hardware", [&](const json& v, const std::string& k) { o.hardware = as_string(v, k); }},
       {"model", [&](const json& v, const std::string& k) { o.model = as_string(v, k); }},
       {"dtype", [&](const json& v, const std::string& k) { o.dtype = as_string(v, k); }},
+      {"engine", [&](const json& v, const std::string& k) { o.engine = as_string(v, k); }},
       {"kv_cache_dtype",
        [&](const json& v, const std::string& k) { o.kv_cache_dtype = as_string(v, k); }},
       {"profiles_file",

@@ -13,9 +13,12 @@
 namespace llmcap::sim {
 
 struct SimOptions {
-  std::string hardware = "rtx4090-48g";        // GPU profile name (see ProfileCatalog::listing())
-  std::string model = "llama-3.1-8b";          // model profile name; also the served model name
-  std::string dtype = "bf16";                  // weight dtype: bf16, fp16, fp8, int8, int4
+  std::string hardware = "rtx4090-48g";  // GPU profile name (see ProfileCatalog::listing())
+  std::string model = "llama-3.1-8b";    // model profile name; also the served model name
+  std::string dtype = "bf16";            // weight dtype: bf16, fp16, fp8, int8, int4
+  // Serving engine whose CPU costs the step time carries (sim/README.md "Engines"): "vllm"
+  // (V1, CUDA graphs), "vllm-2024" (V0), "trt-llm", "sglang", "llama.cpp".
+  std::string engine = "vllm";
   std::string kv_cache_dtype = "auto";         // "auto" (16-bit, 2 bytes/element) or "fp8" (1 byte)
   std::string profiles_file;                   // extra/overriding profiles JSON; empty = none
   std::string address = "127.0.0.1";           // listen address

@@ -100,8 +100,11 @@ HttpResponse models(const SimServerState& s) {
       {"max_num_seqs", s.sim.engine_config.max_num_seqs},
       {"max_num_batched_tokens", s.sim.engine_config.max_num_batched_tokens},
       {"bandwidth_efficiency", s.sim.hardware.bandwidth_efficiency},
-      {"compute_efficiency", s.sim.hardware.compute_efficiency},
-      {"step_overhead_ms", s.sim.hardware.step_overhead_s * 1000.0},
+      {"compute_efficiency", analysis::compute_efficiency_for(s.sim.hardware, s.sim.dtype)},
+      {"engine", s.sim.roofline.engine().name},
+      {"step_overhead_ms", s.sim.roofline.step_overhead_s() * 1000.0},
+      {"per_sequence_ms", s.sim.roofline.engine().per_seq_s * 1000.0},
+      {"per_request_ms", s.sim.roofline.engine().per_request_s * 1000.0},
       {"tokenizer", "whitespace words, 1 token each"},
   };
   json entry = {{"id", s.sim.model.name},     {"object", "model"},

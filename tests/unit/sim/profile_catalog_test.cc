@@ -33,7 +33,13 @@ TEST(ProfileCatalogTest, BuiltinFiguresMatchDomainTables) {
   EXPECT_DOUBLE_EQ(a100.fp8_tflops, 0);
   EXPECT_DOUBLE_EQ(a100.bandwidth_efficiency, 0.8);
   EXPECT_DOUBLE_EQ(a100.compute_efficiency, 0.75);
-  EXPECT_DOUBLE_EQ(a100.step_overhead_s, 0.002);
+  // No per-GPU step overhead: the serving engine's (sim.engine) applies.
+  EXPECT_LT(a100.step_overhead_s, 0);
+  EXPECT_EQ(a100.generation, "ampere");
+  EXPECT_EQ(c.hardware("h100-sxm")->generation, "hopper");
+  EXPECT_EQ(c.hardware("l40s")->generation, "ada");
+  for (const std::string& gpu : c.hardware_names())
+    EXPECT_FALSE(c.hardware(gpu)->generation.empty()) << gpu;
   const auto m48 = *c.hardware("rtx4090-48g");
   const auto m24 = *c.hardware("rtx4090-24g");
   EXPECT_EQ(m48.bandwidth_bytes_per_s, m24.bandwidth_bytes_per_s);  // only capacity differs

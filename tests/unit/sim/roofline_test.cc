@@ -2,44 +2,86 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/profile_catalog.h"
 
 namespace llmcap::sim {
 namespace {
 
-TEST(RooflineTest, Batch1DecodeIsWeightsOverEffectiveBandwidthPlusOverhead) {
+// The smooth roofline of sim/README.md: the larger bound plus the smaller squared over it.
+double roof(double m, double c) {
+  const double hi = std::max(m, c), lo = std::min(m, c);
+  return hi + lo * lo / hi;
+}
+
+TEST(RooflineTest, Batch1DecodeIsWeightsOverEffectiveBandwidthPlusEngineCosts) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   const auto model = *c.model("llama-3.1-8b");
+  const EngineProfile vllm = *engine_profile("vllm");
   for (const std::string& gpu : c.hardware_names()) {
     const auto hw = *c.hardware(gpu);
     const Roofline r(model, hw, analysis::Dtype::kBf16);
-    const StepCost cost = r.decode(1, 0);
-    // Hand calculation: 16.06e9 bytes / (bandwidth × 0.8) + 2 ms.
-    const double expected = 16.06e9 / (hw.bandwidth_bytes_per_s * 0.8) + 0.002;
-    EXPECT_NEAR(cost.total_s, expected, expected * 1e-4) << gpu;
-    EXPECT_GT(cost.memory_s, cost.compute_s) << gpu;  // decode is memory-bound
+    const StepCost cost = r.decode(1, 1000);
+    // Hand calculation: weights (16.06e9 bytes) and 1001 tokens of KV at bandwidth × 0.8, the
+    // 2 × 8.03e9 FLOPs of one token folded in by the smooth roofline, plus vLLM's per-step and
+    // per-sequence costs.
+    const double bw = hw.bandwidth_bytes_per_s * 0.8;
+    const double gemm = roof(16.06e9 / bw, 2 * 8.03e9 / (hw.bf16_tflops * 1e12 * 0.75));
+    const double attention =
+        roof(1001.0 * 131072 / bw, 4.0 * 32 * 32 * 128 * 1000 / (hw.bf16_tflops * 1e12 * 0.75));
+    const double expected = gemm + attention + vllm.step_overhead_s + vllm.per_seq_s;
+    EXPECT_NEAR(cost.total_s, expected, expected * 1e-6) << gpu;
+    EXPECT_GT(cost.memory_s, 50 * cost.compute_s) << gpu;  // decode is memory-bound
   }
 }
 
 TEST(RooflineTest, HandNumbersFor4090) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   const Roofline r(*c.model("llama-3.1-8b"), *c.hardware("rtx4090-48g"), analysis::Dtype::kBf16);
-  // 16.06e9 / 806.4e9 = 19.916 ms, + 2 ms.
-  EXPECT_NEAR(r.decode(1, 0).total_s * 1000, 21.916, 0.01);
+  // 16.06e9 / 806.4e9 = 19.916 ms of weights; one token's 16.06 GFLOP at 123.75 TFLOP/s adds
+  // 0.130² / 19.916 ms; 0.5 ms step + 0.08 ms sequence.
+  EXPECT_NEAR(r.decode(1, 1).total_s * 1000,
+              19.916 + 0.13 * 0.13 / 19.916 + 0.5 + 0.08 + 2 * 131072 / 806.4e9 * 1000, 0.01);
   // 32 sequences at 1024 cached tokens: bytes = weights + 32 × 1025 × 131072.
   const StepCost c32 = r.decode(32, 1024);
   EXPECT_DOUBLE_EQ(c32.bytes, 16.06e9 + 32.0 * 1025 * 131072);
-  // A 2048-token prefill is compute-bound: 2 × 8.03e9 × 2048 + attention.
+  EXPECT_NEAR(c32.attention_s,
+              roof(32.0 * 1025 * 131072 / 806.4e9, 4.0 * 32 * 32 * 128 * 32 * 1025 / 123.75e12),
+              1e-12);
+  EXPECT_NEAR(c32.overhead_s, 0.0005 + 32 * 0.00008, 1e-12);  // no new request
+  // A 2048-token prefill is compute-bound: 2 × 8.03e9 × 2048 + attention; the admission cost
+  // is paid once because the request starts in this step.
   const SeqWork prefill{2048, 0};
   const StepCost p = r.step(std::span<const SeqWork>(&prefill, 1));
   const double attention = 4.0 * 32 * 32 * 128 * (2048.0 * 2049 / 2);
   EXPECT_DOUBLE_EQ(p.flops, 2 * 8.03e9 * 2048 + attention);
-  EXPECT_NEAR(p.compute_s, p.flops / (165e12 * 0.75), 1e-12);
+  const double gemm_c = 2 * 8.03e9 * 2048 / (165e12 * 0.75);
+  EXPECT_NEAR(p.gemm_s, roof(16.06e9 / 806.4e9, gemm_c), 1e-12);
   EXPECT_GT(p.compute_s, p.memory_s);
-  EXPECT_NEAR(p.total_s, p.compute_s + 0.002, 1e-12);
+  EXPECT_NEAR(p.overhead_s, 0.0005 + 0.00008 + 0.001, 1e-12);
+  EXPECT_NEAR(p.total_s, p.gemm_s + p.attention_s + p.overhead_s, 1e-12);
 }
 
-TEST(RooflineTest, DtypeChangesBytesAndRate) {
+TEST(RooflineTest, SmoothRooflineAddsTheSmallerBoundOnlyNearTheRidge) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const Roofline r(*c.model("llama-2-7b"), *c.hardware("a100-80g-sxm"), analysis::Dtype::kFp16, 2.0,
+                   *engine_profile("trt-llm"));
+  // 128 tokens on an A100: weights 13.48 GB at 1631 GB/s ≈ 8.3 ms, GEMMs 1.73 TFLOP at 234
+  // TFLOP/s ≈ 7.4 ms: near the ridge the step takes nearly their sum (TensorRT-LLM: 16 ms).
+  const SeqWork p128{128, 0};
+  const StepCost s128 = r.step(std::span<const SeqWork>(&p128, 1));
+  const double m = 6.74e9 * 2 / (2039e9 * 0.8);
+  const double cpt = 2 * 6.74e9 * 128 / (312e12 * 0.75);
+  EXPECT_NEAR(s128.gemm_s, m + cpt * cpt / m, 1e-12);
+  EXPECT_GT(s128.gemm_s, 0.85 * (m + cpt));
+  // Far from it (a batch of 4096 tokens) the compute bound alone, within 3 %.
+  const SeqWork p4k{4096, 0};
+  const StepCost s4k = r.step(std::span<const SeqWork>(&p4k, 1));
+  EXPECT_LT(s4k.gemm_s, 1.03 * 2 * 6.74e9 * 4096 / (312e12 * 0.75));
+}
+
+TEST(RooflineTest, DtypeChangesBytesAndRateWithTheGenerationsEfficiency) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   const auto m = *c.model("llama-3.1-8b");
   const auto h100 = *c.hardware("h100-sxm");
@@ -48,10 +90,35 @@ TEST(RooflineTest, DtypeChangesBytesAndRate) {
   EXPECT_NEAR(int4.weight_bytes(), 8.03e9 * 0.53125, 1);
   EXPECT_LT(int4.decode(1, 0).total_s, bf16.decode(1, 0).total_s);
   const Roofline fp8(m, h100, analysis::Dtype::kFp8);
-  const SeqWork prefill{4096, 0};
-  EXPECT_NEAR(bf16.step(std::span<const SeqWork>(&prefill, 1)).compute_s /
-                  fp8.step(std::span<const SeqWork>(&prefill, 1)).compute_s,
-              1979.0 / 989.0, 1e-9);
+  // Hopper FP8 GEMMs reach 0.45 of the FP8 peak, BF16 0.75 of the BF16 peak.
+  EXPECT_NEAR(bf16.gemm_flops_per_s(), 989e12 * 0.75, 1);
+  EXPECT_NEAR(fp8.gemm_flops_per_s(), 1979e12 * 0.45, 1);
+  const auto l40s = *c.hardware("l40s");
+  EXPECT_NEAR(Roofline(m, l40s, analysis::Dtype::kFp8).gemm_flops_per_s(), 733e12 * 0.62, 1);
+  // Ampere has no FP8 tensor cores: fp8 weights are dequantised and computed in BF16.
+  const auto a100 = *c.hardware("a100-80g-pcie");
+  EXPECT_NEAR(Roofline(m, a100, analysis::Dtype::kFp8).gemm_flops_per_s(), 312e12 * 0.75, 1);
+}
+
+TEST(RooflineTest, EnginesDifferInTheirCpuCostsOnly) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto m = *c.model("llama-3.1-8b");
+  const auto hw = *c.hardware("a100-80g-pcie");
+  EXPECT_EQ(engine_names(),
+            (std::vector<std::string>{"vllm", "vllm-2024", "trt-llm", "sglang", "llama.cpp"}));
+  EXPECT_FALSE(engine_profile("tgi"));
+  const Roofline vllm(m, hw, analysis::Dtype::kBf16);
+  EXPECT_EQ(vllm.engine().name, "vllm");
+  const Roofline v0(m, hw, analysis::Dtype::kBf16, 2.0, *engine_profile("vllm-2024"));
+  const StepCost a = vllm.decode(64, 512), b = v0.decode(64, 512);
+  EXPECT_DOUBLE_EQ(a.gemm_s, b.gemm_s);
+  EXPECT_DOUBLE_EQ(a.attention_s, b.attention_s);
+  EXPECT_NEAR(b.overhead_s - a.overhead_s, (0.002 - 0.0005) + 64 * (0.00015 - 0.00008), 1e-12);
+  // A profile's step_overhead_ms overrides the engine's.
+  auto fixed = hw;
+  fixed.step_overhead_s = 0.004;
+  EXPECT_NEAR(Roofline(m, fixed, analysis::Dtype::kBf16).decode(1, 8).overhead_s, 0.004 + 0.00008,
+              1e-12);
 }
 
 TEST(RooflineTest, EmptyBatchCostsNothing) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "sim/sim_model.h"
+
 namespace llmcap::sim {
 namespace {
 
@@ -13,6 +17,28 @@ TEST(SimOptionsTest, DefaultsFromEmptyObject) {
   EXPECT_EQ(r.options->max_num_batched_tokens, 2048);
   EXPECT_DOUBLE_EQ(r.options->gpu_memory_utilization, 0.9);
   EXPECT_DOUBLE_EQ(r.options->time_scale, 1.0);
+  EXPECT_EQ(r.options->engine, "vllm");
+}
+
+TEST(SimOptionsTest, EngineIsParsedValidatedAndShown) {
+  auto r = sim_options_from_json(R"({"engine": "trt-llm", "hardware": "a100-80g-pcie"})");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->engine, "trt-llm");
+  const SimModel m = build_sim_model(*r.options);
+  EXPECT_EQ(m.roofline.engine().name, "trt-llm");
+  EXPECT_NE(describe(m).find("(trt-llm engine)"), std::string::npos) << describe(m);
+  r = sim_options_from_json(R"({"engine": 3})");
+  EXPECT_NE(r.error.find("engine: must be a string"), std::string::npos) << r.error;
+  r = sim_options_from_json(R"({"engine": "tgi"})");
+  ASSERT_TRUE(r.options);
+  try {
+    validate_sim_options(*r.options);
+    FAIL() << "an unknown engine was accepted";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sim option engine: unknown engine 'tgi'"), std::string::npos) << what;
+    EXPECT_NE(what.find("vllm, vllm-2024, trt-llm, sglang, llama.cpp"), std::string::npos) << what;
+  }
 }
 
 TEST(SimOptionsTest, ParsesFieldsAndFaults) {
