@@ -30,6 +30,7 @@
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
 #include "server/engine/plan_executor.h"
+#include "server/engine/sim_calibration.h"
 #include "server/logging.h"
 #include "server/settings.h"
 #include "server/text_file.h"
@@ -185,6 +186,11 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("log_json", "write logs as JSON lines", &log.json);
   s.add("help", "show this help", &help);
+  std::string profiles_file;
+  s.add("profiles_file",
+        "extra simulator profiles (JSON, e.g. from llmcapd sim calibrate) for the plan's sim:// "
+        "targets",
+        &profiles_file);
   bool catalog = false;
   std::string prices_path;
   std::string hardware_list;
@@ -247,6 +253,16 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                                    catalog_info);
         rc != kExitOk)
       return rc;
+  }
+  if (!profiles_file.empty()) {
+    if (!read_text_file(profiles_file)) {
+      std::cerr << who << ": --profiles-file: cannot read '" << profiles_file << "'\n";
+      return kExitUsage;
+    }
+    if (auto err = use_profiles_file(plan, profiles_file); !err.empty()) {
+      std::cerr << who << ": " << err << "\n";
+      return kExitUsage;
+    }
   }
   if (parse.plan->agents && !predict) {
     // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead

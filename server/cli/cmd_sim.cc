@@ -50,6 +50,8 @@ void bind_sim(Settings& s, sim::SimOptions& o, std::int64_t& seed) {
 }  // namespace
 
 int cmd_sim(const std::vector<std::string>& args) {
+  if (!args.empty() && args.front() == "calibrate")
+    return cmd_sim_calibrate({args.begin() + 1, args.end()});
   sim::SimOptions options;
   std::string config_path;
   bool list = false;
@@ -86,7 +88,8 @@ int cmd_sim(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   const CommandLine cl{
       "sim",
-      "Usage: llmcapd sim [flags]\n\nA simulated OpenAI-compatible inference server "
+      "Usage: llmcapd sim [flags]\n       llmcapd sim calibrate RESULTS.json --out PROFILE.json "
+      "(see llmcapd sim calibrate --help)\n\nA simulated OpenAI-compatible inference server "
       "(roofline + continuous batching model of a GPU)."};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (seed < 0) {

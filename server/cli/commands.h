@@ -13,6 +13,8 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_predict(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);
+// `llmcapd sim calibrate` (cmd_sim_calibrate.cc), dispatched by cmd_sim.
+int cmd_sim_calibrate(const std::vector<std::string>& args);
 int cmd_demo(const std::vector<std::string>& args);
 int cmd_estimate(const std::vector<std::string>& args);
 int cmd_k8s_manifest(const std::vector<std::string>& args);
