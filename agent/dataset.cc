@@ -166,24 +166,23 @@ Expected<Dataset> Dataset::parse(std::string_view text) {
   return ds;
 }
 
-Expected<Dataset> Dataset::load(const std::string& path, const DatasetLimits& limits) {
-  using Result = Expected<Dataset>;
+Expected<std::string> read_request_file(const std::string& path, const DatasetLimits& limits,
+                                        std::string_view what) {
+  using Result = Expected<std::string>;
+  const std::string name = std::string(what) + " file '" + path + "'";
   // Non-blocking open: a FIFO with no writer must not hang the step; fstat then refuses it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return Result::failure("cannot open dataset file '" + path + "': " + std::strerror(errno));
-  }
+  if (fd < 0) return Result::failure("cannot open " + name + ": " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    return Result::failure("cannot stat dataset file '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return Result::failure("dataset file '" + path + "' is not a regular file");
+    return Result::failure("cannot stat " + name + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Result::failure(name + " is not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > limits.max_bytes)
-    return Result::failure("dataset file '" + path + "' is " + std::to_string(st.st_size) +
+    return Result::failure(name + " is " + std::to_string(st.st_size) +
                            " bytes, over the limit of " + std::to_string(limits.max_bytes));
   std::string text;
   text.resize(static_cast<std::size_t>(st.st_size));
@@ -191,14 +190,19 @@ Expected<Dataset> Dataset::load(const std::string& path, const DatasetLimits& li
   while (got < text.size()) {
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return Result::failure("cannot read dataset file '" + path + "': " + std::strerror(errno));
+    if (n < 0) return Result::failure("cannot read " + name + ": " + std::strerror(errno));
     if (n == 0) break;  // shrank while read
     got += static_cast<std::size_t>(n);
   }
   text.resize(got);
-  auto ds = parse(text);
-  if (!ds) return Result::failure(path + ": " + ds.error());
+  return text;
+}
+
+Expected<Dataset> Dataset::load(const std::string& path, const DatasetLimits& limits) {
+  auto text = read_request_file(path, limits, "dataset");
+  if (!text) return Expected<Dataset>::failure(text.error());
+  auto ds = parse(*text);
+  if (!ds) return Expected<Dataset>::failure(path + ": " + ds.error());
   return ds;
 }
 

@@ -44,6 +44,12 @@ struct DatasetLimits {
 
 inline constexpr double kShareGptTokensPerWord = 1.3;
 
+// Reads a whole request file (a dataset or a trace) under `limits`: only a regular file (opened
+// non-blocking and checked with fstat, so a FIFO or device is refused without blocking) of at
+// most max_bytes. The error starts with "<what> file '<path>'" and never quotes the content.
+Expected<std::string> read_request_file(const std::string& path, const DatasetLimits& limits,
+                                        std::string_view what);
+
 class Dataset {
  public:
   static Expected<Dataset> parse(std::string_view text);

@@ -1,5 +1,6 @@
 #include "agent/prompt_factory.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -49,8 +50,10 @@ void PromptFactory::append_words(std::string& out, std::int32_t count) {
   }
 }
 
-void PromptFactory::append_index(std::string& out, std::uint64_t index) {
-  // Base-128 digits, most significant first; at least one word.
+namespace {
+
+// Spells `index` as base-128 vocabulary words, most significant first (at least one word).
+void spell_index(std::string& out, std::uint64_t index) {
   std::array<std::string_view, 10> digits{};
   int n = 0;
   do {
@@ -62,6 +65,68 @@ void PromptFactory::append_index(std::string& out, std::uint64_t index) {
     out.append(digits[static_cast<std::size_t>(i)]);
   }
 }
+
+std::int32_t count_words(std::string_view text) {
+  if (text.empty()) return 0;
+  std::int32_t n = 1;
+  for (char c : text) n += c == ' ' ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+std::string PromptFactory::block_text(std::uint64_t id, std::int32_t words) {
+  std::string text;
+  if (words <= 0) return text;
+  spell_index(text, id);
+  std::int32_t used = count_words(text);
+  if (used > words) {
+    // Fewer words than the id needs: keep the last (least significant) ones.
+    std::size_t cut = 0;
+    for (std::int32_t extra = used - words; extra > 0; --extra) cut = text.find(' ', cut) + 1;
+    text.erase(0, cut);
+    return text;
+  }
+  // Seeded by the id alone (a splitmix of it), never by the step or the plan.
+  std::mt19937_64 rng(id * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL);
+  std::uniform_int_distribution<std::size_t> pick(0, kWords.size() - 1);
+  for (; used < words; ++used) {
+    text.push_back(' ');
+    text.append(kWords[pick(rng)]);
+  }
+  return text;
+}
+
+PromptItem PromptFactory::from_blocks(std::uint64_t index, std::int32_t input_tokens,
+                                      std::int32_t output_tokens,
+                                      const std::vector<std::uint64_t>& hash_ids,
+                                      std::int32_t block_tokens,
+                                      const LengthCalibrator& calibrator) {
+  PromptItem item;
+  item.planned_input_tokens = input_tokens;
+  item.planned_output_tokens = output_tokens;
+  if (block_words_ < 0) block_words_ = std::max(1, calibrator.words_for_raw(block_tokens));
+  const std::int32_t total_words = calibrator.words_for(input_tokens);
+  const std::size_t whole_blocks =
+      block_tokens > 0 ? std::min<std::size_t>(
+                             hash_ids.size(), static_cast<std::size_t>(input_tokens / block_tokens))
+                       : 0;
+  std::string text;
+  for (std::size_t b = 0; b < whole_blocks; ++b) {
+    if (!text.empty()) text.push_back(' ');
+    text.append(block_text(hash_ids[b], block_words_));
+  }
+  std::int32_t used = static_cast<std::int32_t>(whole_blocks) * block_words_;
+  const std::size_t before = text.size();
+  append_index(text, index);
+  used += count_words(std::string_view(text).substr(before + (before > 0 ? 1 : 0)));
+  if (total_words > used) append_words(text, total_words - used);
+  item.words = std::max(total_words, used);
+  item.prompt = std::move(text);
+  return item;
+}
+
+void PromptFactory::append_index(std::string& out, std::uint64_t index) { spell_index(out, index); }
 
 PlannedLengths PromptFactory::next_lengths() {
   PlannedLengths lengths;

@@ -4,12 +4,20 @@
 // A prompt is `shared prefix words` (identical across requests, only when asked) followed by
 // a unique header (the request's index spelled in vocabulary words, so no two prompts share
 // more than the prefix and prefix caches cannot make them fake-fast) and random words. The
-// word count comes from the LengthCalibrator. Not thread-safe.
+// word count comes from the LengthCalibrator.
+//
+// Trace replay (from_blocks()): a prompt made of shared blocks, each standing for block_tokens
+// tokens and named by a block id (Mooncake's hash_ids): every block id maps to its own text (its
+// id spelled in vocabulary words, then words from a generator seeded by the id alone), so two
+// requests that list the same ids in the same order share exactly that text as their prefix, in
+// every step and on every target; the request's own tail (its index, then random words) follows
+// to reach its input length. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "agent/length_calibrator.h"
 #include "analysis/length_distribution.h"
@@ -41,6 +49,15 @@ class PromptFactory {
   // server/engine/virtual_step_backend.h): the same draws next() makes, so both see the same
   // lengths for the same seed. Use one or the other on a factory, not both.
   PlannedLengths next_lengths();
+  // A trace request's prompt (see above): the whole blocks of `hash_ids` that fit in
+  // `input_tokens` (a trailing partial block becomes part of the tail, as prefix caches keep
+  // whole blocks only), then the tail. The block word count is fixed from the calibration at the
+  // first call, so a block's text stays the same all step long.
+  PromptItem from_blocks(std::uint64_t index, std::int32_t input_tokens, std::int32_t output_tokens,
+                         const std::vector<std::uint64_t>& hash_ids, std::int32_t block_tokens,
+                         const LengthCalibrator& calibrator);
+  // The text of block `id` in `words` words (identical on every call and every factory).
+  static std::string block_text(std::uint64_t id, std::int32_t words);
   // A probe text of exactly `words` words (for calibration), unique per `salt`.
   std::string probe_text(std::int32_t words, std::uint64_t salt);
 
@@ -57,6 +74,7 @@ class PromptFactory {
   std::mt19937_64 rng_;
   std::string prefix_;  // built lazily for the calibrated word count
   std::int32_t prefix_words_ = -1;
+  std::int32_t block_words_ = -1;  // from_blocks(): words per block, fixed at the first call
 };
 
 }  // namespace llmcap::agent

@@ -47,6 +47,7 @@ struct StepCounts {
   std::uint64_t ok = 0;
   std::uint64_t failed = 0;         // errors incl. timeouts, excl. cancelled
   std::uint64_t cancelled = 0;      // cancelled at drain or by stop (reported, never dropped)
+  std::uint64_t abandoned = 0;      // cancelled by the plan's simulated users (workload.abandon)
   std::uint64_t output_tokens = 0;  // sum of output_tokens of ok samples
   // ok samples whose output_tokens differ from the planned max_tokens (docs/metrics.md §9.2: the
   // server did not honour the length; with ignore_eos this should be 0) and how many had no usage.

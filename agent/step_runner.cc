@@ -95,6 +95,7 @@ struct StepRun {
   std::optional<Dataset> dataset;
   std::optional<DatasetCursor> cursor;
   std::optional<analysis::LengthSampler> dataset_output;
+  std::optional<Trace> trace;  // source kTrace: the windowed trace
   std::unordered_map<std::uint64_t, RequestCanceller*> cancellers;
   std::vector<std::int64_t> timer_lags;
   RefusalTracker refusals;
@@ -116,10 +117,19 @@ struct StepRun {
 
   asio::awaitable<void> main();
   // Runs one request; true when its connection was refused (the target is not listening).
-  asio::awaitable<bool> run_one(std::uint64_t index, std::int64_t t_intended_abs);
+  // trace_record: the trace record to send (a trace replay); kByIndex: the workload's next item.
+  static constexpr std::size_t kByIndex = ~std::size_t{0};
+  asio::awaitable<bool> run_one(std::uint64_t index, std::int64_t t_intended_abs,
+                                std::size_t trace_record = kByIndex);
   void note_connect_outcome(const analysis::RequestSample& sample);
   asio::awaitable<void> closed_worker();
   asio::awaitable<void> open_scheduler();
+  asio::awaitable<void> trace_scheduler();
+  // Waits until `at` (absolute steady ns) unless it has passed; false when stopped meanwhile.
+  asio::awaitable<bool> wait_until(std::int64_t at);
+  // An arrival due at `at` was taken from the schedule: counted, then sent unless the in-flight
+  // cap refuses it (counted as dropped). trace_record as for run_one().
+  void dispatch(std::int64_t at, std::size_t trace_record);
   asio::awaitable<void> ticker();
   asio::awaitable<bool> discover_model();
   asio::awaitable<void> calibrate();
@@ -128,7 +138,7 @@ struct StepRun {
   // A set-up request (model discovery, /tokenize, usage probe): at most `cap_ns`, and at most
   // the plan's first-token timeout; cancelled by on_stop() (cancel, SIGTERM) like any request.
   asio::awaitable<FetchResult> setup_fetch(const OutgoingRequest& req, std::int64_t cap_ns);
-  PromptItem next_item(std::uint64_t index);
+  PromptItem next_item(std::uint64_t index, std::size_t trace_record);
   void on_stop();
   void cancel_all();
   void emit_progress();
@@ -181,7 +191,14 @@ void StepRun::emit_progress() {
   }
 }
 
-PromptItem StepRun::next_item(std::uint64_t index) {
+PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
+  if (trace) {
+    // A trace replay names its record; any other load takes the trace in order (wrapping).
+    const auto& records = trace->records();
+    const auto& r = records[trace_record != kByIndex ? trace_record : index % records.size()];
+    return prompts->from_blocks(index, r.input_tokens, r.output_tokens, r.hash_ids,
+                                spec.workload.trace_block_tokens, calibrator);
+  }
   if (prompts) return prompts->next(index, calibrator);
   const DatasetEntry& e = cursor->next();
   PromptItem item;
@@ -192,14 +209,15 @@ PromptItem StepRun::next_item(std::uint64_t index) {
   return item;
 }
 
-asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs) {
+asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs,
+                                       std::size_t trace_record) {
   ++in_flight;
   ++result.counts.sent;
   analysis::RequestSample sample;
   sample.index = index;
   sample.t_intended_ns = t_intended_abs - epoch;
   std::string response_id;
-  PromptItem item = next_item(index);
+  PromptItem item = next_item(index, trace_record);
   sample.planned_input_tokens = item.planned_input_tokens;
   sample.planned_output_tokens = item.planned_output_tokens;
 
@@ -238,6 +256,12 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     rc.total_timeout_ns = spec.deadlines.total_ms * kMs;
     rc.record_token_times = spec.record_token_times;
     rc.secrets = &secrets;
+    if (abandons(spec.workload.abandon, spec.seed, index)) {
+      // The user leaves: after_ms on the user's clock (from t_intended), or after N tokens.
+      if (spec.workload.abandon.after_ms > 0)
+        rc.abandon_at_ns = t_intended_abs + spec.workload.abandon.after_ms * kMs;
+      rc.abandon_after_token_events = spec.workload.abandon.after_tokens;
+    }
     StreamRecorder recorder(rc, sample);
     RequestCanceller canceller;
     cancellers.emplace(index, &canceller);
@@ -267,6 +291,8 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
       result.counts.output_tokens += static_cast<std::uint64_t>(sample.output_tokens);
   } else if (sample.error == ErrorClass::kCancelled) {
     ++result.counts.cancelled;
+  } else if (sample.error == ErrorClass::kAbandoned) {
+    ++result.counts.abandoned;
   } else {
     ++result.counts.failed;
   }
@@ -328,6 +354,32 @@ asio::awaitable<void> StepRun::closed_worker() {
   }
 }
 
+asio::awaitable<bool> StepRun::wait_until(std::int64_t at) {
+  if (HttpClient::now_ns() < at) {
+    sched_timer.expires_at(tp(at));
+    co_await sched_timer.async_wait(use_nothrow);
+    if (stopping) co_return false;
+  }
+  co_return true;
+}
+
+void StepRun::dispatch(std::int64_t at, std::size_t trace_record) {
+  // The schedule never waits for the server: when we wake late, every due arrival is sent
+  // at once and keeps its planned time as t_intended (coordinated-omission correct,
+  // docs/metrics.md §2.1).
+  timer_lags.push_back(HttpClient::now_ns() - at);
+  ++result.counts.intended;
+  if (in_flight >= static_cast<std::uint64_t>(spec.load.in_flight_cap)) {
+    // Counted where the verdict counts intended requests: the window (warm-up drops apart).
+    if (at >= window_start)
+      ++result.dropped_arrivals;
+    else
+      ++result.dropped_arrivals_warmup;
+    return;
+  }
+  asio::co_spawn(io, run_one(next_index++, at, trace_record), asio::detached);
+}
+
 asio::awaitable<void> StepRun::open_scheduler() {
   ArrivalProcess arrivals(spec.load.rate, spec.load.inter_arrival, spec.load.burstiness,
                           spec.seed ^ 0xa5a5a5a5ULL);
@@ -339,25 +391,19 @@ asio::awaitable<void> StepRun::open_scheduler() {
     if (!next) break;
     const std::int64_t at = epoch + *next;
     if (at >= window_end) break;
-    if (HttpClient::now_ns() < at) {
-      sched_timer.expires_at(tp(at));
-      co_await sched_timer.async_wait(use_nothrow);
-      if (stopping) break;
-    }
-    // The schedule never waits for the server: when we wake late, every due arrival is sent
-    // at once and keeps its planned time as t_intended (coordinated-omission correct,
-    // docs/metrics.md §2.1).
-    timer_lags.push_back(HttpClient::now_ns() - at);
-    ++result.counts.intended;
-    if (in_flight >= static_cast<std::uint64_t>(spec.load.in_flight_cap)) {
-      // Counted where the verdict counts intended requests: the window (warm-up drops apart).
-      if (at >= window_start)
-        ++result.dropped_arrivals;
-      else
-        ++result.dropped_arrivals_warmup;
-      continue;
-    }
-    asio::co_spawn(io, run_one(next_index++, at), asio::detached);
+    if (!co_await wait_until(at)) break;
+    dispatch(at, kByIndex);
+  }
+}
+
+asio::awaitable<void> StepRun::trace_scheduler() {
+  // The trace's own times, sped up: record i is due at its timestamp / speed (agent/trace.h).
+  const auto& records = trace->records();
+  for (std::size_t i = 0; i < records.size() && !stopping; ++i) {
+    const std::int64_t at = epoch + replay_time_ns(records[i], spec.load.trace_speed);
+    if (at >= window_end) break;
+    if (!co_await wait_until(at)) break;
+    dispatch(at, i);
   }
 }
 
@@ -480,7 +526,13 @@ asio::awaitable<void> StepRun::calibrate() {
     co_return;
   }
   // Two probe sizes around the planned mean give slope (tokens/word) and intercept.
-  const double mean = std::max(16.0, spec.workload.input_tokens.nominal_mean());
+  double planned_mean = spec.workload.input_tokens.nominal_mean();
+  if (trace) {
+    double sum = 0;
+    for (const auto& r : trace->records()) sum += r.input_tokens;
+    planned_mean = sum / static_cast<double>(trace->records().size());
+  }
+  const double mean = std::max(16.0, planned_mean);
   const std::int32_t w_small = 16;
   const std::int32_t w_large = std::max<std::int32_t>(64, static_cast<std::int32_t>(mean / 1.3));
   const std::string small = prompts->probe_text(w_small, 1'000'000'001ULL);
@@ -560,6 +612,8 @@ asio::awaitable<void> StepRun::main() {
   if (spec.load.kind == LoadKind::kClosed) {
     for (std::int32_t i = 0; i < spec.load.concurrency; ++i)
       asio::co_spawn(io, closed_worker(), asio::detached);
+  } else if (spec.load.kind == LoadKind::kTrace) {
+    asio::co_spawn(io, trace_scheduler(), asio::detached);
   } else {
     asio::co_spawn(io, open_scheduler(), asio::detached);
   }
@@ -683,7 +737,22 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
     run.result.fatal_error = std::string("target.tls: ") + e.what();
     return std::move(run.result);
   }
-  if (spec.workload.source == WorkloadSource::kSynthetic) {
+  if (spec.workload.source == WorkloadSource::kTrace) {
+    DatasetLimits limits;
+    limits.max_bytes = spec.workload.dataset_max_bytes;
+    auto tr = Trace::load(spec.workload.trace_path, spec.workload.trace_format, limits);
+    if (!tr) {
+      run.result.fatal_error = "workload.trace.path: " + tr.error();
+      return std::move(run.result);
+    }
+    run.trace.emplace(tr->window(spec.workload.trace_window));
+    if (run.trace->records().empty()) {
+      run.result.fatal_error = "workload.trace: no request of the trace lies in its window";
+      return std::move(run.result);
+    }
+    // Synthetic text for the trace's lengths and blocks (calibrated like synthetic prompts).
+    run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens, 0, spec.seed);
+  } else if (spec.workload.source == WorkloadSource::kSynthetic) {
     run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
                         spec.workload.shared_prefix_tokens, spec.seed);
   } else {

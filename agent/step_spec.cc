@@ -40,8 +40,34 @@ bool has_ctl(std::string_view s) {
 
 }  // namespace
 
+bool abandons(const AbandonSpec& abandon, std::uint64_t seed, std::uint64_t index) {
+  if (!abandon.enabled()) return false;
+  // splitmix64 of (seed, index): uniform in [0, 1) and independent of everything else.
+  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0xab5a4d0aULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * 0x1.0p-53 < abandon.share;
+}
+
+TraceWindowPlan plan_trace_window(const Trace& trace, double speed, double warmup_s) {
+  TraceWindowPlan out;
+  if (!(speed > 0)) return out;
+  const auto warmup_ns = static_cast<std::int64_t>(std::llround(warmup_s * 1e9));
+  std::int64_t last_ns = -1;
+  for (const auto& r : trace.records()) {
+    const std::int64_t at = replay_time_ns(r, speed);
+    if (at < warmup_ns) continue;
+    ++out.arrivals;
+    last_ns = at;
+  }
+  if (last_ns >= 0)
+    out.window_s = std::max(0.001, static_cast<double>(last_ns - warmup_ns) / 1e9 + 0.001);
+  return out;
+}
+
 double planned_window_s(const StepSpec& spec) {
-  if (spec.window_requests <= 0 || spec.load.kind == LoadKind::kClosed) return spec.duration_s;
+  if (spec.window_requests <= 0 || spec.load.kind != LoadKind::kOpen) return spec.duration_s;
   const auto t =
       spec.load.rate.time_for_arrivals(spec.warmup_s, static_cast<double>(spec.window_requests));
   return t ? std::min(*t, spec.duration_s) : spec.duration_s;
@@ -67,6 +93,15 @@ std::vector<std::string> validate(const StepSpec& s) {
   check_length(w.output_tokens, "workload.output_tokens", e);
   if (w.source == WorkloadSource::kDataset && w.dataset_path.empty())
     e.push_back("workload.dataset_path: required for a dataset workload");
+  if (w.source == WorkloadSource::kTrace && w.trace_path.empty())
+    e.push_back("workload.trace.path: required for a trace workload");
+  if (w.source == WorkloadSource::kTrace && w.trace_block_tokens < 1)
+    e.push_back("workload.trace.block_tokens: must be >= 1");
+  if (!(w.abandon.share >= 0 && w.abandon.share <= 1))
+    e.push_back("workload.abandon.share: must be in 0..1");
+  if (w.abandon.after_ms < 0 || w.abandon.after_tokens < 0 ||
+      (w.abandon.after_ms > 0 && w.abandon.after_tokens > 0))
+    e.push_back("workload.abandon: give one of after_ms and after_tokens, > 0");
   if (w.shared_prefix_tokens < 0) e.push_back("workload.shared_prefix_tokens: must be >= 0");
   if (!(w.default_tokens_per_word > 0))
     e.push_back("workload.default_tokens_per_word: must be > 0");
@@ -75,6 +110,12 @@ std::vector<std::string> validate(const StepSpec& s) {
   if (s.load.kind == LoadKind::kClosed) {
     if (s.load.concurrency < 1 || s.load.concurrency > 100'000)
       e.push_back("load.concurrency: must be in 1..100000");
+  } else if (s.load.kind == LoadKind::kTrace) {
+    if (w.source != WorkloadSource::kTrace)
+      e.push_back("load.kind: a trace replay needs a trace workload (workload.trace)");
+    if (!(s.load.trace_speed > 0) || !std::isfinite(s.load.trace_speed))
+      e.push_back("load.trace_speed: must be > 0");
+    if (s.load.in_flight_cap < 1) e.push_back("load.in_flight_cap: must be >= 1");
   } else {
     if (auto err = s.load.rate.validate()) e.push_back("load.rate: " + *err);
     if (!(s.load.burstiness > 0)) e.push_back("load.burstiness: must be > 0");

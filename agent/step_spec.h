@@ -14,6 +14,7 @@
 #include "agent/dataset.h"
 #include "agent/rate_profile.h"
 #include "agent/tls_options.h"
+#include "agent/trace.h"
 #include "analysis/length_distribution.h"
 #include "net/http_message.h"
 
@@ -38,7 +39,22 @@ struct DeadlineSpec {                     // 0 = no deadline (except connect, wh
   std::int64_t total_ms = 600'000;        // whole request → kTimeoutTotal
 };
 
-enum class WorkloadSource { kSynthetic, kDataset };
+enum class WorkloadSource { kSynthetic, kDataset, kTrace };
+
+// User abandonment (docs/plans.md, "Abandonment"): a share of the requests is cancelled by the
+// client once `after_ms` have passed since its intended send time, or once `after_tokens` token
+// events have arrived (exactly one of the two is > 0). Which requests: abandons() below.
+struct AbandonSpec {
+  double share = 0;               // 0..1; 0 = no request is abandoned
+  std::int64_t after_ms = 0;      // > 0: abandoned this long after t_intended
+  std::int32_t after_tokens = 0;  // > 0: abandoned after this many token events
+  bool enabled() const { return share > 0 && (after_ms > 0 || after_tokens > 0); }
+};
+
+// Whether the client abandons request `index` of a step seeded `seed`: a pure function of the
+// two (a hash compared with the share), so the same plan abandons the same requests on every
+// run and every target, independently of how fast the target answers.
+bool abandons(const AbandonSpec& abandon, std::uint64_t seed, std::uint64_t index);
 
 struct WorkloadSpec {
   WorkloadSource source = WorkloadSource::kSynthetic;
@@ -54,9 +70,20 @@ struct WorkloadSpec {
   DatasetOrder dataset_order = DatasetOrder::kSample;
   bool calibrate = true;                 // synthetic: calibrate words→tokens on the target
   double default_tokens_per_word = 1.3;  // used when calibration is off or impossible
+  // source = kTrace: a timestamped trace (agent/trace.h). Each request takes its lengths and
+  // shared blocks from the next record: in a trace-replay load (LoadKind::kTrace) at the
+  // record's time, in any other load in trace order (wrapping).
+  std::string trace_path;
+  TraceFormat trace_format = TraceFormat::kMooncake;
+  std::int32_t trace_block_tokens = 512;  // tokens per hash_ids block (Mooncake: 512)
+  TraceWindow trace_window;               // the part of the trace replayed
+  AbandonSpec abandon;
 };
 
-enum class LoadKind { kClosed, kOpen };
+// kTrace: open loop at the trace's own times (workload source kTrace), trace_speed times faster;
+// the window is warmup_s .. warmup_s + duration_s as for every load, and `rate` is only the
+// average rate offered in it (for judging).
+enum class LoadKind { kClosed, kOpen, kTrace };
 
 struct LoadSpec {
   LoadKind kind = LoadKind::kClosed;
@@ -66,6 +93,7 @@ struct LoadSpec {
   double burstiness = 1.0;              // gamma shape (1 = Poisson)
   std::int32_t in_flight_cap = 10'000;  // open loop safety valve; arrivals
                                         // beyond it are dropped and counted
+  double trace_speed = 1.0;             // kTrace: 2 = the trace replayed twice as fast
 };
 
 enum class DrainPolicy {
@@ -101,6 +129,15 @@ struct StepSpec {
 // request-count window the time its N arrivals take at the offered rate, at most duration_s.
 // A closed-loop request-count window ends when it ends: duration_s (its cap) is returned.
 double planned_window_s(const StepSpec& spec);
+
+// A trace replay (LoadKind::kTrace) of `trace` (already windowed) at `speed`: the length (s) of
+// the measurement window that holds every arrival after warmup_s — up to 1 ms past the last one
+// — and how many arrivals it holds. At least 1 ms long.
+struct TraceWindowPlan {
+  double window_s = 0.001;
+  std::uint64_t arrivals = 0;
+};
+TraceWindowPlan plan_trace_window(const Trace& trace, double speed, double warmup_s);
 
 // Every problem found, each naming its field ("load.concurrency: must be ≥ 1"). Empty = valid.
 std::vector<std::string> validate(const StepSpec& spec);

@@ -206,6 +206,14 @@ bool StreamRecorder::on_event(const SseEventView& event) {
   if (c.prompt_tokens >= 0) usage_prompt_ = c.prompt_tokens;
   if (c.completion_tokens >= 0) usage_completion_ = c.completion_tokens;
   mark_complete_if_whole(event.t_arrival_ns);
+  if (config_.abandon_after_token_events > 0 && !complete() &&
+      sample_.finish_reason == analysis::FinishReason::kUnknown &&
+      sample_.token_events >= static_cast<std::uint32_t>(config_.abandon_after_token_events)) {
+    // The simulated user read enough and leaves: stop reading, the connection is closed.
+    set_error(ErrorClass::kAbandoned, "abandoned by the client after " +
+                                          std::to_string(sample_.token_events) + " token events");
+    return false;
+  }
   return true;
 }
 
@@ -226,6 +234,7 @@ ReadDeadline StreamRecorder::deadline() const {
   };
   if (config_.total_timeout_ns > 0)
     consider(config_.start_ns + config_.total_timeout_ns, ErrorClass::kTimeoutTotal);
+  if (config_.abandon_at_ns >= 0) consider(config_.abandon_at_ns, ErrorClass::kAbandoned);
   if (!first_token_seen_) {
     if (config_.first_token_timeout_ns > 0 && config_.streaming)
       consider(config_.start_ns + config_.first_token_timeout_ns, ErrorClass::kTimeoutFirstToken);
@@ -259,6 +268,13 @@ void StreamRecorder::finish(const ExchangeResult& x) {
         // An error response whose body was cut is still that error.
         set_error(class_of_status(status_), "HTTP " + std::to_string(status_) + ": " +
                                                 message_excerpt(error_body_, 200, config_.secrets));
+      } else if (x.error == ErrorClass::kAbandoned) {
+        set_error(x.error, "abandoned by the client " +
+                               std::to_string((config_.abandon_at_ns - config_.epoch_ns -
+                                               sample_.t_intended_ns) /
+                                              1'000'000) +
+                               " ms after its intended send time, after " +
+                               std::to_string(sample_.token_events) + " token events");
       } else {
         set_error(x.error, x.error_message);
       }

@@ -46,6 +46,12 @@ struct RecorderConfig {
   // plan's api_key): replaced before any clipping, also when a clip cut one short. Not owned;
   // outlives the recorder (the step's list).
   const std::vector<std::string>* secrets = nullptr;
+  // User abandonment (workload.abandon): the client gives up on the request at this absolute
+  // steady time (-1: never), or once this many token events arrived (0: never), unless the
+  // answer is whole by then. The request then ends as ErrorClass::kAbandoned and its connection
+  // is closed, which is how a server learns that its user left.
+  std::int64_t abandon_at_ns = -1;
+  std::int32_t abandon_after_token_events = 0;
 };
 
 // The secret values of credential headers (Authorization, Proxy-Authorization, X-Api-Key,

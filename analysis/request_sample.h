@@ -33,11 +33,13 @@ enum class ErrorClass : std::uint8_t {
   kCancelled,          // cancelled by us (drain at step end, job cancelled)
   kTruncated,          // a 2xx stream that ended (any framing, or a reset) before its
                        // finish_reason, or before [DONE] after usage: the answer was cut short
+  kAbandoned,          // cancelled by the plan's simulated user (workload.abandon): a class of
+                       // its own, neither an error nor incomplete (analysis/step_stats.h)
 };
 
 std::string_view to_string(ErrorClass e);
 std::optional<ErrorClass> parse_error_class(std::string_view s);
-inline constexpr int kErrorClassCount = 13;
+inline constexpr int kErrorClassCount = 14;
 
 enum class FinishReason : std::uint8_t { kUnknown = 0, kStop, kLength, kOther };
 std::string_view to_string(FinishReason f);

@@ -115,6 +115,7 @@ StepStats compute_step_stats(const StepInput& in) {
     if (s.t_send_ns >= 0 && in_window(s.t_send_ns, in.window_start_ns, in.window_end_ns)) {
       ++sent_in_window;
     }
+    // An abandoned request finished too: its user left, and the server was told so.
     const bool finished = s.t_end_ns >= 0 && s.error != ErrorClass::kCancelled;
     if (finished && in_window(end_time_ns(s), in.window_start_ns, in.window_end_ns)) {
       ++finished_in_window;
@@ -153,6 +154,9 @@ StepStats compute_step_stats(const StepInput& in) {
         ++planned_output_known;
         if (s.output_tokens < s.planned_output_tokens) ++short_output;
       }
+    } else if (s.error == ErrorClass::kAbandoned) {
+      ++st.abandoned;
+      if (s.t_first_token_ns >= 0) ++st.abandoned_with_first_token;
     } else if (s.ok() || s.error == ErrorClass::kCancelled) {
       ++st.incomplete;
     } else if (is_timeout(s.error)) {
@@ -181,7 +185,7 @@ StepStats compute_step_stats(const StepInput& in) {
   st.completion_rate_rps = static_cast<double>(finished_in_window) / st.window_s;
   st.achieved_rate_rps = static_cast<double>(sent_in_window) / st.window_s;
   st.goodput_rps = static_cast<double>(st.met_slo) / st.window_s;
-  const auto attainment_base = st.intended + st.dropped_arrivals;
+  const auto attainment_base = st.intended - st.abandoned + st.dropped_arrivals;
   if (attainment_base > 0) {
     st.sla_attainment = static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
   }

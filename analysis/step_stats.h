@@ -12,8 +12,15 @@
 //                   us (ErrorClass::kCancelled, drain at step end). Reported, never dropped;
 //                   they count as SLA misses;
 //     timed_out   — any kTimeout* class;
+//     abandoned   — ErrorClass::kAbandoned: the plan's simulated user gave up on it
+//                   (workload.abandon, chosen at random, independently of the target). Counted,
+//                   never an error and never incomplete; left out of every latency summary and
+//                   of goodput and SLA attainment (which ask whether a user who waited for the
+//                   whole answer got it in time), so the summaries cover an unbiased random
+//                   subset of the users who stayed; `abandoned_with_first_token` says how many
+//                   had seen a first token;
 //     failed      — every other error class.
-//   errors_by_class counts all non-kNone classes (incl. timeouts and cancelled).
+//   errors_by_class counts all non-kNone classes (incl. timeouts, cancelled and abandoned).
 // * Latency summaries (TTFT, TTFT-service, TPOT, E2E) cover completed_ok requests only, so
 //   errors do not pollute them (docs/metrics.md §2.3). Schedule lag covers every sent request.
 //   All latencies are in ns.
@@ -36,9 +43,11 @@
 //   completion_rate_rps counts every finished request (ok or error, not cancelled) likewise.
 // * achieved_rate_rps = requests whose t_send lies in the window / window length.
 // * goodput_rps = belonging requests that meet every per-request SLO (sla.h meets_slos) /
-//   window length; sla_attainment = that count / (belonging requests + dropped arrivals):
-//   errors, timeouts, incomplete and dropped arrivals are misses (docs/metrics.md §3.3).
-// * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended.
+//   window length; sla_attainment = that count / (belonging requests − abandoned + dropped
+//   arrivals): errors, timeouts, incomplete and dropped arrivals are misses (docs/metrics.md
+//   §3.3).
+// * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended
+//   (abandoned requests are in `intended` but in neither numerator).
 // * in_flight_slope_rps: least-squares slope of the in-flight points inside the window, in
 //   requests per second; nullopt with fewer than 2 points at distinct times.
 // * short_output_share: among completed_ok belonging requests with a planned output length,
@@ -121,6 +130,8 @@ struct StepStats {
   std::uint64_t failed = 0;  // errors other than timeouts and cancellation
   std::uint64_t timed_out = 0;
   std::uint64_t incomplete = 0;  // still running at step end, or cancelled by the drain
+  std::uint64_t abandoned = 0;   // given up on by the plan's simulated user (workload.abandon)
+  std::uint64_t abandoned_with_first_token = 0;  // ... after its first token event had arrived
   std::uint64_t dropped_arrivals = 0;
   std::array<std::uint64_t, kErrorClassCount> errors_by_class{};  // index: ErrorClass value
   std::uint64_t met_slo = 0;  // completed and met every per-request SLO

@@ -64,8 +64,9 @@ WindowedCompliance windowed_compliance(std::span<const RequestSample> samples, c
     for (std::size_t i = lo; i < hi; ++i) {
       const RequestSample& s = *sorted[i];
       ++w.intended;
-      // Failed and timed-out count; cancelled-by-us does not (as in step_stats.h).
-      if (!s.ok() && s.error != ErrorClass::kCancelled) ++errors;
+      // Failed and timed-out count; cancelled-by-us and abandoned do not (as in step_stats.h).
+      if (!s.ok() && s.error != ErrorClass::kCancelled && s.error != ErrorClass::kAbandoned)
+        ++errors;
       if (!s.ok() || s.t_end_ns < 0) continue;
       ++w.completed_ok;
       for (std::size_t b = 0; b < sla.bounds.size(); ++b) {

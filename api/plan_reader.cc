@@ -303,6 +303,43 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
     d.one_of("mode", w.dataset_mode, {"sample", "replay"});
     d.finish();
   }
+  if (const json* tr = r.get("trace")) {
+    ObjectReader t(tr, r.path("trace"), errors);
+    if (t.ok()) {
+      PlanTrace trace;
+      const auto before = errors.size();
+      t.one_of("format", trace.format, {"mooncake", "burstgpt"});
+      if (!t.has("format")) t.error("format", "is required (mooncake or burstgpt)");
+      t.string("path", trace.path, true, 4096);
+      if (trace.format == "burstgpt")
+        t.not_applicable("block_tokens", "to a burstgpt trace (it has no hash_ids)");
+      else
+        t.number("block_tokens", trace.block_tokens, 1, 1'000'000, true);
+      t.number("start_s", trace.start_s, 0, 1e9);
+      t.number("duration_s", trace.duration_s, 0.001, 1e9);
+      t.number("max_requests", trace.max_requests, 1, 10'000'000, true);
+      t.finish();
+      if (errors.size() == before) w.trace = std::move(trace);
+    }
+  }
+  if (w.trace && !w.dataset_path.empty())
+    r.error("trace", "give dataset or trace, not both (each is a request set)");
+  if (const json* ab = r.get("abandon")) {
+    ObjectReader a(ab, r.path("abandon"), errors);
+    if (a.ok()) {
+      PlanAbandon abandon;
+      const auto before = errors.size();
+      a.number("share", abandon.share, 0, 1, false, true);
+      a.number("after_ms", abandon.after_ms, 1, 86'400'000, true);
+      a.number("after_tokens", abandon.after_tokens, 1, 1'048'576, true);
+      if (a.has("after_ms") == a.has("after_tokens"))
+        a.error("",
+                "give one of after_ms (ms after the intended send time) and after_tokens "
+                "(token events received)");
+      a.finish();
+      if (errors.size() == before) w.abandon = abandon;
+    }
+  }
   r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
   r.number("temperature", w.temperature, 0, 2);
   r.boolean("ignore_eos", w.ignore_eos);
@@ -598,7 +635,7 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   // The kind decides which keys apply: with no valid kind only the common keys are read.
   std::string kind_text;
   r.one_of("kind", kind_text,
-           {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak"});
+           {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak", "trace_replay"});
   if (!r.has("kind")) r.error("kind", "is required");
   const std::optional<PhaseKind> kind = parse_phase_kind(kind_text);
   if (kind) p.kind = *kind;
@@ -614,6 +651,14 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     r.not_applicable("duration_s", why);
     r.not_applicable("requests", why);
     r.not_applicable("max_duration_s", why);
+  } else if (kind == PhaseKind::kTraceReplay) {
+    const std::string why =
+        "to a trace_replay (the trace's timestamps decide its length; workload.trace.duration_s "
+        "and max_requests cut the trace)";
+    r.not_applicable("duration_s", why);
+    r.not_applicable("requests", why);
+    r.not_applicable("max_duration_s", why);
+    p.warmup_s = 0;  // a replay measures from the trace's first request unless told otherwise
   } else if (kind == PhaseKind::kSoak) {
     const std::string why = "to a soak (it is judged per window_s window over duration_s)";
     r.number("duration_s", p.duration_s, 1, 86'400);
@@ -635,7 +680,13 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   std::string drain(to_string(p.drain));
   r.one_of("drain", drain, {"finish", "cancel"});
   p.drain = parse_drain(drain).value_or(p.drain);
-  if (!kind || is_open_loop(*kind)) {
+  if (kind == PhaseKind::kTraceReplay) {
+    const std::string why = "to a trace_replay (requests arrive at the trace's own times)";
+    r.not_applicable("arrival", why);
+    r.not_applicable("burstiness", why);
+    p.max_in_flight = std::min(p.max_in_flight, limits.max_concurrency);
+    r.number("max_in_flight", p.max_in_flight, 1, limits.max_concurrency, true);
+  } else if (!kind || is_open_loop(*kind)) {
     std::string arrival(to_string(p.arrival));
     r.one_of("arrival", arrival, {"poisson", "constant", "gamma"});
     p.arrival = parse_arrival(arrival).value_or(p.arrival);
@@ -733,6 +784,11 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
       r.error("rate_rps", "is required (a rate, or \"qualified\")");
     }
     r.number("window_s", p.window_s, 1, 3600);
+  } else if (kind == PhaseKind::kTraceReplay) {
+    if (r.has("speeds")) {
+      p.speeds.clear();
+      read_list("speeds", p.speeds, 0.01, 1000, false);
+    }
   }
   if (p.name.empty() && kind) p.name = std::string(to_string(*kind));
   r.finish();
@@ -812,7 +868,9 @@ json agents_json(const PlanAgents& a) {
 // rate is known only as it runs, so its start (start_from, the bracket's geometric mean, else
 // low_rps, else 1 rps) stands for every step; closed-loop ones are a guess from the workload's
 // mean output length. Every one is capped at max_duration_s.
-double phase_duration_s(const PlanPhase& p, double mean_output_tokens) {
+// trace_s: a trace replay's trace seconds (workload.trace.duration_s; 0 when unknown here, as
+// the trace is read only when the plan's files are checked).
+double phase_duration_s(const PlanPhase& p, double mean_output_tokens, double trace_s) {
   const double step = p.warmup_s + p.duration_s;
   double d = 0;
   switch (p.kind) {
@@ -838,6 +896,9 @@ double phase_duration_s(const PlanPhase& p, double mean_output_tokens) {
     }
     case PhaseKind::kBurst: d = p.warmup_s + p.window_s + p.burst_s + p.observe_s; break;
     case PhaseKind::kSoak: d = step; break;
+    case PhaseKind::kTraceReplay:
+      for (const double speed : p.speeds) d += trace_s / speed;
+      break;
   }
   return d * p.repeat;
 }
@@ -874,6 +935,19 @@ json workload_json(const PlanWorkload& w) {
          {"calibrate", w.calibrate},
          {"extra_body", json::parse(w.extra_body_json, nullptr, false)}};
   if (!w.dataset_path.empty()) j["dataset"] = {{"path", w.dataset_path}, {"mode", w.dataset_mode}};
+  if (w.trace) {
+    json t{{"format", w.trace->format}, {"path", w.trace->path}, {"start_s", w.trace->start_s}};
+    if (w.trace->format != "burstgpt") t["block_tokens"] = w.trace->block_tokens;
+    if (w.trace->duration_s > 0) t["duration_s"] = w.trace->duration_s;
+    if (w.trace->max_requests > 0) t["max_requests"] = w.trace->max_requests;
+    j["trace"] = std::move(t);
+  }
+  if (w.abandon) {
+    json a{{"share", w.abandon->share}};
+    if (w.abandon->after_ms > 0) a["after_ms"] = w.abandon->after_ms;
+    if (w.abandon->after_tokens > 0) a["after_tokens"] = w.abandon->after_tokens;
+    j["abandon"] = std::move(a);
+  }
   return j;
 }
 
@@ -981,10 +1055,13 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
     if (p.requests > 0) {
       j["requests"] = p.requests;
       j["max_duration_s"] = p.max_duration_s;
-    } else if (p.kind != PhaseKind::kBurst) {
+    } else if (p.kind != PhaseKind::kBurst && p.kind != PhaseKind::kTraceReplay) {
       j["duration_s"] = p.duration_s;
     }
-    if (is_open_loop(p.kind)) {
+    if (p.kind == PhaseKind::kTraceReplay) {
+      j["max_in_flight"] = p.max_in_flight;
+      j["speeds"] = p.speeds;
+    } else if (is_open_loop(p.kind)) {
       j["arrival"] = to_string(p.arrival);
       j["burstiness"] = p.burstiness;
       j["max_in_flight"] = p.max_in_flight;
@@ -1160,6 +1237,16 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
           plan.sla.bounds.empty() && !root.has("sla"))
         errors.push_back({path + "/kind", std::string(to_string(p.kind)) +
                                               " needs an sla with at least one bound"});
+      if (p.kind == PhaseKind::kTraceReplay) {
+        // Every target's workload (its override, else the plan's) must carry a trace.
+        bool every = !plan.targets.empty() || plan.workload.trace.has_value();
+        for (const auto& t : plan.targets)
+          every = every && (t.workload ? t.workload->trace : plan.workload.trace).has_value();
+        if (!every)
+          errors.push_back({path + "/kind",
+                            "trace_replay needs a trace: give workload.trace (every target's "
+                            "workload must have one)"});
+      }
       if (p.kind == PhaseKind::kSoak && p.soak_at_qualified) {
         bool search_before = false;
         for (const auto& q : plan.phases)
@@ -1180,7 +1267,7 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     r.finish();
     // A dataset's output lengths are known only once it runs: 0 stays, and the executor takes
     // the measured mean (docs/plans.md, demand).
-    if (dm.mean_output_tokens == 0 && plan.workload.dataset_path.empty())
+    if (dm.mean_output_tokens == 0 && plan.workload.dataset_path.empty() && !plan.workload.trace)
       dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
     plan.demand = dm;
   }
@@ -1190,8 +1277,13 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     read_agents(a, "/agents", agents, errors, limits);
     if (errors.size() == before) plan.agents = std::move(agents);
   }
-  // Shards count their own requests: a closed-loop request-count window cannot be split.
+  // Shards count their own requests: a closed-loop request-count window cannot be split. Nor
+  // can a trace: every shard would replay all of it.
   for (std::size_t i = 0; plan.agents && i < plan.phases.size(); ++i) {
+    if (plan.phases[i].kind == PhaseKind::kTraceReplay)
+      errors.push_back({"/phases/" + std::to_string(i) + "/kind",
+                        "a trace_replay cannot be split over agents (remove agents, or replay the "
+                        "trace from one agent)"});
     if (plan.phases[i].kind == PhaseKind::kConcurrencySweep && plan.phases[i].requests > 0)
       errors.push_back({"/phases/" + std::to_string(i) + "/requests",
                         "a concurrency_sweep with agents needs duration_s (each shard would end "
@@ -1203,7 +1295,8 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   // Wall-clock estimate: simulated targets with a time_scale run that many times faster.
   double per_target = 0;
   const double mean_output_tokens = plan.workload.output_tokens.nominal_mean();
-  for (const auto& p : plan.phases) per_target += phase_duration_s(p, mean_output_tokens);
+  const double trace_s = plan.workload.trace ? plan.workload.trace->duration_s : 0;
+  for (const auto& p : plan.phases) per_target += phase_duration_s(p, mean_output_tokens, trace_s);
   double duration = plan.targets.empty() ? per_target : 0;
   for (const auto& t : plan.targets) {
     double scale = 1;
@@ -1226,6 +1319,13 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
 
   const std::int64_t min_requests = plan.sla.min_requests.value_or(100);
   for (const auto& p : plan.phases) {
+    if (p.kind == PhaseKind::kTraceReplay) {
+      if (trace_s <= 0)
+        out.warnings.push_back("phase " + p.name +
+                               ": estimated_duration_s leaves out the trace replay (its length is "
+                               "the trace's; give workload.trace.duration_s to count it)");
+      continue;
+    }
     if (p.requests > 0) {
       if (p.requests < min_requests)
         out.warnings.push_back("phase " + p.name + ": requests " + std::to_string(p.requests) +

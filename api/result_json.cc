@@ -91,6 +91,8 @@ json step_stats_json(const analysis::StepStats& s) {
                       {"failed", s.failed},
                       {"timed_out", s.timed_out},
                       {"incomplete", s.incomplete},
+                      {"abandoned", s.abandoned},
+                      {"abandoned_with_first_token", s.abandoned_with_first_token},
                       {"dropped_arrivals", s.dropped_arrivals},
                       {"met_slo", s.met_slo},
                       {"errors_by_class", errors},

@@ -14,6 +14,23 @@
 
 namespace llmcap::api {
 
+// workload.trace (docs/plans.md, "Trace replay"): a timestamped request trace.
+struct PlanTrace {
+  std::string format;               // mooncake | burstgpt
+  std::string path;                 // as given; resolved by the daemon's dataset policy
+  std::int32_t block_tokens = 512;  // tokens per hash_ids block (mooncake)
+  double start_s = 0;               // trace time where the replay starts
+  double duration_s = 0;            // > 0: trace seconds replayed; 0 = to the end
+  std::int64_t max_requests = 0;    // > 0: at most this many requests; 0 = all
+};
+
+// workload.abandon (docs/plans.md, "Abandonment"): simulated users who give up.
+struct PlanAbandon {
+  double share = 0;               // fraction of requests abandoned
+  std::int64_t after_ms = 0;      // after this long from the intended send time, or
+  std::int32_t after_tokens = 0;  // after this many token events (exactly one is > 0)
+};
+
 struct PlanWorkload {
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
@@ -29,6 +46,8 @@ struct PlanWorkload {
   // Synthetic prompts: measure words→tokens on the target before each step (/tokenize or a
   // usage probe). false: use the default ratio (1.3 tokens per word) and send no probe.
   bool calibrate = true;
+  std::optional<PlanTrace> trace;      // requests from a trace instead of the distributions
+  std::optional<PlanAbandon> abandon;  // absent: no request is abandoned
 };
 
 struct PlanTarget {
@@ -75,7 +94,14 @@ struct PlanTimeouts {
 
 // The plan's enumerations, with their JSON spellings (to_string / parse_*: nullopt for any
 // other text).
-enum class PhaseKind { kConcurrencySweep, kRateSweep, kCapacitySearch, kBurst, kSoak };
+enum class PhaseKind {
+  kConcurrencySweep,
+  kRateSweep,
+  kCapacitySearch,
+  kBurst,
+  kSoak,
+  kTraceReplay
+};
 enum class Drain { kFinish, kCancel };               // at a step's end: wait, or cancel in flight
 enum class Arrival { kPoisson, kConstant, kGamma };  // open-loop inter-arrival times
 std::string_view to_string(PhaseKind k);
@@ -84,7 +110,8 @@ std::string_view to_string(Arrival a);
 std::optional<PhaseKind> parse_phase_kind(std::string_view s);
 std::optional<Drain> parse_drain(std::string_view s);
 std::optional<Arrival> parse_arrival(std::string_view s);
-// Every open-loop phase kind (all but concurrency_sweep).
+// Every open-loop phase kind (all but concurrency_sweep; a trace replay is open loop at the
+// trace's own times).
 inline bool is_open_loop(PhaseKind k) { return k != PhaseKind::kConcurrencySweep; }
 
 // One phase. Its fields are what every consumer reads (the executor runs this struct): each
@@ -124,6 +151,8 @@ struct PlanPhase {
   bool soak_at_qualified = false;
   double rate_rps = 0;   // the soak's rate (unless soak_at_qualified)
   double window_s = 30;  // burst and soak windows
+  // trace_replay: one step per speed-up of the trace's own times (2 = twice as fast)
+  std::vector<double> speeds = {1};
 };
 
 // The planned length (s) of one step's measurement window. Time mode: duration_s. Request-count

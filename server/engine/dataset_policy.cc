@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "agent/dataset.h"
+#include "agent/trace.h"
 
 namespace llmcap::server {
 
@@ -28,8 +29,14 @@ bool has_dotdot(const std::string& p) {
 
 }  // namespace
 
-DatasetCheck check_dataset(const std::string& path, const std::string& field,
-                           const DatasetPolicy& policy) {
+namespace {
+
+// The file check both request sets share: where `path` may point (confined or not), then
+// `load(file)`, which returns "" or the loader's error. Errors name `field` and the path as the
+// plan gave it.
+template <class Load>
+DatasetCheck check_request_file(const std::string& path, const std::string& field,
+                                const DatasetPolicy& policy, const char* dir_what, Load&& load) {
   DatasetCheck out;
   auto problem = [&](std::string message) {
     out.problem = api::FieldError{field, std::move(message)};
@@ -38,8 +45,8 @@ DatasetCheck check_dataset(const std::string& path, const std::string& field,
   std::string file = path;
   if (policy.confined) {
     if (policy.root_dir.empty())
-      return problem(
-          "this daemon reads no dataset files (set dataset_dir to a directory of datasets)");
+      return problem(std::string("this daemon reads no ") + dir_what +
+                     " files (set dataset_dir to a directory of datasets)");
     if (path.empty() || path.front() == '/' || has_dotdot(path))
       return problem("'" + path +
                      "': must be a path relative to dataset_dir, without '..' or a leading '/'");
@@ -51,11 +58,8 @@ DatasetCheck check_dataset(const std::string& path, const std::string& field,
     if (file.empty() || file.rfind(root + "/", 0) != 0)
       return problem("'" + path + "' is not a file in dataset_dir");
   }
-  agent::DatasetLimits limits;
-  limits.max_bytes = policy.max_bytes;
-  auto ds = agent::Dataset::load(file, limits);
-  if (!ds) {
-    std::string why = ds.error();
+  std::string why = load(file);
+  if (!why.empty()) {
     // Name the path as the plan gave it, not where dataset_dir lives.
     if (policy.confined) {
       for (std::size_t at = why.find(file); at != std::string::npos; at = why.find(file))
@@ -65,6 +69,43 @@ DatasetCheck check_dataset(const std::string& path, const std::string& field,
   }
   out.resolved_path = policy.confined ? file : std::filesystem::absolute(file).string();
   return out;
+}
+
+}  // namespace
+
+DatasetCheck check_dataset(const std::string& path, const std::string& field,
+                           const DatasetPolicy& policy) {
+  return check_request_file(path, field, policy, "dataset", [&policy](const std::string& file) {
+    agent::DatasetLimits limits;
+    limits.max_bytes = policy.max_bytes;
+    auto ds = agent::Dataset::load(file, limits);
+    return ds ? std::string() : ds.error();
+  });
+}
+
+DatasetCheck check_trace(const api::PlanTrace& trace, const std::string& field,
+                         const DatasetPolicy& policy) {
+  const auto format = agent::parse_trace_format(trace.format);
+  if (!format) {
+    DatasetCheck out;
+    out.problem = api::FieldError{field, "unknown trace format '" + trace.format + "'"};
+    return out;
+  }
+  return check_request_file(trace.path, field, policy, "trace", [&](const std::string& file) {
+    agent::DatasetLimits limits;
+    limits.max_bytes = policy.max_bytes;
+    auto t = agent::Trace::load(file, *format, limits);
+    if (!t) return t.error();
+    agent::TraceWindow w;
+    w.start_s = trace.start_s;
+    w.duration_s = trace.duration_s;
+    w.max_requests = trace.max_requests;
+    if (t->window(w).records().empty())
+      return file + ": no request of the trace lies in its window (start_s " +
+             std::to_string(trace.start_s) + " s, trace span " +
+             std::to_string(static_cast<double>(t->span_ns()) / 1e9) + " s)";
+    return std::string();
+  });
 }
 
 std::vector<api::FieldError> check_plan_datasets(api::TestPlan& plan, nlohmann::json& normalized,
@@ -98,11 +139,23 @@ std::vector<api::FieldError> check_plan_datasets(api::TestPlan& plan, nlohmann::
     if (!policy.confined && doc && doc->contains("dataset") && (*doc)["dataset"].is_object())
       (*doc)["dataset"]["path"] = c.resolved_path;
   };
+  auto check_trace_of = [&](api::PlanWorkload& w, nlohmann::json* doc, const std::string& where) {
+    if (!w.trace) return;
+    auto c = check_trace(*w.trace, where + "/trace/path", policy);
+    if (c.problem) {
+      problems.push_back(*c.problem);
+      return;
+    }
+    w.trace->path = c.resolved_path;
+    if (!policy.confined && doc && doc->contains("trace") && (*doc)["trace"].is_object())
+      (*doc)["trace"]["path"] = c.resolved_path;
+  };
   std::vector<const api::PlanTarget*> plain;  // targets that use the plan's workload
   for (const auto& t : plan.targets)
     if (!t.workload) plain.push_back(&t);
   nlohmann::json* workload = normalized.contains("workload") ? &normalized["workload"] : nullptr;
   check(plan.workload, workload, "/workload", plain);
+  check_trace_of(plan.workload, workload, "/workload");
   for (std::size_t i = 0; i < plan.targets.size(); ++i) {
     auto& t = plan.targets[i];
     if (!t.workload) continue;
@@ -111,6 +164,7 @@ std::vector<api::FieldError> check_plan_datasets(api::TestPlan& plan, nlohmann::
         normalized["targets"][i].contains("workload"))
       doc = &normalized["targets"][i]["workload"];
     check(*t.workload, doc, "/targets/" + std::to_string(i) + "/workload", {&t});
+    check_trace_of(*t.workload, doc, "/targets/" + std::to_string(i) + "/workload");
   }
   return problems;
 }

@@ -1,6 +1,7 @@
-// Dataset policy: where a plan's `workload.dataset.path` may point, checked once when the plan
-// is validated or submitted, so a missing, unreadable or malformed dataset is a 422 (or, for
-// `llmcapd run`, a usage error) naming the field — not a failure once the job runs.
+// Dataset policy: where a plan's `workload.dataset.path` (and `workload.trace.path`) may point,
+// checked once when the plan is validated or submitted, so a missing, unreadable or malformed
+// dataset is a 422 (or, for `llmcapd run`, a usage error) naming the field — not a failure once the
+// job runs.
 //
 // Over REST (confined): the path is relative to the configured dataset_dir, without ".." or a
 // leading "/", and must resolve (symlinks followed) to a regular file inside it, of at most
@@ -40,8 +41,14 @@ struct DatasetCheck {
 DatasetCheck check_dataset(const std::string& path, const std::string& field,
                            const DatasetPolicy& policy);
 
-// Checks every dataset path of a plan (the plan's workload and each target's override), and
-// that a dataset of chat "messages" is not given to a completions target, and rewrites the
+// The same for a workload's trace (workload.trace): the file is read and parsed in its format,
+// and its window (start_s, duration_s, max_requests) must hold at least one request. field: the
+// JSON pointer of the trace's path, e.g. "/workload/trace/path".
+DatasetCheck check_trace(const api::PlanTrace& trace, const std::string& field,
+                         const DatasetPolicy& policy);
+
+// Checks every dataset and trace path of a plan (the plan's workload and each target's override),
+// and that a dataset of chat "messages" is not given to a completions target, and rewrites the
 // paths in the plan to the resolved absolute ones. Not confined (`llmcapd run`), the
 // normalised JSON gets the absolute paths too; confined (REST), it keeps the relative path so
 // the stored and echoed plan never show dataset_dir — the job runner calls this again with the

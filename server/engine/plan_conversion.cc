@@ -21,6 +21,20 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   s.dataset_path = w.dataset_path;
   s.dataset_order =
       w.dataset_mode == "replay" ? agent::DatasetOrder::kReplay : agent::DatasetOrder::kSample;
+  if (w.trace) {
+    s.source = agent::WorkloadSource::kTrace;
+    s.trace_path = w.trace->path;
+    s.trace_format = agent::parse_trace_format(w.trace->format).value_or(s.trace_format);
+    s.trace_block_tokens = w.trace->block_tokens;
+    s.trace_window.start_s = w.trace->start_s;
+    s.trace_window.duration_s = w.trace->duration_s;
+    s.trace_window.max_requests = w.trace->max_requests;
+  }
+  if (w.abandon) {
+    s.abandon.share = w.abandon->share;
+    s.abandon.after_ms = w.abandon->after_ms;
+    s.abandon.after_tokens = w.abandon->after_tokens;
+  }
   return s;
 }
 

@@ -168,6 +168,7 @@ class TargetRun {
   json run_capacity_search(PhaseRun& run);
   json run_burst(PhaseRun& run);
   json run_soak(PhaseRun& run);
+  json run_trace_replay(PhaseRun& run);
   // An open-loop load at `rate` with the phase's arrival settings.
   static agent::LoadSpec open_load(const PlanPhase& phase, agent::RateProfile rate);
   // Request-count mode: an open-loop step at `rate` holds phase.requests in a window of
@@ -253,12 +254,14 @@ agent::StepSpec TargetRun::build_spec(const PhaseRun& run, const StepRequest& re
     spec.duration_s /= k;
     spec.drain_timeout_s /= k;
     spec.load.rate = compress(spec.load.rate, k);
+    spec.load.trace_speed *= k;
     auto shrink = [k](std::int64_t& ms) {
       if (ms > 0) ms = std::max<std::int64_t>(1, static_cast<std::int64_t>(ms / k));
     };
     shrink(spec.deadlines.first_token_ms);
     shrink(spec.deadlines.idle_ms);
     shrink(spec.deadlines.total_ms);
+    shrink(spec.workload.abandon.after_ms);
   }
   spec.drain = to_drain_policy(run.phase.drain);
   spec.seed = step_seed(plan_.seed, run.index, run.repeat, request.step_index);
@@ -336,9 +339,9 @@ StepRecord TargetRun::judge(const Measured& m, const StepRequest& request) const
   input.samples = result.samples;
   input.window_start_ns = result.window_start_ns;
   input.window_end_ns = result.window_end_ns;
-  if (request.load.kind == agent::LoadKind::kOpen) {
-    // Offered rate over the measurement window (the profile may vary: bursts), in the plan's
-    // (uncompressed) time.
+  if (request.load.kind != agent::LoadKind::kClosed) {
+    // Offered rate over the measurement window (the profile may vary: bursts; a trace replay's
+    // is its average), in the plan's (uncompressed) time.
     const double t0 = static_cast<double>(result.window_start_ns) / kNsPerS;
     const double t1 = static_cast<double>(result.window_end_ns) / kNsPerS;
     const auto& offered = request.load.rate;
@@ -519,6 +522,7 @@ json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int r
     case PhaseKind::kCapacitySearch: extra = run_capacity_search(run); break;
     case PhaseKind::kBurst: extra = run_burst(run); break;
     case PhaseKind::kSoak: extra = run_soak(run); break;
+    case PhaseKind::kTraceReplay: extra = run_trace_replay(run); break;
   }
   json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
   doc["steps"] = std::move(run.steps);
@@ -729,6 +733,48 @@ json TargetRun::run_soak(PhaseRun& run) {
                             {"all_held_share", wc.all_held_share}}}};
 }
 
+json TargetRun::run_trace_replay(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  const agent::WorkloadSpec& w = target_.workload;
+  agent::DatasetLimits limits;
+  limits.max_bytes = w.dataset_max_bytes;
+  // The plan check read this file already; read again, it decides each step's window.
+  auto trace = agent::Trace::load(w.trace_path, w.trace_format, limits);
+  if (!trace) {
+    run.error =
+        "target " + target_.name + ", " + phase.name + ": workload.trace.path: " + trace.error();
+    return json::object();
+  }
+  const agent::Trace replayed = trace->window(w.trace_window);
+  int i = 0;
+  for (const double speed : phase.speeds) {
+    const agent::TraceWindowPlan window = agent::plan_trace_window(replayed, speed, phase.warmup_s);
+    StepRequest step;
+    step.step_index = i++;
+    step.load.kind = agent::LoadKind::kTrace;
+    step.load.trace_speed = speed;
+    step.load.in_flight_cap = phase.max_in_flight;
+    // Judged at the average rate the window offers (the trace's own arrivals are what is sent).
+    step.load.rate =
+        agent::RateProfile::constant(static_cast<double>(window.arrivals) / window.window_s);
+    step.duration_s = window.window_s;
+    char label[48];
+    std::snprintf(label, sizeof label, "trace x%g", speed);
+    step.label = label;
+    step.params = json{{"speed", speed},
+                       {"trace_requests", replayed.records().size()},
+                       {"window_requests", window.arrivals}};
+    // A replay is judged like a burst: a realistic load, not a capacity level.
+    step.role = analysis::StepRole::kExcluded;
+    if (!run_step(run, std::move(step))) break;
+  }
+  return json{{"trace", json{{"format", std::string(agent::to_string(w.trace_format))},
+                             {"requests", replayed.records().size()},
+                             {"span_s", static_cast<double>(replayed.span_ns()) / kNsPerS},
+                             {"skipped_rows", replayed.skipped()},
+                             {"block_tokens", w.trace_block_tokens}}}};
+}
+
 void TargetRun::adopt_stored_steps(const json& phase_doc) {
   if (!phase_doc.contains("steps") || !phase_doc["steps"].is_array()) return;
   auto ms_summary = [](const json& j) {
@@ -897,8 +943,9 @@ json TargetRun::run(std::string& error, bool& cancelled) {
   json workload{
       {"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
       {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
-      {"source",
-       target_.workload.source == agent::WorkloadSource::kSynthetic ? "synthetic" : "dataset"},
+      {"source", target_.workload.source == agent::WorkloadSource::kSynthetic ? "synthetic"
+                 : target_.workload.source == agent::WorkloadSource::kTrace   ? "trace"
+                                                                              : "dataset"},
       {"overridden", target_.workload_overridden},
       {"measured", measured_lengths()}};
   if (target_.workload.source != agent::WorkloadSource::kSynthetic) {
@@ -1018,6 +1065,7 @@ std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
       case PhaseKind::kCapacitySearch: n = p.max_steps; break;
       case PhaseKind::kBurst:
       case PhaseKind::kSoak: n = 1; break;
+      case PhaseKind::kTraceReplay: n = static_cast<std::int64_t>(p.speeds.size()); break;
     }
     per_target += n * std::max(1, p.repeat);
   }

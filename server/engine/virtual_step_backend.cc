@@ -490,10 +490,18 @@ std::optional<std::string> VirtualStepBackend::unsupported(const sim::SimOptions
     return std::string(
         "sim.faults: fault injection is not modelled in virtual time; run the plan "
         "measured (llmcapd run) to test faults");
+  if (workload.source == agent::WorkloadSource::kTrace)
+    return std::string(
+        "workload.trace: trace replay is not modelled in virtual time (its prompts share "
+        "blocks the virtual engine does not cache); run the plan measured (llmcapd run)");
   if (workload.source != agent::WorkloadSource::kSynthetic)
     return std::string(
         "workload.dataset_path: prediction supports synthetic workloads only; run "
         "the plan measured (llmcapd run) for a dataset");
+  if (workload.abandon.enabled())
+    return std::string(
+        "workload.abandon: user abandonment is not modelled in virtual time; run the plan "
+        "measured (llmcapd run)");
   return std::nullopt;
 }
 

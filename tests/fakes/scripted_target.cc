@@ -143,6 +143,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
     prompt_text = doc["prompt"];
   }
   rec.prompt_tokens = count_tokens(prompt_text) + (chat ? options.chat_template_tokens : 0);
+  rec.prompt = prompt_text;
   if (doc.contains("max_tokens") && doc["max_tokens"].is_number_integer())
     rec.max_tokens = doc["max_tokens"];
   rec.ignore_eos = doc.value("ignore_eos", false);

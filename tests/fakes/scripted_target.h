@@ -71,6 +71,7 @@ struct ServedStream {
   // [token_write_ns[k], token_written_ns[k]] (the server's own uncertainty under load).
   std::vector<std::int64_t> token_written_ns;
   std::int32_t prompt_tokens = 0;
+  std::string prompt;  // the prompt text received (chat: the messages' contents, space-joined)
   std::int32_t max_tokens = -1;
   bool ignore_eos = false;
   bool streamed = false;

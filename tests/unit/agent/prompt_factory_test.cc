@@ -83,5 +83,62 @@ TEST(PromptFactory, ProbeTextHasExactlyTheWords) {
   EXPECT_NE(f.probe_text(16, 1), f.probe_text(16, 2));
 }
 
+// Words common to the starts of a and b (whole words only).
+std::int32_t common_words(const std::string& a, const std::string& b) {
+  std::istringstream ia(a), ib(b);
+  std::string wa, wb;
+  std::int32_t n = 0;
+  while (ia >> wa && ib >> wb && wa == wb) ++n;
+  return n;
+}
+
+TEST(PromptFactory, BlocksGiveExactSharedPrefixesAndTheirLength) {
+  // One token per word (the simulator's tokenizer): blocks of 16 tokens are 16 words.
+  LengthCalibrator cal(1.0, 0);
+  PromptFactory f(analysis::LengthDistribution::fixed(1), analysis::LengthDistribution::fixed(1), 0,
+                  1);
+  const auto a = f.from_blocks(0, 50, 7, {4, 9, 2}, 16, cal);  // blocks 4 9 2, tail of 2
+  const auto b = f.from_blocks(1, 40, 3, {4, 9}, 16, cal);     // blocks 4 9, tail of 8
+  const auto c = f.from_blocks(2, 70, 3, {4, 9, 2, 5}, 16, cal);
+  const auto d = f.from_blocks(3, 40, 3, {9, 4}, 16, cal);     // same ids, other order
+  const auto e = f.from_blocks(4, 20, 3, {4, 9, 2}, 16, cal);  // room for one whole block
+  EXPECT_EQ(a.planned_input_tokens, 50);
+  EXPECT_EQ(a.planned_output_tokens, 7);
+  for (const auto* p : {&a, &b, &c, &d, &e}) {
+    EXPECT_EQ(word_count(p->prompt), p->planned_input_tokens) << p->prompt;
+    EXPECT_EQ(p->words, p->planned_input_tokens);
+  }
+  EXPECT_EQ(common_words(a.prompt, b.prompt), 32);  // exactly blocks 4 and 9
+  EXPECT_EQ(common_words(a.prompt, c.prompt), 48);  // blocks 4, 9 and 2
+  EXPECT_EQ(common_words(a.prompt, e.prompt), 16);  // block 4 (9 did not fit in e)
+  EXPECT_LT(common_words(b.prompt, d.prompt), 2);   // another first block: nothing shared
+  // The block texts are the factory-independent block_text() of each id.
+  EXPECT_EQ(
+      a.prompt.rfind(PromptFactory::block_text(4, 16) + " " + PromptFactory::block_text(9, 16) +
+                         " " + PromptFactory::block_text(2, 16) + " ",
+                     0),
+      0u);
+  // Another factory (another step, seed or target) writes the same blocks.
+  PromptFactory g(analysis::LengthDistribution::fixed(1), analysis::LengthDistribution::fixed(1), 0,
+                  99);
+  EXPECT_EQ(common_words(g.from_blocks(7, 40, 3, {4, 9}, 16, cal).prompt, a.prompt), 32);
+  // Requests with no blocks in common share nothing beyond chance words.
+  const auto x = f.from_blocks(5, 40, 3, {}, 16, cal);
+  EXPECT_LT(common_words(x.prompt, a.prompt), 2);
+  EXPECT_EQ(word_count(x.prompt), 40);
+}
+
+TEST(PromptFactory, BlockWordsStayFixedWhileTheCalibrationMoves) {
+  PromptFactory f(analysis::LengthDistribution::fixed(1), analysis::LengthDistribution::fixed(1), 0,
+                  1);
+  const auto a = f.from_blocks(0, 300, 1, {1, 2}, 100, LengthCalibrator(1.0, 0));
+  const auto b = f.from_blocks(1, 300, 1, {1, 2}, 100, LengthCalibrator(2.0, 0));
+  EXPECT_EQ(common_words(a.prompt, b.prompt), 200);  // the blocks as first built
+  EXPECT_EQ(word_count(b.prompt), 200 + 1);  // 150 words wanted; the blocks already have 200, + id
+  EXPECT_EQ(PromptFactory::block_text(123456, 2), PromptFactory::block_text(123456, 2));
+  EXPECT_EQ(word_count(PromptFactory::block_text(123456, 2)), 2);
+  EXPECT_EQ(word_count(PromptFactory::block_text(123456, 1)), 1);
+}
+
 }  // namespace
 }  // namespace llmcap::agent

@@ -47,6 +47,57 @@ void feed_events(StreamRecorder& r, const std::string& stream, const std::string
   }
 }
 
+TEST(StreamRecorder, AbandonAfterTokenEventsStopsReadingAsAbandoned) {
+  // vllm_completions.sse has 3 token events; the user leaves after the 2nd.
+  RequestSample s;
+  RecorderConfig c = config(ApiKind::kCompletions);
+  c.abandon_after_token_events = 2;
+  StreamRecorder r(c, s);
+  r.on_headers(200, "text/event-stream", kEpoch + 300);
+  feed_events(r, test::read_data("vllm_completions.sse"), "\n\n");
+  ExchangeResult x = ok_exchange();
+  x.t_end_ns = kEpoch + 3000;  // the client closed the connection at the 2nd token
+  r.finish(x);
+  EXPECT_EQ(s.error, ErrorClass::kAbandoned);
+  EXPECT_EQ(s.error_message, "abandoned by the client after 2 token events");
+  EXPECT_EQ(s.token_events, 2u);
+  EXPECT_EQ(s.t_first_token_ns, 1000);
+  // A whole answer before the N-th token is no abandonment: 5 > 3 token events.
+  RequestSample whole;
+  c.abandon_after_token_events = 5;
+  StreamRecorder w(c, whole);
+  w.on_headers(200, "text/event-stream", kEpoch + 300);
+  feed_events(w, test::read_data("vllm_completions.sse"), "\n\n");
+  w.finish(ok_exchange());
+  EXPECT_TRUE(whole.ok()) << whole.error_message;
+}
+
+TEST(StreamRecorder, AbandonAtATimeIsADeadlineOfItsOwnClass) {
+  RequestSample s;
+  s.t_intended_ns = 500;
+  RecorderConfig c = config(ApiKind::kCompletions);
+  c.first_token_timeout_ns = 10'000'000;
+  c.abandon_at_ns = kEpoch + 500 + 2'000'000;  // 2 ms after the intended send
+  StreamRecorder r(c, s);
+  EXPECT_EQ(r.deadline().at_ns, kEpoch + 500 + 2'000'000);
+  EXPECT_EQ(r.deadline().on_expiry, ErrorClass::kAbandoned);
+  // The client fired it (HttpClient reports the deadline's class).
+  ExchangeResult x = ok_exchange();
+  x.error = ErrorClass::kAbandoned;
+  x.error_message = "read response headers: deadline passed";
+  r.finish(x);
+  EXPECT_EQ(s.error, ErrorClass::kAbandoned);
+  EXPECT_EQ(s.error_message,
+            "abandoned by the client 2 ms after its intended send time, after 0 token events");
+  // A whole answer has no abandonment deadline (only the grace for the framing).
+  RequestSample t;
+  StreamRecorder w(c, t);
+  w.on_headers(200, "text/event-stream", kEpoch + 300);
+  feed_events(w, test::read_data("vllm_completions.sse"), "\n\n");
+  EXPECT_TRUE(w.complete());
+  EXPECT_EQ(w.deadline().on_expiry, ErrorClass::kNone);
+}
+
 TEST(StreamRecorder, VllmCompletionsFillsTheSample) {
   RequestSample s;
   s.t_intended_ns = 0;

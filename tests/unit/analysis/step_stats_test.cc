@@ -59,6 +59,53 @@ TEST(StepStats, SteadyStreamRatesAndLatencies) {
   EXPECT_DOUBLE_EQ(st.goodput_rps, 10);
 }
 
+TEST(StepStats, AbandonedRequestsAreTheirOwnClass) {
+  // Every 10th request is abandoned by its user: 5 after their 20th token (the last 81 of 101
+  // tokens never came), 5 before the first token. They are counted apart, are neither errors
+  // nor incomplete, and leave the latency summaries, goodput and attainment of the users who
+  // stayed exactly as they were.
+  auto samples = steady_samples();
+  int with_token = 0;
+  for (std::size_t k = 100; k < 700; k += 10) {
+    RequestSample& s = samples[k];
+    s.error = ErrorClass::kAbandoned;
+    s.error_message = "abandoned by the client";
+    if (with_token++ % 2 == 0) {
+      s.t_last_token_ns = s.t_first_token_ns + 19 * 10 * kMs;
+      s.t_end_ns = s.t_last_token_ns;
+      s.token_events = 20;
+      s.output_tokens = 20;
+      s.output_tokens_estimated = true;
+    } else {
+      s.t_first_token_ns = s.t_last_token_ns = -1;
+      s.t_end_ns = s.t_send_ns + 150 * kMs;
+      s.token_events = 0;
+      s.output_tokens = 0;
+    }
+  }
+  const StepStats st = compute_step_stats(steady_input(samples));
+  EXPECT_EQ(st.intended, 600u);
+  EXPECT_EQ(st.abandoned, 60u);
+  EXPECT_EQ(st.abandoned_with_first_token, 30u);
+  EXPECT_EQ(st.completed_ok, 540u);
+  EXPECT_EQ(st.failed + st.timed_out + st.incomplete, 0u);
+  EXPECT_EQ(st.errors_by_class[static_cast<std::size_t>(ErrorClass::kAbandoned)], 60u);
+  EXPECT_DOUBLE_EQ(st.error_rate, 0);
+  EXPECT_DOUBLE_EQ(st.incomplete_rate, 0);
+  EXPECT_EQ(st.e2e_ns.count, 540u);
+  EXPECT_EQ(st.ttft_ns.count, 540u);
+  EXPECT_EQ(st.tpot_ns.count, 540u);
+  EXPECT_DOUBLE_EQ(st.e2e_ns.max, 1201 * kMs);  // no abandoned request's shorter E2E
+  EXPECT_EQ(st.met_slo, 540u);
+  EXPECT_DOUBLE_EQ(st.sla_attainment, 1.0);  // of the users who waited for the whole answer
+  // An abandoned request left the server: it finished (completion rate), but not successfully.
+  EXPECT_NEAR(st.completion_rate_rps, 10, 0.05);
+  EXPECT_NEAR(st.requests_per_s, 9, 0.05);
+  EXPECT_EQ(to_string(ErrorClass::kAbandoned), "abandoned");
+  EXPECT_EQ(parse_error_class("abandoned"), ErrorClass::kAbandoned);
+  EXPECT_EQ(error_class_from(static_cast<int>(ErrorClass::kAbandoned)), ErrorClass::kAbandoned);
+}
+
 TEST(StepStats, OutcomesAreCountedSeparately) {
   auto samples = steady_samples();
   for (auto& s : samples) {

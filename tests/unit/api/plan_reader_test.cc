@@ -1162,8 +1162,9 @@ TEST(PlanReader, EveryExamplePlanParses) {
     EXPECT_NO_ERRORS(p) << entry.path();
     seen.insert(entry.path().filename().string());
   }
-  for (const char* must : {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json",
-                           "burst.json", "soak.json", "request-count.json"}) {
+  for (const char* must :
+       {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json", "burst.json",
+        "soak.json", "request-count.json", "trace-replay.json", "abandonment.json"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }
 }
@@ -1185,6 +1186,135 @@ TEST(PlanReader, DemoPlanIsTheDocumentedComparison) {
   EXPECT_DOUBLE_EQ(plan.demand->requests_per_minute, 90);
   EXPECT_DOUBLE_EQ(plan.demand->mean_output_tokens, 240);
   EXPECT_LT(p.estimated_duration_s, 600);
+}
+
+// ---------------------------------------------------------------------------------------------
+// workload.trace and trace_replay (issue 21)
+
+json trace_plan() {
+  json j = minimal();
+  j["workload"] = {{"trace", {{"format", "mooncake"}, {"path", "t.jsonl"}}}};
+  j["phases"] = json::array({{{"kind", "trace_replay"}, {"speeds", {1, 2.5}}}});
+  return j;
+}
+
+TEST(PlanReader, TraceReplayDefaultsAndNormalisedForm) {
+  const auto p = parse(trace_plan());
+  ASSERT_TRUE(p.plan) << describe(p);
+  const auto& t = *p.plan->workload.trace;
+  EXPECT_EQ(t.format, "mooncake");
+  EXPECT_EQ(t.path, "t.jsonl");
+  EXPECT_EQ(t.block_tokens, 512);
+  EXPECT_EQ(t.start_s, 0);
+  EXPECT_EQ(t.duration_s, 0);
+  EXPECT_EQ(t.max_requests, 0);
+  const auto& ph = p.plan->phases[0];
+  EXPECT_EQ(ph.kind, PhaseKind::kTraceReplay);
+  EXPECT_EQ(ph.name, "trace_replay");
+  EXPECT_EQ(ph.speeds, (std::vector<double>{1, 2.5}));
+  EXPECT_EQ(ph.warmup_s, 0);  // a replay measures from the first request unless told otherwise
+  EXPECT_EQ(
+      p.normalized["workload"]["trace"],
+      json({{"format", "mooncake"}, {"path", "t.jsonl"}, {"start_s", 0}, {"block_tokens", 512}}));
+  const json& nph = p.normalized["phases"][0];
+  EXPECT_FALSE(nph.contains("duration_s"));
+  EXPECT_FALSE(nph.contains("arrival"));
+  EXPECT_EQ(nph["speeds"], json({1, 2.5}));
+  // The trace's length is unknown to the parser: not counted, and said so.
+  EXPECT_EQ(p.estimated_duration_s, 0);
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_THAT(p.warnings[0], HasSubstr("leaves out the trace replay"));
+  // The normalised plan parses again to the same plan; demand's output length is measured.
+  const auto again = parse(p.normalized);
+  EXPECT_NO_ERRORS(again);
+  EXPECT_EQ(again.normalized, p.normalized);
+  json d = trace_plan();
+  d["workload"]["trace"]["duration_s"] = 60;
+  d["demand"] = {{"requests_per_minute", 60}};
+  const auto with_duration = parse(d);
+  ASSERT_TRUE(with_duration.plan) << describe(with_duration);
+  EXPECT_DOUBLE_EQ(with_duration.estimated_duration_s, 60 + 60 / 2.5);
+  EXPECT_EQ(with_duration.plan->demand->mean_output_tokens, 0);
+}
+
+TEST(PlanReader, TraceKeysAreChecked) {
+  json j = trace_plan();
+  j["workload"]["trace"] = {{"path", "t.csv"}, {"block_tokens", 0},   {"start_s", -1},
+                            {"duration_s", 0}, {"max_requests", 1.5}, {"bogus", 1}};
+  auto p = parse(j);
+  EXPECT_ERROR(p, "/workload/trace/format", "is required (mooncake or burstgpt)");
+  EXPECT_ERROR(p, "/workload/trace/block_tokens", "between 1 and");
+  EXPECT_ERROR(p, "/workload/trace/start_s", "between 0 and");
+  EXPECT_ERROR(p, "/workload/trace/duration_s", "between 0.001 and");
+  EXPECT_ERROR(p, "/workload/trace/max_requests", "must be an integer");
+  EXPECT_ERROR(p, "/workload/trace/bogus", "unknown key");
+  // No trace: the replay has nothing to replay (the phase names it).
+  j = trace_plan();
+  j["workload"]["trace"] = {{"format", "sharegpt"}, {"path", "t"}};
+  EXPECT_ERROR(parse(j), "/workload/trace/format", "must be one of mooncake, burstgpt");
+  j["workload"].erase("trace");
+  EXPECT_ERROR(parse(j), "/phases/0/kind", "trace_replay needs a trace");
+  // burstgpt traces have no blocks.
+  j = trace_plan();
+  j["workload"]["trace"] = {{"format", "burstgpt"}, {"path", "b.csv"}, {"block_tokens", 16}};
+  EXPECT_ERROR(parse(j), "/workload/trace/block_tokens", "does not apply to a burstgpt trace");
+  j["workload"]["trace"].erase("block_tokens");
+  p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_FALSE(p.normalized["workload"]["trace"].contains("block_tokens"));
+  // A dataset and a trace are two request sets.
+  j["workload"]["dataset"] = {{"path", "d.jsonl"}};
+  EXPECT_ERROR(parse(j), "/workload/trace", "give dataset or trace, not both");
+  // A replay's length is the trace's; arrival shapes do not apply.
+  j = trace_plan();
+  j["phases"][0]["duration_s"] = 10;
+  j["phases"][0]["requests"] = 10;
+  j["phases"][0]["arrival"] = "poisson";
+  j["phases"][0]["speeds"] = {0, 2000};
+  p = parse(j);
+  EXPECT_ERROR(p, "/phases/0/duration_s", "does not apply to a trace_replay");
+  EXPECT_ERROR(p, "/phases/0/requests", "does not apply to a trace_replay");
+  EXPECT_ERROR(p, "/phases/0/arrival", "does not apply to a trace_replay");
+  EXPECT_ERROR(p, "/phases/0/speeds/0", "between 0.01 and 1000");
+  EXPECT_ERROR(p, "/phases/0/speeds/1", "between 0.01 and 1000");
+  // Every target's workload needs the trace; agents would each replay all of it.
+  j = trace_plan();
+  j["targets"].push_back({{"name", "b"},
+                          {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
+                          {"workload", {{"output_tokens", 5}}}});
+  EXPECT_NO_ERRORS(parse(j));  // the override starts from the plan's workload, trace included
+  j = trace_plan();
+  j["agents"] = {{"count", 2}, {"launch", "manual"}};
+  EXPECT_ERROR(parse(j), "/phases/0/kind", "cannot be split over agents");
+}
+
+TEST(PlanReader, AbandonKeys) {
+  json j = minimal();
+  j["workload"] = {{"abandon", {{"share", 0.1}, {"after_ms", 2000}}}};
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_DOUBLE_EQ(p.plan->workload.abandon->share, 0.1);
+  EXPECT_EQ(p.plan->workload.abandon->after_ms, 2000);
+  EXPECT_EQ(p.plan->workload.abandon->after_tokens, 0);
+  EXPECT_EQ(p.normalized["workload"]["abandon"], json({{"share", 0.1}, {"after_ms", 2000}}));
+  EXPECT_NO_ERRORS(parse(p.normalized));
+  EXPECT_FALSE(parse(minimal()).plan->workload.abandon);
+  j["workload"]["abandon"] = {{"share", 0.1}, {"after_tokens", 32}};
+  p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_EQ(p.plan->workload.abandon->after_tokens, 32);
+  // Exactly one of after_ms and after_tokens; share in 0..1, required.
+  j["workload"]["abandon"] = {{"share", 1.5}, {"after_tokens", 32}, {"after_ms", 5}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/abandon/share", "between 0 and 1");
+  EXPECT_ERROR(p, "/workload/abandon", "give one of after_ms");
+  j["workload"]["abandon"] = {{"after_tokens", 0}, {"bogus", 1}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/abandon/share", "is required");
+  EXPECT_ERROR(p, "/workload/abandon/after_tokens", "between 1 and");
+  EXPECT_ERROR(p, "/workload/abandon/bogus", "unknown key");
+  j["workload"]["abandon"] = {{"share", 0.2}};
+  EXPECT_ERROR(parse(j), "/workload/abandon", "give one of after_ms");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1368,14 +1498,32 @@ class PlanSchema : public ::testing::Test {
     }
   }
 
+  // example_of(schema_) holds every property, but a dataset and a trace are two request sets
+  // and a trace replay is not split over agents: the maximal plan without the trace and its
+  // phase, and the trace plan (no dataset, no agents, only the trace_replay phase).
+  json maximal_plan() const { return split_maximal(false); }
+  json maximal_trace_plan() const { return split_maximal(true); }
+  json split_maximal(bool trace) const {
+    json plan = example_of(schema_);
+    for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]})
+      w->erase(trace ? "dataset" : "trace");
+    if (trace) plan.erase("agents");
+    json phases = json::array();
+    for (const auto& ph : plan["phases"])
+      if ((ph["kind"] == "trace_replay") == trace) phases.push_back(ph);
+    plan["phases"] = phases;
+    return plan;
+  }
+
   json schema_;
 };
 
 TEST_F(PlanSchema, IsDraft202012WithStrictObjects) {
   EXPECT_EQ(schema_["$schema"], "https://json-schema.org/draft/2020-12/schema");
   EXPECT_EQ(schema_["additionalProperties"], false);
-  for (const char* def : {"target", "hardware", "sim", "faults", "tls", "workload", "lengths",
-                          "dataset", "timeouts", "sla", "percentile_bounds", "phase", "demand"}) {
+  for (const char* def :
+       {"target", "hardware", "sim", "faults", "tls", "workload", "lengths", "dataset", "trace",
+        "abandon", "timeouts", "sla", "percentile_bounds", "phase", "demand"}) {
     ASSERT_TRUE(schema_["$defs"].contains(def)) << def;
   }
   // Every object with properties is closed and every property has a description.
@@ -1402,7 +1550,13 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   // The maximal plan: every root, target, hardware, sim, faults, tls, workload, dataset,
   // timeouts, sla and demand property, and one phase of every kind with all its properties.
   // duration_s and requests exclude each other (the schema's `not`): time steps first.
-  json plan = example_of(schema_);
+  json plan = maximal_plan();
+  {
+    const json t = maximal_trace_plan();
+    EXPECT_TRUE(t["workload"].contains("trace") && t["workload"].contains("abandon")) << t.dump();
+    ASSERT_EQ(t["phases"].size(), 1u);
+    EXPECT_NO_ERRORS(parse(t)) << t.dump(2);
+  }
   json request_phases = json::array();
   for (auto& phase : plan["phases"]) {
     if (!phase.contains("requests")) continue;
@@ -1444,7 +1598,13 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
 }
 
 TEST_F(PlanSchema, ClosedSchemaObjectsAreStrictInTheParser) {
-  json plan = example_of(schema_);
+  for (const char* ptr : {"/workload/trace", "/workload/abandon", "/phases/0"}) {
+    json j = maximal_trace_plan();
+    j[json::json_pointer(ptr)]["zz_not_a_key"] = 1;
+    const auto p = parse(j);
+    EXPECT_TRUE(has_error(p, std::string(ptr) + "/zz_not_a_key", "")) << ptr << "\n" << describe(p);
+  }
+  json plan = maximal_plan();
   // Adding an unknown key to each closed object yields exactly that "unknown key" error.
   std::vector<std::string> pointers = {"",
                                        "/targets/0",
@@ -1503,7 +1663,8 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
       "output_tokens": {"distribution": "uniform", "low": 1, "high": 5, "min": 1, "max": 9},
       "dataset": {"path": "d.jsonl", "mode": "replay"}, "shared_prefix_tokens": 0,
       "temperature": 0, "ignore_eos": true, "min_tokens": false, "stream": true,
-      "extra_body": {"top_p": 1}, "record_token_times": false, "calibrate": false
+      "extra_body": {"top_p": 1}, "record_token_times": false, "calibrate": false,
+      "abandon": {"share": 0.1, "after_ms": 2000}
     },
     "timeouts": {"connect_ms": 1, "first_token_ms": 1, "idle_ms": 1, "total_ms": 1},
     "sla": {"ttft_ms": {"p95": 1}, "ttft_service_ms": {"p50": 1}, "tpot_ms": {"p90": 1},
@@ -1547,6 +1708,19 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
   }
   // And what the daemon shows back (normalised, defaults filled in).
   expect_keys_in_schema(schema_, p.normalized, "(normalized)", {"precision"});
+  // A trace replay: the trace's keys, the other abandon form and the phase's.
+  const json traced = json::parse(R"({
+    "version": 1, "targets": [{"name": "t", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
+    "workload": {"trace": {"format": "mooncake", "path": "t.jsonl", "block_tokens": 512,
+                           "start_s": 1, "duration_s": 60, "max_requests": 100},
+                 "abandon": {"share": 0.1, "after_tokens": 32}},
+    "phases": [{"kind": "trace_replay", "name": "r", "repeat": 1, "warmup_s": 0,
+                "drain": "finish", "max_in_flight": 10, "speeds": [1, 2]}]
+  })");
+  const auto t = parse(traced);
+  ASSERT_TRUE(t.plan) << describe(t);
+  expect_keys_in_schema(schema_, traced, "");
+  expect_keys_in_schema(schema_, t.normalized, "(normalized)", {"precision"});
 }
 
 TEST_F(PlanSchema, DefaultsMatchTheParser) {
@@ -1583,6 +1757,14 @@ TEST_F(PlanSchema, DefaultsMatchTheParser) {
         "/agents/placement");
   for (std::size_t i = 0; i < n["phases"].size(); ++i)
     check(schema_["$defs"]["phase"], n["phases"][i], numbered("/phases/", i));
+  const auto t = parse(json::parse(R"({
+    "version": 1, "targets": [{"name": "a", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
+    "workload": {"trace": {"format": "mooncake", "path": "t.jsonl"}},
+    "phases": [{"kind": "trace_replay"}]
+  })"));
+  ASSERT_TRUE(t.plan) << describe(t);
+  check(schema_["$defs"]["trace"], t.normalized["workload"]["trace"], "/workload/trace");
+  check(schema_["$defs"]["phase"], t.normalized["phases"][0], "/phases/0");
 }
 
 }  // namespace

@@ -110,5 +110,46 @@ TEST_F(DatasetPolicyTest, AMessagesDatasetForACompletionsTargetIsAPlanError) {
   EXPECT_TRUE(check_plan_datasets(*chat.plan, chat.normalized, policy_).empty());
 }
 
+TEST_F(DatasetPolicyTest, TracesAreCheckedLikeDatasetsNamingTheFieldAndLine) {
+  std::ofstream(root_ / "t.jsonl") << "{\"timestamp\": 0, \"input_length\": 600, "
+                                      "\"output_length\": 9, \"hash_ids\": [1, 2]}\n"
+                                      "{\"timestamp\": 1000, \"input_length\": 4, "
+                                      "\"output_length\": 9}\n";
+  std::ofstream(root_ / "bad.csv") << "Timestamp,Request tokens,Response tokens\n1,2,3\n1,x,3\n";
+  auto plan_with = [](const nlohmann::json& trace) {
+    return nlohmann::json{
+        {"version", 1},
+        {"targets", {{{"name", "a"}, {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"}}}},
+        {"workload", {{"trace", trace}}},
+        {"phases", {{{"kind", "trace_replay"}}}}}
+        .dump();
+  };
+  auto parse = api::parse_plan(plan_with({{"format", "mooncake"}, {"path", "t.jsonl"}}));
+  ASSERT_TRUE(parse.plan);
+  ASSERT_TRUE(check_plan_datasets(*parse.plan, parse.normalized, policy_).empty());
+  EXPECT_EQ(parse.plan->workload.trace->path, fs::canonical(root_ / "t.jsonl").string());
+  EXPECT_EQ(parse.normalized["workload"]["trace"]["path"], "t.jsonl");  // never dataset_dir
+  struct Case {
+    nlohmann::json trace;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{{"format", "burstgpt"}, {"path", "bad.csv"}},
+            "bad.csv: trace line 3: \"Request tokens\" must be an integer"},
+           {{{"format", "mooncake"}, {"path", "bad.csv"}}, "bad.csv: trace line 1: invalid JSON"},
+           {{{"format", "mooncake"}, {"path", "missing.jsonl"}}, "is not a file in dataset_dir"},
+           {{{"format", "mooncake"}, {"path", "../t.jsonl"}}, "must be a path relative"},
+           {{{"format", "mooncake"}, {"path", "t.jsonl"}, {"start_s", 5}},
+            "t.jsonl: no request of the trace lies in its window (start_s 5"}}) {
+    auto p = api::parse_plan(plan_with(c.trace));
+    ASSERT_TRUE(p.plan) << c.trace.dump();
+    const auto problems = check_plan_datasets(*p.plan, p.normalized, policy_);
+    ASSERT_EQ(problems.size(), 1u) << c.trace.dump();
+    EXPECT_EQ(problems[0].path, "/workload/trace/path");
+    EXPECT_NE(problems[0].message.find(c.message), std::string::npos) << problems[0].message;
+    EXPECT_EQ(problems[0].message.find(root_.string()), std::string::npos) << problems[0].message;
+  }
+}
+
 }  // namespace
 }  // namespace llmcap::server

@@ -219,6 +219,16 @@ TEST(VirtualStepBackend, FaultsAndDatasetsAreRefusedNamingTheField) {
   why = VirtualStepBackend::unsupported(options(), w);
   ASSERT_TRUE(why);
   EXPECT_EQ(why->rfind("workload.dataset_path:", 0), 0u);
+  // Trace replay and abandonment (issue 21) are not modelled in virtual time either.
+  w.source = agent::WorkloadSource::kTrace;
+  why = VirtualStepBackend::unsupported(options(), w);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("workload.trace:", 0), 0u);
+  w.source = agent::WorkloadSource::kSynthetic;
+  w.abandon = {0.1, 0, 32};
+  why = VirtualStepBackend::unsupported(options(), w);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("workload.abandon:", 0), 0u);
 }
 
 }  // namespace
