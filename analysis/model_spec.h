@@ -57,6 +57,11 @@ struct HardwareSpec {
   double tdp_watts = 0;
   std::string form_factor;   // "PCIe", "SXM"
   std::string interconnect;  // e.g. "PCIe 4, no NVLink"
+  // GPU-to-GPU all-reduce under tensor parallelism (sim/README.md "Tensor parallelism"): the
+  // bus bandwidth NCCL achieves between these GPUs in one server (nccl-tests' busbw, 10^9
+  // bytes/s) and the fixed cost of one all-reduce. 0 = unknown (no tensor parallelism).
+  double allreduce_bus_gbps = 0;
+  double allreduce_latency_us = 0;
   // Architecture generation: "ampere", "ada", "hopper", "blackwell"; picks the achieved fraction
   // of the 8-bit tensor rate (compute_efficiency_for()). Empty = unknown.
   std::string generation;

@@ -512,6 +512,8 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
     s.number("seed", i, 0, 9e15, true);
     s.number("gpu_memory_utilization", d, 0.05, 1.0);
     s.number("max_num_seqs", i, 1, 65536, true);
+    // GPUs the model is split over (vLLM --tensor-parallel-size; sim/README.md).
+    s.number("tensor_parallel", i, 1, 64, true);
     s.number("max_num_batched_tokens", i, 16, 1 << 20, true);
     s.number("max_model_len", i, 0, 1 << 24, true);
     s.number("tokens_per_event", i, 1, 64, true);

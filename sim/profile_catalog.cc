@@ -92,6 +92,8 @@ analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
   h.form_factor = r.text("form_factor", std::string("PCIe"));
   h.interconnect = r.text("interconnect", std::string());
   h.generation = r.text("generation", std::string());
+  h.allreduce_bus_gbps = r.number("allreduce_bus_gbps", 0.0);
+  h.allreduce_latency_us = r.number("allreduce_latency_us", 0.0);
   h.bandwidth_efficiency = r.number("bandwidth_efficiency", 0.8);
   h.compute_efficiency = r.number("compute_efficiency", 0.75);
   h.fp8_compute_efficiency = r.number("fp8_compute_efficiency", -1.0);
@@ -102,6 +104,9 @@ analysis::HardwareSpec parse_hardware(const json& e, const std::string& where) {
   if (!h.generation.empty() && h.generation != "ampere" && h.generation != "ada" &&
       h.generation != "hopper" && h.generation != "blackwell")
     throw std::invalid_argument(where + ": generation must be ampere, ada, hopper or blackwell");
+  if (h.allreduce_bus_gbps < 0 || h.allreduce_latency_us < 0)
+    throw std::invalid_argument(where +
+                                ": allreduce_bus_gbps and allreduce_latency_us must be >= 0");
   if (h.fp8_compute_efficiency > 1)
     throw std::invalid_argument(where + ": fp8_compute_efficiency must be in (0, 1]");
   if (h.memory_bytes <= 0 || h.bandwidth_bytes_per_s <= 0 || h.bf16_tflops <= 0)

@@ -1,5 +1,7 @@
 #include "sim/roofline.h"
 
+#include "analysis/memory_fit.h"
+
 #include <algorithm>
 #include <array>
 
@@ -44,19 +46,25 @@ std::vector<std::string> engine_names() {
 }
 
 Roofline::Roofline(analysis::ModelSpec model, analysis::HardwareSpec hardware,
-                   analysis::Dtype dtype, double kv_bytes_per_element, EngineProfile engine)
+                   analysis::Dtype dtype, double kv_bytes_per_element, EngineProfile engine,
+                   int tensor_parallel)
     : model_(std::move(model)),
       hardware_(std::move(hardware)),
       engine_(std::move(engine)),
-      weight_bytes_(analysis::weight_bytes(model_, dtype)),
-      kv_bytes_per_token_(analysis::kv_bytes_per_token(model_, kv_bytes_per_element)),
+      weight_bytes_(analysis::weight_bytes(model_, dtype) / std::max(1, tensor_parallel)),
+      kv_bytes_per_token_(analysis::kv_bytes_per_token(model_, kv_bytes_per_element) *
+                          static_cast<double>(analysis::kv_heads_per_gpu(model_, tensor_parallel)) /
+                          static_cast<double>(std::max<std::int64_t>(
+                              model_.kv_heads > 0 ? model_.kv_heads : model_.heads, 1))),
       gemm_flops_per_s_(analysis::compute_flops_per_s(hardware_, dtype) *
                         analysis::compute_efficiency_for(hardware_, dtype)),
       // Attention runs in 16 bit whatever the weights are.
       attention_flops_per_s_(hardware_.bf16_tflops * 1e12 * hardware_.compute_efficiency),
       bytes_per_s_(hardware_.bandwidth_bytes_per_s * hardware_.bandwidth_efficiency),
       step_overhead_s_(hardware_.step_overhead_s >= 0 ? hardware_.step_overhead_s
-                                                      : engine_.step_overhead_s) {}
+                                                      : engine_.step_overhead_s),
+      tensor_parallel_(std::max(1, tensor_parallel)),
+      heads_per_gpu_(static_cast<double>(model_.heads) / std::max(1, tensor_parallel)) {}
 
 StepCost Roofline::step(std::span<const SeqWork> batch) const {
   StepCost cost;
@@ -76,9 +84,9 @@ StepCost Roofline::step(std::span<const SeqWork> batch) const {
     if (s.cached_tokens == 0) new_requests += 1;
   }
   if (tokens <= 0) return cost;
-  const double gemm_flops = 2.0 * model_.params * tokens;
-  const double attention_flops = 4.0 * static_cast<double>(model_.layers) *
-                                 static_cast<double>(model_.heads) *
+  const double gpus = static_cast<double>(tensor_parallel_);
+  const double gemm_flops = 2.0 * model_.params * tokens / gpus;
+  const double attention_flops = 4.0 * static_cast<double>(model_.layers) * heads_per_gpu_ *
                                  static_cast<double>(model_.head_dim) * attended_positions;
   const double kv_bytes = kv_bytes_per_token_ * kv_tokens;
   const double gemm_compute_s = gemm_flops / gemm_flops_per_s_;
@@ -95,7 +103,16 @@ StepCost Roofline::step(std::span<const SeqWork> batch) const {
   // requests): charged once per step that starts prefills, the per-request cost at batch 1.
   cost.overhead_s = step_overhead_s_ + engine_.per_seq_s * seqs +
                     (new_requests > 0 ? engine_.per_request_s : 0.0);
-  cost.total_s = cost.gemm_s + cost.attention_s + cost.overhead_s;
+  if (tensor_parallel_ > 1) {
+    // Two all-reduces per layer of the step's 16-bit activations (ring algorithm: each GPU sends
+    // and receives 2(N−1)/N of the message; nccl-tests' bus bandwidth is that traffic's rate).
+    const double message_bytes = tokens * static_cast<double>(model_.hidden) * 2.0;
+    const double per_allreduce_s =
+        hardware_.allreduce_latency_us * 1e-6 +
+        message_bytes * 2.0 * (gpus - 1) / gpus / (hardware_.allreduce_bus_gbps * 1e9);
+    cost.communication_s = 2.0 * static_cast<double>(model_.layers) * per_allreduce_s;
+  }
+  cost.total_s = cost.gemm_s + cost.attention_s + cost.overhead_s + cost.communication_s;
   return cost;
 }
 

@@ -62,14 +62,19 @@ struct StepCost {
   double gemm_s = 0;       // max(weights, GEMM compute)
   double attention_s = 0;  // max(KV reads, attention compute)
   double overhead_s = 0;   // engine: per step, per sequence, per new request
-  double total_s = 0;      // gemm_s + attention_s + overhead_s
+  // Tensor parallelism: two all-reduces of the step's activations per layer (attention output,
+  // MLP output), on the critical path: 2 × layers × (latency + bytes × 2(N−1)/N / bus bandwidth).
+  double communication_s = 0;
+  double total_s = 0;  // gemm_s + attention_s + overhead_s + communication_s
 };
 
 class Roofline {
  public:
+  // tensor_parallel N: the model split over N GPUs of `hardware` (each GPU's share of weights,
+  // FLOPs, heads and KV; every figure of step() is one GPU's, and the GPUs run in lockstep).
   Roofline(analysis::ModelSpec model, analysis::HardwareSpec hardware, analysis::Dtype dtype,
            double kv_bytes_per_element = 2.0,
-           EngineProfile engine = *engine_profile(kDefaultEngine));
+           EngineProfile engine = *engine_profile(kDefaultEngine), int tensor_parallel = 1);
 
   StepCost step(std::span<const SeqWork> batch) const;
   // Convenience: `batch` sequences each decoding one token with `cached_tokens` in KV.
@@ -83,6 +88,7 @@ class Roofline {
   double step_overhead_s() const { return step_overhead_s_; }
   double gemm_flops_per_s() const { return gemm_flops_per_s_; }  // peak × efficiency
   double bytes_per_s() const { return bytes_per_s_; }            // peak × efficiency
+  int tensor_parallel() const { return tensor_parallel_; }
 
  private:
   analysis::ModelSpec model_;
@@ -94,6 +100,8 @@ class Roofline {
   double attention_flops_per_s_;
   double bytes_per_s_;
   double step_overhead_s_;
+  int tensor_parallel_ = 1;
+  double heads_per_gpu_ = 0;  // attention heads computed on each GPU
 };
 
 }  // namespace llmcap::sim

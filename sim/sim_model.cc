@@ -29,6 +29,7 @@ void validate_sim_options(const SimOptions& o) {
   if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
     bad("gpu_memory_utilization", "must be in (0, 1]");
   if (o.max_num_seqs < 1) bad("max_num_seqs", "must be >= 1");
+  if (o.tensor_parallel < 1 || o.tensor_parallel > 64) bad("tensor_parallel", "must be 1..64");
   if (o.max_num_batched_tokens < 1) bad("max_num_batched_tokens", "must be >= 1");
   if (o.max_model_len < 0) bad("max_model_len", "must be >= 0 (0 = automatic)");
   if (o.tokens_per_event < 1) bad("tokens_per_event", "must be >= 1");
@@ -83,7 +84,14 @@ SimModel build_sim_model(const SimOptions& options) {
                              std::to_string(model->max_context_tokens) + " tokens");
   }
 
+  const int tp = static_cast<int>(options.tensor_parallel);
+  if (auto problem = analysis::tensor_parallel_problem(*model, tp))
+    throw std::runtime_error("sim option tensor_parallel: " + *problem);
+  if (tp > 1 && hw->allreduce_bus_gbps <= 0)
+    throw std::runtime_error("sim option tensor_parallel: profile " + hw->name +
+                             " has no allreduce_bus_gbps (GPU-to-GPU bandwidth) to split over");
   analysis::MemoryFitInput in;
+  in.tensor_parallel = tp;
   in.dtype = *dtype;
   in.kv_bytes_per_element = options.kv_cache_dtype == "fp8" ? 1.0 : 2.0;
   in.context_tokens = options.max_model_len > 0 ? options.max_model_len : model->max_context_tokens;
@@ -114,21 +122,39 @@ SimModel build_sim_model(const SimOptions& options) {
   config.max_num_batched_tokens = options.max_num_batched_tokens;
   config.block_tokens = in.block_tokens;
   config.kv_pool_blocks = fit.kv_pool_blocks;
-  Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element, *engine_profile(options.engine));
+  Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element, *engine_profile(options.engine),
+                    tp);
   return SimModel{*hw, *model, *dtype, std::move(fit), max_model_len, config, std::move(roofline)};
 }
 
 std::string describe(const SimModel& m) {
-  char buf[512];
+  const int tp = m.roofline.tensor_parallel();
+  std::string where = m.hardware.name;
+  if (tp > 1) {
+    // Why a split model's TPOT is what it is: the all-reduces' share of a decode step.
+    const StepCost one = m.roofline.decode(1, 1024);
+    char split[256];
+    std::snprintf(
+        split, sizeof split,
+        "%d × %s (tensor parallel over %s, all-reduce %.0f GB/s + %.0f µs: %.2f ms of "
+        "a %.2f ms decode step at batch 1)",
+        tp, m.hardware.name.c_str(),
+        m.hardware.interconnect.empty() ? "the interconnect" : m.hardware.interconnect.c_str(),
+        m.hardware.allreduce_bus_gbps, m.hardware.allreduce_latency_us, one.communication_s * 1e3,
+        one.total_s * 1e3);
+    where = split;
+  }
+  char buf[768];
   std::snprintf(
       buf, sizeof buf,
-      "%s %s on %s (%s engine): weights %.2f GB, KV pool %.2f GiB = %lld tokens (# GPU blocks: "
+      "%s %s on %s (%s engine): weights %.2f GB%s, KV pool %.2f GiB%s = %lld tokens (# GPU "
+      "blocks: "
       "%lld; "
       "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
       "max_num_seqs %lld, max_num_batched_tokens %lld",
-      m.model.name.c_str(), std::string(analysis::to_string(m.dtype)).c_str(),
-      m.hardware.name.c_str(), m.roofline.engine().name.c_str(),
-      analysis::to_gb(m.fit.weight_bytes), analysis::to_gib(m.fit.kv_pool_bytes),
+      m.model.name.c_str(), std::string(analysis::to_string(m.dtype)).c_str(), where.c_str(),
+      m.roofline.engine().name.c_str(), analysis::to_gb(m.fit.weight_bytes),
+      tp > 1 ? " per GPU" : "", analysis::to_gib(m.fit.kv_pool_bytes), tp > 1 ? " per GPU" : "",
       static_cast<long long>(m.fit.kv_pool_tokens), static_cast<long long>(m.fit.gpu_blocks),
       static_cast<long long>(m.max_model_len),
       m.max_model_len > 0

@@ -104,6 +104,8 @@ SimOptionsResult sim_options_from_json(std::string_view json_text) {
        [&](const json& v, const std::string& k) { o.gpu_memory_utilization = as_number(v, k); }},
       {"max_num_seqs",
        [&](const json& v, const std::string& k) { o.max_num_seqs = as_integer(v, k); }},
+      {"tensor_parallel",
+       [&](const json& v, const std::string& k) { o.tensor_parallel = as_integer(v, k); }},
       {"max_num_batched_tokens",
        [&](const json& v, const std::string& k) { o.max_num_batched_tokens = as_integer(v, k); }},
       {"max_model_len",

@@ -19,14 +19,17 @@ struct SimOptions {
   // Serving engine whose CPU costs the step time carries (sim/README.md "Engines"): "vllm"
   // (V1, CUDA graphs), "vllm-2024" (V0), "trt-llm", "sglang", "llama.cpp".
   std::string engine = "vllm";
-  std::string kv_cache_dtype = "auto";         // "auto" (16-bit, 2 bytes/element) or "fp8" (1 byte)
-  std::string profiles_file;                   // extra/overriding profiles JSON; empty = none
-  std::string address = "127.0.0.1";           // listen address
-  std::uint16_t port = 8000;                   // listen port; 0 picks a free one
-  std::uint64_t seed = 0;                      // seeds generated text and fault decisions
-  double time_scale = 1.0;                     // 10 = every simulated duration runs 10× faster
-  double gpu_memory_utilization = 0.9;         // fraction of GPU memory the engine uses (vLLM)
-  std::int64_t max_num_seqs = 256;             // running-batch cap (vLLM default)
+  std::string kv_cache_dtype = "auto";  // "auto" (16-bit, 2 bytes/element) or "fp8" (1 byte)
+  std::string profiles_file;            // extra/overriding profiles JSON; empty = none
+  std::string address = "127.0.0.1";    // listen address
+  std::uint16_t port = 8000;            // listen port; 0 picks a free one
+  std::uint64_t seed = 0;               // seeds generated text and fault decisions
+  double time_scale = 1.0;              // 10 = every simulated duration runs 10× faster
+  double gpu_memory_utilization = 0.9;  // fraction of GPU memory the engine uses (vLLM)
+  std::int64_t max_num_seqs = 256;      // running-batch cap (vLLM default)
+  // GPUs of `hardware` the model is split over (vLLM --tensor-parallel-size): weights, heads
+  // and KV per GPU shrink, two all-reduces per layer join every step (sim/README.md).
+  std::int64_t tensor_parallel = 1;
   std::int64_t max_num_batched_tokens = 2048;  // tokens per step; chunked prefill
   // Longest sequence (prompt + output). 0 = the model's max context, capped to what the KV
   // pool holds. An explicit value that does not fit makes start() refuse.

@@ -172,7 +172,7 @@ std::string catalog_ranking_text(const json& results) {
   const bool with_demand = api::json_member(results, "demand_plan").is_object();
   std::string out;
   char line[768];
-  std::snprintf(line, sizeof line, "%-4s %-14s %-24s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
+  std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
                 "rank", "hardware", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT", "price/h",
                 "cost/M out tok", "instances", "per month", "verdict");
   out += line;
@@ -184,7 +184,7 @@ std::string catalog_ranking_text(const json& results) {
     const bool demand_ok =
         with_demand && d != demand.end() && d->second.feasible && d->second.instances.has_value();
     const bool figures = r.qualified || r.evidence_only;
-    std::snprintf(line, sizeof line, "%-4s %-14s %-24s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
+    std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
                   ranked ? std::to_string(++rank).c_str() : "-", r.target.c_str(),
                   figures ? api::load_text(r, false).c_str() : "-",
                   figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
@@ -209,8 +209,8 @@ std::string catalog_ranking_text(const json& results) {
   }
   if (const auto& d = api::json_member(results, "demand_plan"); d.is_object()) {
     std::snprintf(line, sizeof line,
-                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; one GPU "
-                  "per instance\n",
+                  "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; an "
+                  "instance is one GPU, or N for <profile>-tpN\n",
                   api::json_number(d, "demand_output_tokens_per_s").value_or(0),
                   api::json_number(d, "required_output_tokens_per_s").value_or(0),
                   api::json_number(d, "hours_per_month").value_or(0));

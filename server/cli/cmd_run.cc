@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -103,7 +104,8 @@ namespace {
 // results' "catalog"). Prints what is wrong and returns the exit code, or kExitOk.
 int load_catalog_plan(const std::string& who, const std::string& plan_path,
                       const std::string& prices_path, const std::string& hardware_list,
-                      api::PlanParse& parse, RunPlan& plan, nlohmann::json& info) {
+                      const std::string& tp_list, api::PlanParse& parse, RunPlan& plan,
+                      nlohmann::json& info) {
   std::optional<CatalogPrices> prices;
   if (!prices_path.empty()) {
     std::string error;
@@ -127,7 +129,22 @@ int load_catalog_plan(const std::string& who, const std::string& plan_path,
     if (comma > at) only.push_back(hardware_list.substr(at, comma - at));
     at = comma + 1;
   }
-  auto cat = build_catalog_plan(parse.normalized, prices ? &*prices : nullptr, only);
+  std::vector<int> degrees;
+  for (std::size_t at = 0; at < tp_list.size();) {
+    const auto comma = std::min(tp_list.find(',', at), tp_list.size());
+    const std::string item = tp_list.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 64) {
+      std::cerr << who << ": --tensor-parallel: '" << item << "' is not a degree 1..64\n";
+      return kExitUsage;
+    }
+    degrees.push_back(static_cast<int>(n));
+  }
+  if (degrees.empty()) degrees.push_back(1);
+  auto cat = build_catalog_plan(parse.normalized, prices ? &*prices : nullptr, only, degrees);
   if (!cat.error.empty()) {
     std::cerr << who << ": " << plan_path << ": " << cat.error << "\n";
     return kExitUsage;
@@ -136,7 +153,7 @@ int load_catalog_plan(const std::string& who, const std::string& plan_path,
           {"dtype", cat.dtype},
           {"hardware", cat.hardware},
           {"excluded", nlohmann::json::array()},
-          {"tensor_parallel", 1}};
+          {"tensor_parallel", degrees}};
   if (prices) {
     info["prices"] = {
         {"file", prices_path}, {"currency", prices->currency}, {"source", prices->source}};
@@ -194,6 +211,7 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   bool catalog = false;
   std::string prices_path;
   std::string hardware_list;
+  std::string tp_list = "1,2,4,8";
   if (predict) {
     s.add("catalog",
           "rank every GPU profile that can serve the plan's model and precision by cost per "
@@ -205,6 +223,9 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
           &prices_path);
     s.add("hardware", "with --catalog: only these profiles (comma-separated names)",
           &hardware_list);
+    s.add("tensor_parallel",
+          "with --catalog: tensor-parallel degrees to offer each profile at (comma-separated)",
+          &tp_list);
   }
   std::vector<std::string> positional;
   const std::string exits =
@@ -243,14 +264,14 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   api::PlanParse parse;
   RunPlan plan;
   if (int rc = load_plan(positional[0], text, parse, plan, who.c_str()); rc != kExitOk) return rc;
-  if (!catalog && (!prices_path.empty() || !hardware_list.empty())) {
-    std::cerr << who << ": --prices and --hardware go with --catalog\n";
+  if (!catalog && (!prices_path.empty() || !hardware_list.empty() || tp_list != "1,2,4,8")) {
+    std::cerr << who << ": --prices, --hardware and --tensor-parallel go with --catalog\n";
     return kExitUsage;
   }
   nlohmann::json catalog_info;
   if (catalog) {
-    if (int rc = load_catalog_plan(who, positional[0], prices_path, hardware_list, parse, plan,
-                                   catalog_info);
+    if (int rc = load_catalog_plan(who, positional[0], prices_path, hardware_list, tp_list, parse,
+                                   plan, catalog_info);
         rc != kExitOk)
       return rc;
   }
@@ -324,7 +345,8 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
     result.results["catalog"] = catalog_info;
     std::cout << "\nCatalogue ranking, predicted (virtual time): "
               << catalog_info["model"].get<std::string>() << " "
-              << catalog_info["dtype"].get<std::string>() << ", one GPU per instance; SLA: "
+              << catalog_info["dtype"].get<std::string>()
+              << ", prices per GPU-hour × the tensor-parallel degree; SLA: "
               << sla_text(parse.normalized.value("sla", nlohmann::json())) << "\n"
               << catalog_ranking_text(result.results);
   } else {

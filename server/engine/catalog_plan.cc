@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "analysis/memory_fit.h"
 #include "api/plan_reader.h"
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
@@ -93,7 +94,8 @@ CatalogPricesParse parse_catalog_prices(std::string_view text,
 }
 
 CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices* prices,
-                               const std::vector<std::string>& only) {
+                               const std::vector<std::string>& only,
+                               const std::vector<int>& tensor_parallel) {
   CatalogPlan out;
   const json& targets = normalized_plan.contains("targets") ? normalized_plan["targets"] : json();
   const json* tmpl = nullptr;
@@ -158,13 +160,31 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
                         normalized_plan.value("name", std::string("plan")) +
                         "', predicted in virtual time (llmcapd predict --catalog).";
   plan["targets"] = json::array();
+  // One candidate per (profile, tensor-parallel degree) the model's layout takes.
+  struct Candidate {
+    std::string profile;
+    int tp = 1;
+    std::string name;
+  };
+  std::vector<Candidate> candidates;
+  const auto model_spec = catalog.model(out.model);
   for (const auto& name : names) {
+    for (int tp : tensor_parallel.empty() ? std::vector<int>{1} : tensor_parallel) {
+      if (model_spec && analysis::tensor_parallel_problem(*model_spec, tp)) continue;
+      candidates.push_back({name, tp, tp == 1 ? name : name + "-tp" + std::to_string(tp)});
+    }
+  }
+  for (const auto& cand : candidates) {
+    const std::string& name = cand.profile;
     const auto hw = catalog.hardware(name);
     json t = *tmpl;
-    t["name"] = name;
+    t["name"] = cand.name;
     t["base_url"] = "sim://" + name + "/" + out.model;
+    if (!t.contains("sim") || !t["sim"].is_object()) t["sim"] = json::object();
+    t["sim"].erase("tensor_parallel");
+    if (cand.tp > 1) t["sim"]["tensor_parallel"] = cand.tp;
     json hardware = {{"gpu", hw->display_name},
-                     {"gpu_count", 1},
+                     {"gpu_count", cand.tp},
                      {"memory_gb_visible", hw->nominal_memory_gb},
                      {"engine", "llmcap-sim"},
                      {"precision", out.dtype}};
@@ -173,12 +193,13 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
     t["hardware"] = std::move(hardware);
     t.erase("price_per_hour");
     t.erase("currency");
+    // Prices are per GPU-hour: an instance of N GPUs costs N times one.
     if (prices && prices->per_hour.contains(name)) {
-      t["price_per_hour"] = prices->per_hour.at(name);
+      t["price_per_hour"] = prices->per_hour.at(name) * cand.tp;
       t["currency"] = prices->currency;
     } else if (!prices || prices->per_hour.empty()) {
       if (auto it = plan_prices.find(name); it != plan_prices.end()) {
-        t["price_per_hour"] = it->second.first;
+        t["price_per_hour"] = it->second.first * cand.tp;
         t["currency"] = it->second.second;
       }
     }
@@ -187,7 +208,7 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
 
   // Which profiles can serve the plan: the same checks a prediction makes before it runs.
   api::PlanLimits limits;
-  limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(names.size()));
+  limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(candidates.size()));
   const auto parse = api::parse_plan(plan.dump(), limits);
   if (!parse.errors.empty()) {
     out.error = parse.errors.front().path + ": " + parse.errors.front().message;
@@ -199,6 +220,7 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
     return out;
   }
   std::set<std::size_t> drop;
+  std::map<std::string, std::string> why;  // profile -> why its last candidate cannot serve
   for (const auto& problem : PlanExecutor::prediction_problems(run)) {
     // "/targets/<i>/<field>: <reason>"
     const std::string prefix = "/targets/";
@@ -213,14 +235,19 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
       reason = field.substr(field.find('/') + 1) + ": " + reason;
     if (reason.starts_with("simulator cannot start: "))
       reason = reason.substr(std::string("simulator cannot start: ").size());
-    if (drop.insert(i).second) out.excluded.push_back({names[i], reason});
+    if (drop.insert(i).second) why[candidates[i].profile] = reason;
   }
   json kept = json::array();
-  for (std::size_t i = 0; i < names.size(); ++i) {
+  std::set<std::string> served;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (drop.contains(i)) continue;
     kept.push_back(plan["targets"][i]);
-    out.hardware.push_back(names[i]);
+    out.hardware.push_back(candidates[i].name);
+    served.insert(candidates[i].profile);
   }
+  // A profile is excluded when no degree serves the plan; the reason is its largest degree's.
+  for (const auto& name : names)
+    if (!served.contains(name) && why.contains(name)) out.excluded.push_back({name, why[name]});
   plan["targets"] = std::move(kept);
   out.plan = std::move(plan);
   return out;

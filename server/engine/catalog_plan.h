@@ -6,8 +6,10 @@
 // reason. The plan then runs in virtual time like any prediction; ranking its results is the
 // caller's (server/cli/capacity_table.h: catalog_ranking_text).
 //
-// Every instance is one GPU: the simulator models no tensor parallelism yet, so no profile is
-// offered at TP 2/4/8 (docs/prediction.md says so).
+// Each profile is offered at every tensor-parallel degree asked for (default 1, 2, 4, 8) that
+// the model's layout takes (analysis::tensor_parallel_problem), as target "<profile>" (TP 1) or
+// "<profile>-tp<N>", priced N × the GPU-hour; degrees whose instance cannot serve the plan drop
+// out, and a profile is excluded only when none serves it.
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -24,7 +26,7 @@
 namespace llmcap::server {
 
 // A price file: {"currency": "USD", "source": "...", "prices_per_hour": {"<profile>": 1.79}}.
-// Prices are per instance-hour (one GPU), in `currency`.
+// Prices are per GPU-hour, in `currency` (an instance of N GPUs costs N times as much).
 struct CatalogPrices {
   std::string currency = "USD";
   std::string source;                      // free text: where the prices come from
@@ -50,7 +52,7 @@ struct CatalogPlan {
   nlohmann::json plan;                // a plan document (parse_plan input); set when error is empty
   std::string model;                  // the model every target serves
   std::string dtype;                  // its weight precision
-  std::vector<std::string> hardware;  // the profiles in the plan, in catalogue order
+  std::vector<std::string> hardware;  // the plan's target names ("h100-sxm", "h100-sxm-tp2")
   std::vector<CatalogExclusion> excluded;
   std::string error;  // "/targets: ..." when the plan names no sim:// target to start from
 };
@@ -61,6 +63,7 @@ struct CatalogPlan {
 // capacity, after the priced ones). `only`: restrict to these profiles (empty: every one; an
 // unknown name is an error naming it).
 CatalogPlan build_catalog_plan(const nlohmann::json& normalized_plan, const CatalogPrices* prices,
-                               const std::vector<std::string>& only = {});
+                               const std::vector<std::string>& only = {},
+                               const std::vector<int>& tensor_parallel = {1, 2, 4, 8});
 
 }  // namespace llmcap::server

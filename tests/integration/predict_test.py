@@ -210,11 +210,18 @@ class Catalog(unittest.TestCase):
             priced = json.load(f)["prices_per_hour"]
         ranked = [t["name"] for t in doc["targets"]]
         excluded = {e["hardware"]: e["reason"] for e in doc["catalog"]["excluded"]}
-        # Every profile appears once: ranked, or excluded with its reason.
-        self.assertEqual(sorted(ranked + list(excluded)), sorted(priced))
-        # Llama-3.1-8B BF16 (16 GB of weights) fits every card of 24 GB and more.
-        self.assertIn("h100-sxm", ranked)
-        self.assertIn("rtx4090-24g", ranked)
+        # Every profile appears: ranked at one tensor-parallel degree or more, or excluded with
+        # its reason.
+        profiles = {n.split("-tp")[0] for n in ranked}
+        self.assertEqual(sorted(profiles | set(excluded)), sorted(priced))
+        self.assertEqual(doc["catalog"]["tensor_parallel"], [1, 2, 4, 8])
+        # Llama-3.1-8B BF16 (16 GB of weights) fits every card of 24 GB and more, split or not.
+        for name in ("h100-sxm", "rtx4090-24g", "h100-sxm-tp2", "a100-80g-sxm-tp8"):
+            self.assertIn(name, ranked)
+        # An instance of N GPUs is priced N times the GPU-hour.
+        by_name = {t["name"]: t for t in doc["targets"]}
+        self.assertAlmostEqual(by_name["h100-sxm-tp2"]["price_per_hour"],
+                               2 * priced["h100-sxm"])
         # The table lists ranks in increasing cost per million output tokens.
         costs = []
         for line in r.stdout.splitlines():
@@ -226,6 +233,35 @@ class Catalog(unittest.TestCase):
         self.assertEqual(costs, sorted(costs), r.stdout)
         self.assertIn("Catalogue ranking, predicted", r.stdout)
         print(r.stdout, "catalogue: %.1f s" % elapsed, file=sys.stderr)
+
+    def test_tensor_parallel_targets_show_the_all_reduce_term(self):
+        """70B FP8 on 4 NVLinked A100 SXM vs 2 GeForce 4090 48G over PCIe (issue 19): the report
+        says what the all-reduces cost on each, which is why their TPOT differs."""
+        plan = {"version": 1, "name": "70b-tp", "seed": 5,
+                "targets": [
+                    {"name": "a100-sxm-tp4", "base_url": "sim://a100-80g-sxm/llama-3.1-70b",
+                     "sim": {"tensor_parallel": 4, "dtype": "fp8"}, "price_per_hour": 7.2},
+                    {"name": "4090-48g-tp2", "base_url": "sim://rtx4090-48g/llama-3.1-70b",
+                     "sim": {"tensor_parallel": 2, "dtype": "fp8"}, "price_per_hour": 1.2}],
+                "workload": {"input_tokens": {"fixed": 1024}, "output_tokens": {"fixed": 256}},
+                "sla": {"ttft_ms": {"p95": 2000}, "tpot_ms": {"p95": 60}, "min_requests": 5},
+                "phases": [{"kind": "concurrency_sweep", "levels": [1, 8], "duration_s": 60,
+                            "warmup_s": 20}]}
+        r = llmcapd("predict", write("tp.json", plan), "--out", "tp-results.json")
+        self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+        doc = load("tp-results.json")
+        sim = {t["name"]: t["simulator"] for t in doc["targets"]}
+        self.assertIn("4 × a100-80g-sxm (tensor parallel over NVLink", sim["a100-sxm-tp4"])
+        self.assertIn("2 × rtx4090-48g (tensor parallel over PCIe", sim["4090-48g-tp2"])
+        for text in sim.values():
+            self.assertRegex(text, r"all-reduce [0-9]+ GB/s \+ [0-9]+ µs: [0-9.]+ ms of a")
+        tpot = {t["name"]: t["phases"][0]["steps"][0]["stats"]["tpot_ms"]["p50"]
+                for t in doc["targets"]}
+        self.assertGreater(tpot["4090-48g-tp2"], 2 * tpot["a100-sxm-tp4"])
+        r = llmcapd("report", "tp-results.json", "--out", "tp.html")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(SCRATCH.name, "tp.html")) as f:
+            self.assertIn("all-reduce 12 GB/s", f.read())
 
     def test_bad_price_file_is_refused_naming_the_key(self):
         plan_path = os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")

@@ -121,6 +121,39 @@ TEST(RooflineTest, EnginesDifferInTheirCpuCostsOnly) {
               1e-12);
 }
 
+TEST(RooflineTest, TensorParallelSplitsTheWorkAndAddsTwoAllReducesPerLayer) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto model = *c.model("llama-3.1-70b");
+  const auto sxm = *c.hardware("a100-80g-sxm");
+  const Roofline one(model, sxm, analysis::Dtype::kFp8, 2.0, *engine_profile("vllm"), 1);
+  const Roofline four(model, sxm, analysis::Dtype::kFp8, 2.0, *engine_profile("vllm"), 4);
+  EXPECT_EQ(four.tensor_parallel(), 4);
+  EXPECT_DOUBLE_EQ(four.weight_bytes() * 4, one.weight_bytes());
+  EXPECT_DOUBLE_EQ(four.kv_bytes_per_token() * 4, one.kv_bytes_per_token());  // 8 KV heads / 4
+  const StepCost a = one.decode(16, 2000);
+  const StepCost b = four.decode(16, 2000);
+  EXPECT_EQ(a.communication_s, 0);
+  // Hand calculation: 2 × 80 layers × (8 µs + 16 tokens × 8192 × 2 B × 2 × 3/4 / 230 GB/s).
+  const double per_allreduce = 8e-6 + 16.0 * 8192 * 2 * 2 * 0.75 / 230e9;
+  EXPECT_NEAR(b.communication_s, 2 * 80 * per_allreduce, 1e-12);
+  EXPECT_NEAR(b.total_s, b.gemm_s + b.attention_s + b.overhead_s + b.communication_s, 1e-15);
+  // Each GPU streams a quarter of the weights and KV: the GPU part of the step is about 4×
+  // shorter, the all-reduces and the engine's CPU costs are not.
+  EXPECT_NEAR((a.gemm_s + a.attention_s) / (b.gemm_s + b.attention_s), 4.0, 0.05);
+  EXPECT_LT(b.total_s, a.total_s / 2);
+
+  // The same split over GeForce PCIe (no peer-to-peer): a far larger all-reduce term.
+  const auto pcie = *c.hardware("rtx4090-48g");
+  const Roofline two(model, pcie, analysis::Dtype::kFp8, 2.0, *engine_profile("vllm"), 2);
+  const StepCost d = two.decode(16, 2000);
+  EXPECT_NEAR(d.communication_s,
+              2 * 80 *
+                  (pcie.allreduce_latency_us * 1e-6 +
+                   16.0 * 8192 * 2 * 2 * 0.5 / (pcie.allreduce_bus_gbps * 1e9)),
+              1e-12);
+  EXPECT_GT(d.communication_s, 3 * b.communication_s);
+}
+
 TEST(RooflineTest, EmptyBatchCostsNothing) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   const Roofline r(*c.model("qwen2.5-7b"), *c.hardware("l40s"), analysis::Dtype::kBf16);

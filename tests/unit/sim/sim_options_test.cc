@@ -41,6 +41,36 @@ TEST(SimOptionsTest, EngineIsParsedValidatedAndShown) {
   }
 }
 
+TEST(SimOptionsTest, TensorParallelSplitsTheModelAndSaysWhatTheAllReduceCosts) {
+  auto r = sim_options_from_json(
+      R"({"hardware": "a100-80g-sxm", "model": "llama-3.1-70b", "tensor_parallel": 4})");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->tensor_parallel, 4);
+  const SimModel m = build_sim_model(*r.options);
+  EXPECT_EQ(m.roofline.tensor_parallel(), 4);
+  EXPECT_EQ(m.fit.tensor_parallel, 4);
+  const std::string d = describe(m);
+  EXPECT_NE(d.find("4 × a100-80g-sxm (tensor parallel over NVLink"), std::string::npos) << d;
+  EXPECT_NE(d.find("all-reduce 230 GB/s + 8 µs"), std::string::npos) << d;
+  EXPECT_NE(d.find("per GPU"), std::string::npos) << d;
+
+  // 70B BF16 does not fit one 80 GB card; a layout vLLM refuses names the option.
+  r = sim_options_from_json(R"({"hardware": "a100-80g-sxm", "model": "llama-3.1-70b"})");
+  EXPECT_THROW(build_sim_model(*r.options), std::runtime_error);
+  for (const char* bad :
+       {R"({"model": "llama-3.1-70b", "tensor_parallel": 3})", R"({"tensor_parallel": 0})"}) {
+    r = sim_options_from_json(bad);
+    ASSERT_TRUE(r.options) << r.error;
+    try {
+      build_sim_model(*r.options);
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("sim option tensor_parallel:"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(SimOptionsTest, ParsesFieldsAndFaults) {
   const auto r = sim_options_from_json(R"({"hardware": "h100-sxm", "model": "qwen2.5-7b",
       "dtype": "fp8", "port": 0, "seed": 99, "time_scale": 10, "max_model_len": 4096,

@@ -101,9 +101,9 @@ TEST(CatalogRanking, CheapestFirstThenUnpricedThenUnqualifiedThenExcluded) {
   doc["targets"].push_back(failed);
   doc["catalog"] = {{"excluded", {{{"hardware", "rtx4090-24g"}, {"reason", "does not fit"}}}}};
   const std::string text = catalog_ranking_text(doc);
-  const auto a100 = text.find("1    a100-80g-pcie");
-  const auto rtx = text.find("2    rtx4090-48g");
-  const auto h100 = text.find("3    h100-sxm");
+  const auto a100 = text.find("1    a100-80g-pcie ");
+  const auto rtx = text.find("2    rtx4090-48g ");
+  const auto h100 = text.find("3    h100-sxm ");
   const auto a10 = text.find("-    a10 ");
   ASSERT_NE(a100, std::string::npos) << text;
   ASSERT_NE(rtx, std::string::npos) << text;

@@ -35,7 +35,8 @@ json plan_for(const std::string& base_url, const std::string& dtype = "bf16") {
 std::vector<std::string> all_hardware() { return sim::ProfileCatalog::builtin().hardware_names(); }
 
 TEST(CatalogPlan, OneTargetPerProfileThatFitsAndTheRestWithTheirReason) {
-  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-70b"), nullptr);
+  const auto cat =
+      build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-70b"), nullptr, {}, {1});
   ASSERT_TRUE(cat.error.empty()) << cat.error;
   EXPECT_EQ(cat.model, "llama-3.1-70b");
   EXPECT_EQ(cat.dtype, "bf16");
@@ -49,7 +50,7 @@ TEST(CatalogPlan, TargetsCarryTheModelPrecisionOptionsAndPrices) {
   CatalogPrices prices;
   prices.currency = "EUR";
   prices.per_hour = {{"h100-sxm", 2.5}, {"a10", 0.4}};
-  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-8b"), &prices);
+  const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-8b"), &prices, {}, {1});
   ASSERT_TRUE(cat.error.empty()) << cat.error;
   // Every profile is either in the plan or excluded, never both.
   EXPECT_EQ(cat.hardware.size() + cat.excluded.size(), all_hardware().size());
@@ -78,7 +79,7 @@ TEST(CatalogPlan, TargetsCarryTheModelPrecisionOptionsAndPrices) {
 
 TEST(CatalogPlan, WithoutAPriceFileThePlansOwnPricesAreUsed) {
   const auto cat = build_catalog_plan(plan_for("sim://rtx4090-48g/llama-3.1-8b"), nullptr,
-                                      {"rtx4090-48g", "h100-sxm"});
+                                      {"rtx4090-48g", "h100-sxm"}, {1});
   ASSERT_TRUE(cat.error.empty()) << cat.error;
   ASSERT_EQ(cat.hardware, (std::vector<std::string>{"h100-sxm", "rtx4090-48g"}));
   for (const auto& t : cat.plan["targets"]) {
@@ -90,11 +91,37 @@ TEST(CatalogPlan, WithoutAPriceFileThePlansOwnPricesAreUsed) {
 }
 
 TEST(CatalogPlan, Fp8ExcludesCardsWithoutFp8OrSaysWhy) {
-  const auto cat = build_catalog_plan(plan_for("sim://h100-sxm/llama-3.1-8b", "fp8"), nullptr);
+  const auto cat =
+      build_catalog_plan(plan_for("sim://h100-sxm/llama-3.1-8b", "fp8"), nullptr, {}, {1});
   ASSERT_TRUE(cat.error.empty()) << cat.error;
   EXPECT_EQ(cat.dtype, "fp8");
   EXPECT_EQ(cat.hardware.size() + cat.excluded.size(), all_hardware().size());
   EXPECT_NE(std::find(cat.hardware.begin(), cat.hardware.end(), "h100-sxm"), cat.hardware.end());
+}
+
+TEST(CatalogPlan, TensorParallelDegreesThatServeThePlanArePricedPerGpu) {
+  CatalogPrices prices;
+  prices.per_hour = {{"a100-80g-sxm", 1.8}, {"rtx4090-48g", 0.6}};
+  const auto cat = build_catalog_plan(plan_for("sim://a100-80g-sxm/llama-3.1-70b", "fp8"), &prices,
+                                      {"a100-80g-sxm", "rtx4090-48g", "rtx4090-24g"}, {1, 2, 3, 4});
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  // 70B FP8 (71 GB of weights): split over 2 or 4 GPUs it fits 80 GB and 48 GB cards; 3 does not
+  // divide its 64 heads and is never offered; two 24 GB cards cannot hold it, four can.
+  for (const char* name : {"a100-80g-sxm-tp2", "a100-80g-sxm-tp4", "rtx4090-48g-tp2",
+                           "rtx4090-48g-tp4", "rtx4090-24g-tp4"})
+    EXPECT_NE(std::find(cat.hardware.begin(), cat.hardware.end(), name), cat.hardware.end())
+        << name;
+  for (const auto& n : cat.hardware) EXPECT_EQ(n.find("-tp3"), std::string::npos) << n;
+  EXPECT_EQ(std::find(cat.hardware.begin(), cat.hardware.end(), "rtx4090-24g-tp2"),
+            cat.hardware.end());
+  for (const auto& t : cat.plan["targets"]) {
+    const std::string name = t["name"];
+    const int tp = t["sim"].value("tensor_parallel", 1);
+    EXPECT_EQ(t["hardware"]["gpu_count"], tp) << name;
+    if (name.rfind("a100-80g-sxm", 0) == 0) {
+      EXPECT_DOUBLE_EQ(t["price_per_hour"].get<double>(), 1.8 * tp);
+    }
+  }
 }
 
 TEST(CatalogPlan, ErrorsNameWhatIsWrong) {
