@@ -48,7 +48,7 @@ double non_kv_reserve_bytes(const ModelSpec& model, std::int64_t max_num_batched
   const double tokens = static_cast<double>(std::max<std::int64_t>(max_num_batched_tokens, 1));
   const double activation_peak =
       tokens * 2.0 *
-      (kPeakFfnWidths * static_cast<double>(model.ffn) / std::max(1, tensor_parallel) +
+      (kPeakFfnWidths * active_ffn(model) / std::max(1, tensor_parallel) +
        kPeakHiddenWidths * static_cast<double>(model.hidden));
   const double sampled_rows = static_cast<double>(
       std::min(max_num_batched_tokens, std::max<std::int64_t>(max_num_seqs, 1)));

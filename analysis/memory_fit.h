@@ -96,6 +96,7 @@ double loaded_weight_bytes(const ModelSpec& model, Dtype dtype);
 // The non-KV reserve of a vLLM-style engine for this model (GPU-independent):
 //   non-torch + max(activation peak, sampler peak)
 //   activation peak = tokens × 2 B × (3 × ffn + 4 × hidden)
+// (for MoE, ffn is active_ffn(): each token's top-k experts' widths plus the shared experts')
 //   sampler peak    = min(tokens, seqs) × vocab × 4 B × 2
 // CUDA graphs are captured after the KV cache is sized (vLLM ≤ 0.11 logs "Graph capturing
 // finished ... took 0.03–0.2 GiB"), so they come out of the 1 − utilisation headroom.

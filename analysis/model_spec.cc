@@ -1,5 +1,8 @@
 #include "analysis/model_spec.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace llmcap::analysis {
 
 std::optional<Dtype> parse_dtype(std::string_view text) {
@@ -55,6 +58,42 @@ double compute_efficiency_for(const HardwareSpec& hw, Dtype dtype) {
 double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element) {
   return 2.0 * static_cast<double>(model.layers) * static_cast<double>(model.kv_heads) *
          static_cast<double>(model.head_dim) * kv_bytes_per_element;
+}
+
+bool is_moe(const ModelSpec& model) { return model.experts > 0; }
+
+double expert_params(const ModelSpec& model) {
+  if (!is_moe(model)) return 0;
+  return 3.0 * static_cast<double>(model.hidden) * static_cast<double>(model.expert_ffn) *
+         static_cast<double>(model.layers);
+}
+
+double active_params(const ModelSpec& model) {
+  if (!is_moe(model)) return model.params;
+  return model.params -
+         static_cast<double>(model.experts - model.experts_per_token) * expert_params(model);
+}
+
+double expected_distinct_experts(double experts, double experts_per_token, double tokens) {
+  if (experts <= 0 || tokens <= 0) return 0;
+  const double k = std::clamp(experts_per_token, 0.0, experts);
+  return experts * (1.0 - std::pow(1.0 - k / experts, tokens));
+}
+
+double params_read_per_step(const ModelSpec& model, double tokens) {
+  if (!is_moe(model)) return model.params;
+  const double always_active =
+      model.params - static_cast<double>(model.experts) * expert_params(model);
+  return always_active + expected_distinct_experts(static_cast<double>(model.experts),
+                                                   static_cast<double>(model.experts_per_token),
+                                                   tokens) *
+                             expert_params(model);
+}
+
+double active_ffn(const ModelSpec& model) {
+  if (!is_moe(model)) return static_cast<double>(model.ffn);
+  return static_cast<double>(model.experts_per_token) * static_cast<double>(model.expert_ffn) +
+         static_cast<double>(model.shared_expert_ffn);
 }
 
 double weight_bytes(const ModelSpec& model, Dtype dtype) {

@@ -41,7 +41,43 @@ struct ModelSpec {
   // Memory reserved outside the KV pool, bytes; < 0 (the default) computes it from the model's
   // shape and the engine's token budget (analysis::non_kv_reserve_bytes, docs/metrics.md §7).
   double activation_reserve_bytes = -1;
+  // Mixture of experts (sim/README.md "Mixture of experts"); experts = 0 is a dense model. Every
+  // layer's MLP is a router over `experts` SwiGLU experts (gate, up and down projections of
+  // expert_ffn width) of which each token uses experts_per_token, plus optional shared experts
+  // every token uses. `params` stays the total (what memory holds); everything that is not a
+  // routed expert (attention, embeddings, norms, routers, shared experts) is always active.
+  std::int64_t experts = 0;            // routed experts per layer (num_local_experts, num_experts)
+  std::int64_t experts_per_token = 0;  // top-k: routed experts per token (num_experts_per_tok)
+  std::int64_t expert_ffn = 0;         // one routed expert's width (moe_intermediate_size)
+  std::int64_t shared_expert_ffn =
+      0;  // shared experts' total width (shared_expert_intermediate_size)
 };
+
+// True for a mixture-of-experts model (experts > 0).
+bool is_moe(const ModelSpec& model);
+
+// Parameters of one routed expert over all layers: 3 × hidden × expert_ffn × layers (SwiGLU's
+// gate, up and down projections); 0 for a dense model.
+double expert_params(const ModelSpec& model);
+
+// Parameters every token uses: all of a dense model; for MoE, params − experts × expert_params
+// plus experts_per_token × expert_params (Mixtral-8x7B: 12.9 of 46.7 billion).
+double active_params(const ModelSpec& model);
+
+// Expected number of distinct experts a layer uses when `tokens` tokens are each routed to
+// `experts_per_token` of `experts` experts, uniformly and independently:
+//   E × (1 − (1 − k/E)^tokens)
+// k at one token, approaching E as the batch grows (Mixtral, 8 experts top-2: 2 at 1 token, 6.4 at
+// 8, 7.99 at 32).
+double expected_distinct_experts(double experts, double experts_per_token, double tokens);
+
+// Parameters a forward pass over `tokens` tokens reads from memory: all of a dense model; for MoE
+// the always-active parameters plus expected_distinct_experts() routed experts per layer.
+double params_read_per_step(const ModelSpec& model, double tokens);
+
+// MLP width each token activates (what its activations hold): ffn for a dense model,
+// experts_per_token × expert_ffn + shared_expert_ffn for MoE.
+double active_ffn(const ModelSpec& model);
 
 struct HardwareSpec {
   std::string name;          // profile name, e.g. "a100-80g-pcie"
@@ -93,7 +129,7 @@ double compute_efficiency_for(const HardwareSpec& hw, Dtype dtype);
 // (docs/metrics.md §7; KV heads, not query heads).
 double kv_bytes_per_token(const ModelSpec& model, double kv_bytes_per_element = 2.0);
 
-// Weight bytes: params × bytes_per_param(dtype).
+// Weight bytes: params × bytes_per_param(dtype) (all experts of an MoE model).
 double weight_bytes(const ModelSpec& model, Dtype dtype);
 
 }  // namespace llmcap::analysis
