@@ -67,7 +67,7 @@ double active_params(const ModelSpec& model);
 // Expected number of distinct experts a layer uses when `tokens` tokens are each routed to
 // `experts_per_token` of `experts` experts, uniformly and independently:
 //   E × (1 − (1 − k/E)^tokens)
-// k at one token, approaching E as the batch grows (Mixtral, 8 experts top-2: 2 at 1 token, 6.4 at
+// k at one token, approaching E as the batch grows (Mixtral, 8 experts top-2: 2 at 1 token, 7.2 at
 // 8, 7.99 at 32).
 double expected_distinct_experts(double experts, double experts_per_token, double tokens);
 

@@ -1,5 +1,6 @@
 #include "sim/profile_catalog.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,15 @@ class EntryReader {
       throw std::invalid_argument(where_ + ": field '" + key + "' must be a positive integer");
     return static_cast<std::int64_t>(v);
   }
+  // Absent: 0; present: a positive integer.
+  std::int64_t optional_integer(const char* key) {
+    if (!entry_.contains(key)) {
+      seen_.insert(key);
+      return 0;
+    }
+    return integer(key);
+  }
+  bool has(const char* key) const { return entry_.contains(key); }
   bool boolean(const char* key, bool fallback) {
     seen_.insert(key);
     auto it = entry_.find(key);
@@ -136,10 +146,49 @@ analysis::ModelSpec parse_model(const json& e, const std::string& where) {
   // An explicit reserve overrides the one computed from the model's shape (analysis/memory_fit.h).
   m.activation_reserve_bytes = r.number("activation_reserve_gib", -1.0);
   if (m.activation_reserve_bytes >= 0) m.activation_reserve_bytes *= analysis::kBytesPerGiB;
+  // Mixture of experts (sim/README.md "Mixture of experts"): all three or none.
+  m.experts = r.optional_integer("experts");
+  m.experts_per_token = r.optional_integer("experts_per_token");
+  m.expert_ffn = r.optional_integer("expert_ffn");
+  m.shared_expert_ffn = r.optional_integer("shared_expert_ffn");
+  const bool has_active = r.has("active_params");
+  const double published_active = r.number("active_params", 0.0);
   r.reject_unknown();
   if (m.params <= 0) throw std::invalid_argument(where + ": field 'params' must be > 0");
   if (m.kv_heads > m.heads)
     throw std::invalid_argument(where + ": field 'kv_heads' must not exceed 'heads'");
+  const bool any_moe = m.experts > 0 || m.experts_per_token > 0 || m.expert_ffn > 0 ||
+                       m.shared_expert_ffn > 0 || has_active;
+  if (any_moe) {
+    if (m.experts == 0 || m.experts_per_token == 0 || m.expert_ffn == 0)
+      throw std::invalid_argument(where +
+                                  ": a mixture of experts needs 'experts', 'experts_per_token' "
+                                  "and 'expert_ffn' (shared_expert_ffn and active_params are "
+                                  "optional)");
+    if (m.experts < 2 || m.experts_per_token > m.experts)
+      throw std::invalid_argument(where +
+                                  ": field 'experts_per_token' must be 1..'experts' and "
+                                  "'experts' at least 2");
+    const double routed = static_cast<double>(m.experts) * analysis::expert_params(m);
+    if (routed >= m.params) {
+      char text[192];
+      std::snprintf(text, sizeof text,
+                    ": %lld experts of 3 x hidden x expert_ffn x layers = %.3g parameters "
+                    "exceed field 'params' (%.3g)",
+                    static_cast<long long>(m.experts), routed, m.params);
+      throw std::invalid_argument(where + text);
+    }
+    // The model card's active count checks the description: within 3 % of what it implies.
+    const double derived = analysis::active_params(m);
+    if (has_active && std::abs(derived - published_active) > 0.03 * published_active) {
+      char text[192];
+      std::snprintf(text, sizeof text,
+                    ": field 'active_params' (%.4g) disagrees with the %.4g the expert fields "
+                    "imply (more than 3 %%)",
+                    published_active, derived);
+      throw std::invalid_argument(where + text);
+    }
+  }
   return m;
 }
 
@@ -241,6 +290,13 @@ std::string ProfileCatalog::listing() const {
         static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
         analysis::kv_bytes_per_token(m) / 1024.0, static_cast<long long>(m.max_context_tokens));
     out += line;
+    if (analysis::is_moe(m)) {
+      std::snprintf(line, sizeof line,
+                    "  %-16s mixture of experts: %lld experts, %lld per token, %.2fB active\n", "",
+                    static_cast<long long>(m.experts), static_cast<long long>(m.experts_per_token),
+                    analysis::active_params(m) / 1e9);
+      out += line;
+    }
   }
   out += "Dtypes: bf16, fp16, fp8, int8, int4\n";
   return out;

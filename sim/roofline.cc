@@ -52,6 +52,7 @@ Roofline::Roofline(analysis::ModelSpec model, analysis::HardwareSpec hardware,
       hardware_(std::move(hardware)),
       engine_(std::move(engine)),
       weight_bytes_(analysis::weight_bytes(model_, dtype) / std::max(1, tensor_parallel)),
+      bytes_per_param_(analysis::bytes_per_param(dtype)),
       kv_bytes_per_token_(analysis::kv_bytes_per_token(model_, kv_bytes_per_element) *
                           static_cast<double>(analysis::kv_heads_per_gpu(model_, tensor_parallel)) /
                           static_cast<double>(std::max<std::int64_t>(
@@ -85,16 +86,25 @@ StepCost Roofline::step(std::span<const SeqWork> batch) const {
   }
   if (tokens <= 0) return cost;
   const double gpus = static_cast<double>(tensor_parallel_);
-  const double gemm_flops = 2.0 * model_.params * tokens / gpus;
+  // Mixture of experts (sim/README.md "Mixture of experts"): the GEMMs compute each token's
+  // active parameters but read every expert some token of the step was routed to; a dense
+  // model's figures are its parameters and weight_bytes_.
+  const bool moe = analysis::is_moe(model_);
+  const double gemm_flops =
+      2.0 * (moe ? analysis::active_params(model_) : model_.params) * tokens / gpus;
+  const double weights_read_bytes =
+      moe ? analysis::params_read_per_step(model_, tokens) * bytes_per_param_ / gpus
+          : weight_bytes_;
   const double attention_flops = 4.0 * static_cast<double>(model_.layers) * heads_per_gpu_ *
                                  static_cast<double>(model_.head_dim) * attended_positions;
   const double kv_bytes = kv_bytes_per_token_ * kv_tokens;
   const double gemm_compute_s = gemm_flops / gemm_flops_per_s_;
-  const double gemm_memory_s = weight_bytes_ / bytes_per_s_;
+  const double gemm_memory_s = weights_read_bytes / bytes_per_s_;
   const double attention_compute_s = attention_flops / attention_flops_per_s_;
   const double attention_memory_s = kv_bytes / bytes_per_s_;
   cost.flops = gemm_flops + attention_flops;
-  cost.bytes = weight_bytes_ + kv_bytes;
+  cost.bytes = weights_read_bytes + kv_bytes;
+  cost.weight_bytes_read = weights_read_bytes;
   cost.compute_s = gemm_compute_s + attention_compute_s;
   cost.memory_s = gemm_memory_s + attention_memory_s;
   cost.gemm_s = roof(gemm_memory_s, gemm_compute_s);

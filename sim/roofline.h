@@ -3,7 +3,10 @@
 // another, each bound by its own roofline, so the step is their sum:
 //
 //   t = gemm + attention + overhead
-//   gemm      = roof(weight bytes / BW_eff, 2 × params × tokens / (peak × eff))
+//   gemm      = roof(weight bytes read / BW_eff, 2 × active params × tokens / (peak × eff))
+//               (a dense model reads and computes all its parameters; a mixture of experts
+//               computes each token's active parameters and reads the always-active ones plus
+//               every expert some token of the step was routed to, analysis/model_spec.h)
 //   attention = roof(KV bytes of every scheduled sequence / BW_eff,
 //                    4 × layers × heads × head_dim × Σ attended positions / (peak16 × eff16))
 //   roof(m, c) = max(m, c) + min(m, c)² / max(m, c): a smooth roofline — near the ridge, where
@@ -55,8 +58,11 @@ struct SeqWork {
 };
 
 struct StepCost {
-  double flops = 0;        // GEMM + attention FLOPs
-  double bytes = 0;        // weights + KV bytes read
+  double flops = 0;  // GEMM + attention FLOPs
+  double bytes = 0;  // weights + KV bytes read
+  // Weight bytes the step reads: all weights of a dense model; for MoE the always-active ones
+  // plus the experts the step's tokens were routed to (analysis::params_read_per_step).
+  double weight_bytes_read = 0;
   double compute_s = 0;    // compute-bound time of the GEMMs and attention
   double memory_s = 0;     // memory-bound time of the GEMMs and attention
   double gemm_s = 0;       // max(weights, GEMM compute)
@@ -94,7 +100,8 @@ class Roofline {
   analysis::ModelSpec model_;
   analysis::HardwareSpec hardware_;
   EngineProfile engine_;
-  double weight_bytes_;
+  double weight_bytes_;  // all weights, per GPU
+  double bytes_per_param_;
   double kv_bytes_per_token_;
   double gemm_flops_per_s_;
   double attention_flops_per_s_;

@@ -86,6 +86,52 @@ TEST(ProfileCatalogTest, StrictErrorsNameTheField) {
   EXPECT_TRUE(c.hardware_names().empty());  // nothing added on failure
 }
 
+TEST(ProfileCatalogTest, MixtureOfExpertsFieldsAreStrict) {
+  // A toy MoE: 4 layers of width 64, 8 experts of width 32 (3 × 64 × 32 × 4 = 24576 parameters
+  // each), top-2.
+  const std::string head = R"({"models": [{"name": "toy-moe", "layers": 4, "hidden": 64,
+      "heads": 4, "kv_heads": 4, "head_dim": 16, "ffn": 128, "vocab": 100, "max_context_tokens": 64,
+      )";
+  const auto add = [&](const std::string& fields) {
+    ProfileCatalog c;
+    auto err = c.add_json(head + fields + "}]}", "moe.json");
+    return std::make_pair(err, c.model("toy-moe"));
+  };
+  auto [ok, model] =
+      add(R"("params": 300000, "experts": 8, "experts_per_token": 2, "expert_ffn": 32,
+             "active_params": 153000)");
+  ASSERT_FALSE(ok) << *ok;
+  EXPECT_EQ(model->experts, 8);
+  EXPECT_EQ(model->experts_per_token, 2);
+  EXPECT_EQ(model->expert_ffn, 32);
+  EXPECT_EQ(model->shared_expert_ffn, 0);
+  EXPECT_DOUBLE_EQ(analysis::active_params(*model), 300000 - 6 * 24576.0);  // 152544
+  // Each mistake names its field.
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("params": 300000, "experts": 8, "expert_ffn": 32)", "'experts_per_token'"},
+      {R"("params": 300000, "experts": 8, "experts_per_token": 9, "expert_ffn": 32)",
+       "'experts_per_token' must be 1..'experts'"},
+      {R"("params": 300000, "experts": 8, "experts_per_token": 0.5, "expert_ffn": 32)",
+       "'experts_per_token' must be a positive integer"},
+      {R"("params": 100000, "experts": 8, "experts_per_token": 2, "expert_ffn": 32)",
+       "exceed field 'params'"},
+      {R"("params": 300000, "experts": 8, "experts_per_token": 2, "expert_ffn": 32,
+          "active_params": 100000)",
+       "'active_params'"},
+      {R"("params": 300000, "active_params": 100000)", "needs 'experts'"},
+      {R"("params": 300000, "experts": 8, "experts_per_token": 2, "expert_ffn": 32,
+          "router": "softmax")",
+       "'router'"},
+  };
+  for (const auto& [fields, expected] : cases) {
+    auto [err, m] = add(fields);
+    ASSERT_TRUE(err) << fields;
+    EXPECT_NE(err->find("moe.json: models[0]"), std::string::npos) << *err;
+    EXPECT_NE(err->find(expected), std::string::npos) << *err;
+    EXPECT_FALSE(m.has_value());
+  }
+}
+
 TEST(ProfileCatalogTest, AddFileAndListing) {
   const std::string path = testing::TempDir() + "/sim_profiles_test.json";
   {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/profile_catalog.h"
 
@@ -158,6 +159,94 @@ TEST(RooflineTest, EmptyBatchCostsNothing) {
   const ProfileCatalog c = ProfileCatalog::builtin();
   const Roofline r(*c.model("qwen2.5-7b"), *c.hardware("l40s"), analysis::Dtype::kBf16);
   EXPECT_EQ(r.step({}).total_s, 0);
+}
+
+// Mixture of experts (sim/README.md "Mixture of experts"): compute from the active parameters,
+// weight reads from the experts a step's tokens touch.
+analysis::ModelSpec dense_twin(analysis::ModelSpec m) {
+  m.name += "-dense";
+  m.experts = m.experts_per_token = m.expert_ffn = m.shared_expert_ffn = 0;
+  return m;
+}
+
+TEST(RooflineMoeTest, CatalogueHasMoeModelsWithTheirPublishedActiveCounts) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto mixtral = *c.model("mixtral-8x7b");
+  const auto qwen3 = *c.model("qwen3-30b-a3b");
+  const auto qwen15 = *c.model("qwen1.5-moe-a2.7b");
+  EXPECT_NEAR(analysis::active_params(mixtral), 12.9e9, 0.1e9);
+  EXPECT_NEAR(analysis::active_params(qwen3), 3.3e9, 0.1e9);
+  EXPECT_NEAR(analysis::active_params(qwen15), 2.7e9, 0.1e9);
+  EXPECT_EQ(qwen3.experts, 128);
+  EXPECT_EQ(qwen3.experts_per_token, 8);
+  EXPECT_NE(c.listing().find("mixture of experts: 8 experts, 2 per token, 12.88B active"),
+            std::string::npos)
+      << c.listing();
+}
+
+TEST(RooflineMoeTest, FlopsAreActiveParamsAndBatch1DecodeReadsTopKExperts) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto m = *c.model("mixtral-8x7b");
+  const auto hw = *c.hardware("h100-sxm");
+  const Roofline moe(m, hw, analysis::Dtype::kBf16);
+  const Roofline dense(dense_twin(m), hw, analysis::Dtype::kBf16);
+  const double expert = analysis::expert_params(m);
+  const double always = m.params - 8 * expert;
+
+  const StepCost one = moe.decode(1, 100);
+  const StepCost one_dense = dense.decode(1, 100);
+  // Weights held: all of them; read at batch 1: the always-active part and 2 experts.
+  EXPECT_DOUBLE_EQ(moe.weight_bytes(), m.params * 2);
+  EXPECT_NEAR(one.weight_bytes_read, (always + 2 * expert) * 2, 1e3);
+  EXPECT_DOUBLE_EQ(one_dense.weight_bytes_read, m.params * 2);
+  // GEMM FLOPs: 2 × active params per token; attention is the dense twin's.
+  const double attention_flops = one_dense.flops - 2 * m.params;
+  EXPECT_NEAR(one.flops - attention_flops, 2 * analysis::active_params(m), 1e3);
+  // Decode is memory-bound, so a token costs about active / total of the dense time.
+  EXPECT_LT(one.total_s, 0.35 * one_dense.total_s);
+
+  // A 64-sequence decode step touches every expert: the same weight reads as the dense twin,
+  // but still a quarter of its FLOPs.
+  const StepCost wide = moe.decode(64, 100);
+  const StepCost wide_dense = dense.decode(64, 100);
+  EXPECT_NEAR(wide.weight_bytes_read, m.params * 2, 1e-4 * m.params);
+  EXPECT_NEAR((wide.flops - (wide_dense.flops - 2 * m.params * 64)) / (2 * m.params * 64),
+              analysis::active_params(m) / m.params, 1e-9);
+  // Between: batch 4 reads the expected distinct experts of 8 top-2 at 4 tokens.
+  const StepCost four = moe.decode(4, 100);
+  EXPECT_NEAR(four.weight_bytes_read, (always + 8 * (1 - std::pow(0.75, 4)) * expert) * 2, 1e3);
+}
+
+TEST(RooflineMoeTest, TensorParallelSplitsExpertsToo) {
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto m = *c.model("mixtral-8x7b");
+  const auto hw = *c.hardware("h100-sxm");
+  const Roofline one(m, hw, analysis::Dtype::kBf16);
+  const Roofline two(m, hw, analysis::Dtype::kBf16, 2.0, *engine_profile("vllm"), 2);
+  for (int batch : {1, 3, 32}) {
+    const StepCost a = one.decode(batch, 500);
+    const StepCost b = two.decode(batch, 500);
+    EXPECT_NEAR(b.weight_bytes_read * 2, a.weight_bytes_read, 1e-9 * a.weight_bytes_read) << batch;
+    EXPECT_GT(b.communication_s, 0) << batch;
+    EXPECT_LT(b.gemm_s, a.gemm_s) << batch;
+  }
+  // Qwen3-30B-A3B (128 experts, top-8) on one H100: batch 1 reads 3.35B of 30.5B parameters.
+  const auto q = *c.model("qwen3-30b-a3b");
+  const Roofline qr(q, hw, analysis::Dtype::kBf16);
+  EXPECT_NEAR(qr.decode(1, 100).weight_bytes_read / 2, analysis::active_params(q), 1e3);
+  EXPECT_GT(qr.decode(256, 100).weight_bytes_read / 2, 0.999 * q.params);
+}
+
+TEST(RooflineMoeTest, DenseModelsComputeExactlyAsBefore) {
+  // A dense model's step: all parameters read and computed (no MoE path).
+  const ProfileCatalog c = ProfileCatalog::builtin();
+  const auto m = *c.model("llama-3.1-8b");
+  const Roofline r(m, *c.hardware("a100-80g-pcie"), analysis::Dtype::kBf16);
+  for (int batch : {1, 7, 64}) {
+    const StepCost s = r.decode(batch, 1000);
+    EXPECT_DOUBLE_EQ(s.weight_bytes_read, r.weight_bytes()) << batch;
+    EXPECT_DOUBLE_EQ(s.bytes, r.weight_bytes() + 1001.0 * batch * r.kv_bytes_per_token());
+  }
 }
 
 }  // namespace
