@@ -113,6 +113,10 @@ int cmd_estimate(const std::vector<std::string>& args) {
         analysis::to_gib(fit.budget_bytes));
     std::printf("  weights            %8.2f GB (%6.2f GiB)\n", analysis::to_gb(fit.weight_bytes),
                 analysis::to_gib(fit.weight_bytes));
+    if (analysis::is_moe(*m))  // every expert is resident; a token computes its top-k
+      std::printf("  experts            %lld, %lld per token: %.2fB of %.2fB parameters active\n",
+                  static_cast<long long>(m->experts), static_cast<long long>(m->experts_per_token),
+                  analysis::active_params(*m) / 1e9, m->params / 1e9);
     std::printf(
         "  non-KV reserve     %8.2f GiB (activations of a %lld-token pass, sampler, "
         "non-torch)\n",
