@@ -135,12 +135,34 @@ PlannedLengths PromptFactory::next_lengths() {
   return lengths;
 }
 
-PromptItem PromptFactory::next(std::uint64_t index, const LengthCalibrator& calibrator) {
+std::string PromptFactory::group_prefix_text(int group, std::int32_t words) {
+  return block_text(static_cast<std::uint64_t>(group), words);
+}
+
+PromptItem PromptFactory::next(std::uint64_t index, const LengthCalibrator& calibrator,
+                               int prefix_group, std::int32_t group_prefix_tokens) {
   PromptItem item;
   const PlannedLengths lengths = next_lengths();
   item.planned_input_tokens = lengths.input_tokens;
   item.planned_output_tokens = lengths.output_tokens;
   const std::int32_t total_words = calibrator.words_for(item.planned_input_tokens);
+  if (prefix_group >= 0 && group_prefix_tokens > 0) {
+    // Fixed at the group's first prompt from the calibration, so it stays identical.
+    const auto g = static_cast<std::size_t>(prefix_group);
+    if (group_prefixes_.size() <= g) group_prefixes_.resize(g + 1);
+    if (group_prefixes_[g].empty())
+      group_prefixes_[g] = group_prefix_text(
+          prefix_group, std::max(1, calibrator.words_for_raw(group_prefix_tokens)));
+    std::string text = group_prefixes_[g];
+    std::int32_t used = count_words(text);
+    const std::size_t before = text.size();
+    append_index(text, index);
+    used += count_words(std::string_view(text).substr(before + 1));
+    if (total_words > used) append_words(text, total_words - used);
+    item.words = std::max(total_words, used);
+    item.prompt = std::move(text);
+    return item;
+  }
   if (shared_prefix_tokens_ > 0 && prefix_words_ < 0) {
     // Built once per step from the calibration at the first prompt, so it stays identical.
     prefix_words_ = calibrator.words_for_raw(shared_prefix_tokens_);

@@ -43,8 +43,15 @@ class PromptFactory {
   PromptFactory(analysis::LengthDistribution input, analysis::LengthDistribution output,
                 std::int32_t shared_prefix_tokens, std::uint64_t seed);
 
-  // The next prompt (index = its order of intention in the step).
-  PromptItem next(std::uint64_t index, const LengthCalibrator& calibrator);
+  // The next prompt (index = its order of intention in the step). prefix_group >= 0: the prompt
+  // starts with that group's prefix of group_prefix_tokens tokens (group_prefix_text()) instead
+  // of the shared prefix.
+  PromptItem next(std::uint64_t index, const LengthCalibrator& calibrator, int prefix_group = -1,
+                  std::int32_t group_prefix_tokens = 0);
+  // Prefix group `group`'s text in `words` words: block_text(group, words), so it starts with
+  // the group number spelled as a vocabulary word and groups (< 128) differ from the first word;
+  // the same on every call, step and target.
+  static std::string group_prefix_text(int group, std::int32_t words);
   // The next request's planned lengths without building its text (virtual-time prediction,
   // server/engine/virtual_step_backend.h): the same draws next() makes, so both see the same
   // lengths for the same seed. Use one or the other on a factory, not both.
@@ -75,6 +82,7 @@ class PromptFactory {
   std::string prefix_;  // built lazily for the calibrated word count
   std::int32_t prefix_words_ = -1;
   std::int32_t block_words_ = -1;  // from_blocks(): words per block, fixed at the first call
+  std::vector<std::string> group_prefixes_;  // by group, built at the group's first prompt
 };
 
 }  // namespace llmcap::agent

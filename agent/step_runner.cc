@@ -199,7 +199,13 @@ PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
     return prompts->from_blocks(index, r.input_tokens, r.output_tokens, r.hash_ids,
                                 spec.workload.trace_block_tokens, calibrator);
   }
-  if (prompts) return prompts->next(index, calibrator);
+  if (prompts) {
+    const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, index);
+    return prompts->next(
+        index, calibrator, group,
+        group >= 0 ? spec.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
+                   : 0);
+  }
   const DatasetEntry& e = cursor->next();
   PromptItem item;
   item.prompt = e.prompt;

@@ -50,6 +50,23 @@ bool abandons(const AbandonSpec& abandon, std::uint64_t seed, std::uint64_t inde
   return static_cast<double>(x >> 11) * 0x1.0p-53 < abandon.share;
 }
 
+int prefix_group_of(const std::vector<PrefixGroup>& groups, std::uint64_t seed,
+                    std::uint64_t index) {
+  if (groups.empty()) return -1;
+  // splitmix64 of (seed, index) with its own salt: independent of abandons() and the lengths.
+  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0x9f3e1d2c5b7a6948ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
+  double cumulative = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    cumulative += groups[g].share;
+    if (u < cumulative) return static_cast<int>(g);
+  }
+  return static_cast<int>(groups.size()) - 1;  // rounding of shares that sum to 1
+}
+
 TraceWindowPlan plan_trace_window(const Trace& trace, double speed, double warmup_s) {
   TraceWindowPlan out;
   if (!(speed > 0)) return out;

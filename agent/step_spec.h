@@ -56,13 +56,27 @@ struct AbandonSpec {
 // run and every target, independently of how fast the target answers.
 bool abandons(const AbandonSpec& abandon, std::uint64_t seed, std::uint64_t index);
 
+// workload.prefix_groups (docs/plans.md, "Prefix groups"): a share of the traffic whose prompts
+// all start with the same prefix_tokens-token prefix (a system prompt or RAG template); groups'
+// prefixes differ from their first token.
+struct PrefixGroup {
+  double share = 0;                // fraction of requests; the groups' shares sum to 1
+  std::int32_t prefix_tokens = 0;  // >= 1
+};
+
+// The group of request `index` of a step seeded `seed`, or -1 without groups: a pure function of
+// the two (like abandons()), so the real and the virtual-time runs pick the same groups.
+int prefix_group_of(const std::vector<PrefixGroup>& groups, std::uint64_t seed,
+                    std::uint64_t index);
+
 struct WorkloadSpec {
   WorkloadSource source = WorkloadSource::kSynthetic;
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(256);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(128);
-  std::int32_t shared_prefix_tokens = 0;  // identical prefix across prompts (prefix-cache tests)
-  bool ignore_eos = true;                 // enforce output length (docs/metrics.md §9.2)
-  bool send_min_tokens = false;           // also send min_tokens = max_tokens (vLLM)
+  std::int32_t shared_prefix_tokens = 0;   // identical prefix across prompts (prefix-cache tests)
+  std::vector<PrefixGroup> prefix_groups;  // synthetic only; exclusive with shared_prefix_tokens
+  bool ignore_eos = true;                  // enforce output length (docs/metrics.md §9.2)
+  bool send_min_tokens = false;            // also send min_tokens = max_tokens (vLLM)
   std::optional<double> temperature = 0.0;
   std::string extra_body_json;                     // JSON object merged into every body
   std::string dataset_path;                        // JSONL (source = kDataset)

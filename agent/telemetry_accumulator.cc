@@ -35,6 +35,16 @@ const std::vector<KnownSeries>& known_telemetry_series() {
       {"vllm:num_preemptions_total", "vllm", R::kPreemptions},
       {"vllm:num_preemptions", "vllm", R::kPreemptions},  // OpenMetrics-style family name
       {"vllm:prompt_tokens_total", "vllm", R::kOther},
+      // Prefix cache, in prompt tokens: V1 names, then the 0.8-0.9 gpu_ names (one per scrape).
+      {"vllm:prefix_cache_queries_total", "vllm", R::kPrefixQueries},
+      {"vllm:prefix_cache_queries", "vllm", R::kPrefixQueries},
+      {"vllm:gpu_prefix_cache_queries_total", "vllm", R::kPrefixQueries},
+      {"vllm:gpu_prefix_cache_queries", "vllm", R::kPrefixQueries},
+      {"vllm:prefix_cache_hits_total", "vllm", R::kPrefixHits},
+      {"vllm:prefix_cache_hits", "vllm", R::kPrefixHits},
+      {"vllm:gpu_prefix_cache_hits_total", "vllm", R::kPrefixHits},
+      {"vllm:gpu_prefix_cache_hits", "vllm", R::kPrefixHits},
+      {"vllm:gpu_prefix_cache_hit_rate", "vllm", R::kOther},
       {"vllm:generation_tokens_total", "vllm", R::kOther},
       {"vllm:request_success_total", "vllm", R::kOther},
       {"vllm:time_to_first_token_seconds", "vllm", R::kTtftHistogram},
@@ -118,10 +128,11 @@ void TelemetryAccumulator::add_scrape(std::int64_t t_ns, const ParsedExposition&
       ++n;
     }
   };
-  Agg running, waiting, kv, preempt, power, temp, sm, util, fb;
+  Agg running, waiting, kv, preempt, power, temp, sm, util, fb, pq, ph;
   std::optional<std::uint64_t> throttle;
   bool ttft_seen = false;
   bool tpot_seen = false;
+  std::string pq_family, ph_family;  // the first family seen per counter (no double counting)
 
   for (const KnownSeries& known : known_telemetry_series()) {
     const MetricFamily* family = scrape.find(known.family);
@@ -147,6 +158,18 @@ void TelemetryAccumulator::add_scrape(std::int64_t t_ns, const ParsedExposition&
         case R::kWaiting: waiting.add(s.value); break;
         case R::kKvUsage: kv.add(s.value); break;
         case R::kPreemptions: preempt.add(s.value); break;
+        case R::kPrefixQueries:
+          if (pq_family.empty() || pq_family == family->name) {
+            pq_family = family->name;
+            pq.add(s.value);
+          }
+          break;
+        case R::kPrefixHits:
+          if (ph_family.empty() || ph_family == family->name) {
+            ph_family = family->name;
+            ph.add(s.value);
+          }
+          break;
         case R::kPower: power.add(s.value); break;
         case R::kTemperature: temp.add(s.value); break;
         case R::kSmClock: sm.add(s.value); break;
@@ -189,6 +212,14 @@ void TelemetryAccumulator::add_scrape(std::int64_t t_ns, const ParsedExposition&
     preempt_last_ = preempt.sum;
   }
   if (throttle) throttle_ = throttle_.value_or(0) | *throttle;
+  if (pq.n > 0) {
+    if (!prefix_queries_first_) prefix_queries_first_ = pq.sum;
+    prefix_queries_last_ = pq.sum;
+  }
+  if (ph.n > 0) {
+    if (!prefix_hits_first_) prefix_hits_first_ = ph.sum;
+    prefix_hits_last_ = ph.sum;
+  }
 }
 
 TelemetrySummary TelemetryAccumulator::summary() const {
@@ -203,6 +234,16 @@ TelemetrySummary TelemetryAccumulator::summary() const {
     s.preemptions =
         *preempt_last_ >= *preempt_first_ ? *preempt_last_ - *preempt_first_ : *preempt_last_;
   }
+  // Counter increases; a reset (server restart) makes the new value the increase.
+  const auto increase = [](const std::optional<double>& first,
+                           const std::optional<double>& last) -> std::optional<double> {
+    if (!first || !last) return std::nullopt;
+    return *last >= *first ? *last - *first : *last;
+  };
+  s.prefix_cache_queries = increase(prefix_queries_first_, prefix_queries_last_);
+  s.prefix_cache_hits = increase(prefix_hits_first_, prefix_hits_last_);
+  if (s.prefix_cache_queries && s.prefix_cache_hits && *s.prefix_cache_queries > 0)
+    s.prefix_cache_hit_rate = *s.prefix_cache_hits / *s.prefix_cache_queries;
   if (running_.n > 0) {
     s.running_max = running_.max;
     s.running_mean = mean(running_.n, running_.sum);
@@ -246,6 +287,9 @@ std::string telemetry_summary_json(const TelemetrySummary& s) {
   j["points_dropped"] = s.points_dropped;
   put(j, "kv_usage_max", s.kv_usage_max);
   put(j, "preemptions", s.preemptions);
+  put(j, "prefix_cache_queries", s.prefix_cache_queries);
+  put(j, "prefix_cache_hits", s.prefix_cache_hits);
+  put(j, "prefix_cache_hit_rate", s.prefix_cache_hit_rate);
   put(j, "running_max", s.running_max);
   put(j, "running_mean", s.running_mean);
   put(j, "waiting_max", s.waiting_max);

@@ -1,9 +1,9 @@
 // TelemetryAccumulator: turns the successive /metrics scrapes of one target during one step
 // into stored points (the series that matter for known engines) and a step summary: peak KV
-// usage, preemptions during the step, running/queued requests, GPU power/temperature/clocks,
-// and the server's own TTFT/TPOT percentiles from the histogram delta between the first and
-// the last scrape (PromQL histogram_quantile semantics). It is the pure part of
-// TelemetryScraper, separate so it can be tested with fixed text and times.
+// usage, preemptions during the step, prefix-cache hit rate, running/queued requests, GPU
+// power/temperature/clocks, and the server's own TTFT/TPOT percentiles from the histogram delta
+// between the first and the last scrape (PromQL histogram_quantile semantics). It is the pure part
+// of TelemetryScraper, separate so it can be tested with fixed text and times.
 //
 // Known engines and series (known_telemetry_series()): vLLM (vllm:*), SGLang (sglang:*), TGI
 // (tgi_*), llama.cpp (llamacpp:*), NVIDIA DCGM exporter (DCGM_FI_*). Everything else in a
@@ -43,7 +43,12 @@ struct TelemetrySummary {
 
   std::optional<double> kv_usage_max;  // fraction 0..1 (vLLM *_usage_perc is a fraction)
   std::optional<double> preemptions;   // counter increase over the step
-  std::optional<double> running_max;   // requests in the running batch
+  // Prefix cache (vLLM prefix_cache_queries / prefix_cache_hits, in prompt tokens): counter
+  // increases over the step and their ratio (absent when nothing was queried).
+  std::optional<double> prefix_cache_queries;
+  std::optional<double> prefix_cache_hits;
+  std::optional<double> prefix_cache_hit_rate;
+  std::optional<double> running_max;  // requests in the running batch
   std::optional<double> running_mean;
   std::optional<double> waiting_max;  // requests queued in the server
   std::optional<double> waiting_mean;
@@ -78,6 +83,8 @@ enum class TelemetryRole {
   kWaiting,
   kKvUsage,
   kPreemptions,
+  kPrefixQueries,
+  kPrefixHits,
   kTtftHistogram,
   kTpotHistogram,
   kPower,
@@ -125,6 +132,8 @@ class TelemetryAccumulator {
   std::vector<std::string> engines_;
   Stat running_, waiting_, kv_, power_, temp_, sm_min_, sm_max_, util_, fb_;
   std::optional<double> preempt_first_, preempt_last_;
+  std::optional<double> prefix_queries_first_, prefix_queries_last_;
+  std::optional<double> prefix_hits_first_, prefix_hits_last_;
   std::optional<std::uint64_t> throttle_;
   std::optional<HistogramData> ttft_first_, ttft_last_, tpot_first_, tpot_last_;
 };

@@ -341,6 +341,34 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
     }
   }
   r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
+  if (const json* groups = r.get("prefix_groups")) {
+    // Prompts sharing a prefix per group (system prompts, RAG templates); synthetic prompts only.
+    const std::string gp = r.path("prefix_groups");
+    if (!groups->is_array() || groups->empty() || groups->size() > 64) {
+      r.error("prefix_groups", "must be an array of 1 to 64 groups");
+    } else {
+      std::vector<PlanPrefixGroup> read;
+      double sum = 0;
+      const auto before = errors.size();
+      for (std::size_t i = 0; i < groups->size(); ++i) {
+        ObjectReader g(&(*groups)[i], gp + "/" + std::to_string(i), errors);
+        if (!g.ok()) continue;
+        PlanPrefixGroup group;
+        g.number("share", group.share, 0, 1, false, true);
+        g.number("prefix_tokens", group.prefix_tokens, 1, 1'000'000, true, true);
+        g.finish();
+        sum += group.share;
+        read.push_back(group);
+      }
+      if (errors.size() == before && std::abs(sum - 1.0) > 1e-6)
+        r.error("prefix_groups", "the groups' shares must sum to 1");
+      if (w.shared_prefix_tokens > 0)
+        r.error("prefix_groups", "give shared_prefix_tokens or prefix_groups, not both");
+      if (!w.dataset_path.empty() || w.trace)
+        r.error("prefix_groups", "applies to synthetic prompts only (not with dataset or trace)");
+      if (errors.size() == before) w.prefix_groups = std::move(read);
+    }
+  }
   r.number("temperature", w.temperature, 0, 2);
   r.boolean("ignore_eos", w.ignore_eos);
   r.boolean("min_tokens", w.min_tokens);
@@ -519,6 +547,8 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
     s.number("tokens_per_event", i, 1, 64, true);
     s.number("activation_reserve_gib", d, 0, 1024);
     s.number("default_max_tokens", i, 1, kMaxTokens, true);
+    bool caching = true;  // automatic prefix caching (vLLM V1 default), sim/README.md
+    s.boolean("enable_prefix_caching", caching);
     if (const json* f = s.get("faults")) {
       // Fault injection of the simulator (sim/fault_injector.h): fractions of requests.
       ObjectReader fr(f, s.path("faults"), errors);
@@ -943,6 +973,12 @@ json workload_json(const PlanWorkload& w) {
     if (w.trace->duration_s > 0) t["duration_s"] = w.trace->duration_s;
     if (w.trace->max_requests > 0) t["max_requests"] = w.trace->max_requests;
     j["trace"] = std::move(t);
+  }
+  if (!w.prefix_groups.empty()) {
+    json groups = json::array();
+    for (const PlanPrefixGroup& g : w.prefix_groups)
+      groups.push_back({{"share", g.share}, {"prefix_tokens", g.prefix_tokens}});
+    j["prefix_groups"] = std::move(groups);
   }
   if (w.abandon) {
     json a{{"share", w.abandon->share}};

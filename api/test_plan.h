@@ -31,12 +31,19 @@ struct PlanAbandon {
   std::int32_t after_tokens = 0;  // after this many token events (exactly one is > 0)
 };
 
+// workload.prefix_groups (docs/plans.md, "Prefix groups"): traffic sharing prompt prefixes.
+struct PlanPrefixGroup {
+  double share = 0;                // fraction of requests (the groups' shares sum to 1)
+  std::int32_t prefix_tokens = 0;  // length of the group's common prefix
+};
+
 struct PlanWorkload {
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
   std::string dataset_path;             // JSONL request set instead of synthetic prompts
   std::string dataset_mode = "sample";  // sample | replay
   std::int32_t shared_prefix_tokens = 0;
+  std::vector<PlanPrefixGroup> prefix_groups;  // empty: none
   double temperature = 0;
   bool ignore_eos = true;
   bool min_tokens = false;  // also send min_tokens = max_tokens (vLLM)

@@ -5,7 +5,7 @@
 namespace llmcap::sim {
 
 BatchEngine::BatchEngine(Roofline roofline, EngineConfig config)
-    : roofline_(std::move(roofline)), config_(config), free_blocks_(config.kv_pool_blocks) {
+    : roofline_(std::move(roofline)), config_(config), pool_(config.kv_pool_blocks) {
   if (config_.block_tokens < 1) config_.block_tokens = 16;
   if (config_.max_num_seqs < 1) config_.max_num_seqs = 1;
   if (config_.max_num_batched_tokens < 1) config_.max_num_batched_tokens = 1;
@@ -17,7 +17,7 @@ std::int64_t BatchEngine::blocks_for(std::int64_t tokens) const {
 
 double BatchEngine::kv_usage() const {
   if (config_.kv_pool_blocks <= 0) return 0;
-  return static_cast<double>(config_.kv_pool_blocks - free_blocks_) /
+  return static_cast<double>(config_.kv_pool_blocks - pool_.available()) /
          static_cast<double>(config_.kv_pool_blocks);
 }
 
@@ -31,14 +31,53 @@ bool BatchEngine::add(const EngineRequest& request) {
   seq->id = request.id;
   seq->prompt_tokens = request.prompt_tokens;
   seq->max_output_tokens = request.max_output_tokens;
+  if (config_.enable_prefix_caching) seq->block_hashes = request.block_hashes;
   waiting_.push_back(seq.get());
   seqs_.emplace(request.id, std::move(seq));
   return true;
 }
 
 void BatchEngine::release(Seq* seq) {
-  free_blocks_ += seq->blocks;
+  pool_.release(seq->held, seq->blocks - static_cast<std::int64_t>(seq->held.size()));
+  seq->held.clear();
+  seq->published = 0;
   seq->blocks = 0;
+}
+
+bool BatchEngine::admit(Seq* seq, std::int64_t budget, std::int64_t* chunk) {
+  std::int64_t hit_blocks = 0;
+  std::int64_t evictable = 0;
+  if (seq->computed_tokens == 0 && seq->blocks == 0 && !seq->block_hashes.empty()) {
+    hit_blocks = pool_.match(seq->block_hashes, (seq->known_tokens() - 1) / config_.block_tokens);
+    evictable = pool_.evictable_among(seq->block_hashes, hit_blocks);
+  }
+  const std::int64_t computed = seq->computed_tokens + hit_blocks * config_.block_tokens;
+  const std::int64_t n = std::min(seq->known_tokens() - computed, budget);
+  const std::int64_t need = blocks_for(computed + n) - seq->blocks - hit_blocks;
+  if (need + evictable > pool_.available()) return false;
+  if (seq->computed_tokens == 0 && seq->blocks == 0 && config_.enable_prefix_caching) {
+    prefix_queries_total_ += seq->prompt_tokens;
+    prefix_hits_total_ += hit_blocks * config_.block_tokens;
+  }
+  pool_.acquire(seq->block_hashes, hit_blocks);
+  seq->held.assign(seq->block_hashes.begin(), seq->block_hashes.begin() + hit_blocks);
+  seq->published = static_cast<std::size_t>(hit_blocks);
+  seq->computed_tokens = computed;
+  seq->blocks += hit_blocks;
+  pool_.allocate(need);
+  seq->blocks += need;
+  *chunk = n;
+  return true;
+}
+
+void BatchEngine::publish_computed(Seq* seq) {
+  const std::size_t full =
+      std::min(seq->block_hashes.size(),
+               static_cast<std::size_t>(seq->computed_tokens / config_.block_tokens));
+  for (; seq->published < full; ++seq->published) {
+    const std::uint64_t hash = seq->block_hashes[seq->published];
+    if (pool_.publish(hash)) seq->held.push_back(hash);
+  }
 }
 
 void BatchEngine::preempt(Seq* seq) {
@@ -72,7 +111,7 @@ StepOutcome BatchEngine::step() {
     const std::int64_t n = std::min(seq->known_tokens() - seq->computed_tokens, budget);
     const std::int64_t need = blocks_for(seq->computed_tokens + n) - seq->blocks;
     bool self_preempted = false;
-    while (need > free_blocks_) {
+    while (need > pool_.available()) {
       Seq* victim = running_.back();  // the newest
       out.preempted.push_back(victim->id);
       preempt(victim);
@@ -82,7 +121,7 @@ StepOutcome BatchEngine::step() {
       }
     }
     if (self_preempted) break;  // it was the newest; nothing after it remains
-    free_blocks_ -= need;
+    pool_.allocate(need);
     seq->blocks += need;
     scheduled.emplace_back(seq, n);
     budget -= n;
@@ -93,13 +132,10 @@ StepOutcome BatchEngine::step() {
   while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
          static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
     Seq* seq = waiting_.front();
-    const std::int64_t n = std::min(seq->known_tokens() - seq->computed_tokens, budget);
-    const std::int64_t need = blocks_for(seq->computed_tokens + n) - seq->blocks;
-    if (need > free_blocks_) break;
+    std::int64_t n = 0;
+    if (!admit(seq, budget, &n)) break;
     waiting_.pop_front();
     running_.push_back(seq);
-    free_blocks_ -= need;
-    seq->blocks += need;
     scheduled.emplace_back(seq, n);
     budget -= n;
   }
@@ -115,6 +151,7 @@ StepOutcome BatchEngine::step() {
   // 3. Apply: sequences whose KV caught up with their known tokens sample one token.
   for (const auto& [seq, n] : scheduled) {
     seq->computed_tokens += n;
+    publish_computed(seq);
     if (seq->computed_tokens < seq->known_tokens()) continue;  // prefill chunk, more to come
     ++seq->generated_tokens;
     out.emitted.push_back(seq->id);

@@ -7,6 +7,14 @@
 // generated so far). A request whose computed tokens catch up with its known tokens emits one
 // new token at the end of the step. The step's duration comes from the Roofline.
 //
+// Automatic prefix caching (vLLM V1, on unless EngineConfig::enable_prefix_caching is false): a
+// request brings one chained hash per full 16-token block of its prompt; when it is admitted
+// from scratch (new or preempted) it takes the longest run of cached blocks (at most
+// (prompt − 1) / block tokens: the last token is always computed, as in vLLM) and only the rest
+// is prefilled. Full prompt blocks are published to the cache as they are computed; released
+// blocks stay cached until the pool needs them (KvBlockPool: LRU eviction). Output-token blocks
+// are not cached (the engine does not know the generated token ids).
+//
 // Pure and synchronous: no clocks, no I/O; the caller (SimEngineRunner) maps steps onto real
 // timers. Not thread-safe: use from one strand.
 #pragma once
@@ -17,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/kv_block_pool.h"
 #include "sim/roofline.h"
 
 namespace llmcap::sim {
@@ -26,12 +35,15 @@ struct EngineConfig {
   std::int64_t max_num_batched_tokens = 2048;  // tokens per step (vLLM max_num_batched_tokens)
   std::int64_t block_tokens = 16;              // paged-attention block size
   std::int64_t kv_pool_blocks = 0;             // KV blocks available (from MemoryFit)
+  bool enable_prefix_caching = true;           // vLLM --enable-prefix-caching (V1 default on)
 };
 
 struct EngineRequest {
   std::uint64_t id = 0;
   std::int64_t prompt_tokens = 0;      // >= 1
   std::int64_t max_output_tokens = 0;  // >= 1; the simulated model never stops early
+  // prefix_block_hashes() of the prompt's token ids; empty = nothing shareable.
+  std::vector<std::uint64_t> block_hashes = {};
 };
 
 struct StepOutcome {
@@ -64,8 +76,14 @@ class BatchEngine {
   bool idle() const { return running_.empty() && waiting_.empty(); }
   std::int64_t running() const { return static_cast<std::int64_t>(running_.size()); }
   std::int64_t waiting() const { return static_cast<std::int64_t>(waiting_.size()); }
-  std::int64_t free_blocks() const { return free_blocks_; }
-  double kv_usage() const;  // used / total blocks, 0..1
+  // Blocks an allocation may take: free plus cached blocks no request holds.
+  std::int64_t free_blocks() const { return pool_.available(); }
+  double kv_usage() const;  // (total − free_blocks()) / total, 0..1 (vLLM's definition)
+  // Prompt tokens looked up in the prefix cache at admission, and those found (vLLM's
+  // prefix_cache_queries / prefix_cache_hits); a preempted request counts again when readmitted.
+  std::int64_t prefix_cache_queries_total() const { return prefix_queries_total_; }
+  std::int64_t prefix_cache_hits_total() const { return prefix_hits_total_; }
+  const KvBlockPool& pool() const { return pool_; }
   std::int64_t preemptions_total() const { return preemptions_total_; }
   const Roofline& roofline() const { return roofline_; }
   const EngineConfig& config() const { return config_; }
@@ -84,21 +102,30 @@ class BatchEngine {
     std::int64_t max_output_tokens = 0;
     std::int64_t generated_tokens = 0;
     std::int64_t computed_tokens = 0;  // tokens whose KV is in the cache
-    std::int64_t blocks = 0;
+    std::int64_t blocks = 0;           // blocks in its table: held cached ones + private ones
+    std::vector<std::uint64_t> block_hashes;
+    std::vector<std::uint64_t> held;  // cached blocks it holds a reference on
+    std::size_t published = 0;        // prompt blocks already offered to the cache
     std::int64_t known_tokens() const { return prompt_tokens + generated_tokens; }
   };
 
   std::int64_t blocks_for(std::int64_t tokens) const;
   void preempt(Seq* seq);
   void release(Seq* seq);
+  // Admission from scratch: takes the cached prefix. Returns false when the first chunk does not
+  // fit (nothing changed).
+  bool admit(Seq* seq, std::int64_t budget, std::int64_t* chunk);
+  void publish_computed(Seq* seq);
 
   Roofline roofline_;
   EngineConfig config_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Seq>> seqs_;
   std::vector<Seq*> running_;  // admission order, oldest first
   std::deque<Seq*> waiting_;   // FIFO; preempted requests go back to the front
-  std::int64_t free_blocks_ = 0;
+  KvBlockPool pool_;
   std::int64_t preemptions_total_ = 0;
+  std::int64_t prefix_queries_total_ = 0;
+  std::int64_t prefix_hits_total_ = 0;
 };
 
 }  // namespace llmcap::sim

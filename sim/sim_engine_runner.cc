@@ -32,12 +32,14 @@ void SimEngineRunner::start() {
 
 std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
     std::uint64_t id, std::int64_t prompt_tokens, std::int64_t max_output_tokens,
-    const asio::any_io_executor& consumer) {
+    const asio::any_io_executor& consumer, std::vector<std::uint64_t> block_hashes) {
   // Capacity for every token update plus slack, so try_send never blocks the runner.
   auto channel =
       std::make_shared<TokenChannel>(consumer, static_cast<std::size_t>(max_output_tokens) + 2);
-  asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel] {
-    if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens})) {
+  asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel,
+                       hashes = std::move(block_hashes)]() mutable {
+    if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens,
+                                                           std::move(hashes)})) {
       channel->close();
       return;
     }
@@ -76,6 +78,11 @@ void SimEngineRunner::publish_state() {
   const std::int64_t preemptions = engine_.preemptions_total();
   metrics_.add_preemptions(preemptions - reported_preemptions_);
   reported_preemptions_ = preemptions;
+  const std::int64_t queries = engine_.prefix_cache_queries_total();
+  const std::int64_t hits = engine_.prefix_cache_hits_total();
+  metrics_.add_prefix_cache(queries - reported_prefix_queries_, hits - reported_prefix_hits_);
+  reported_prefix_queries_ = queries;
+  reported_prefix_hits_ = hits;
 }
 
 void SimEngineRunner::deliver(const StepOutcome& outcome, Clock::time_point now) {

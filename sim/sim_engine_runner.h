@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/batch_engine.h"
 #include "sim/sim_metrics.h"
@@ -43,9 +44,11 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   // Starts the iteration loop. Call once.
   void start();
   // Queues a request; tokens arrive on the returned channel (bound to `consumer`).
+  // block_hashes: the prompt's prefix_block_hashes() for prefix caching (empty = none).
   std::shared_ptr<TokenChannel> submit(std::uint64_t id, std::int64_t prompt_tokens,
                                        std::int64_t max_output_tokens,
-                                       const boost::asio::any_io_executor& consumer);
+                                       const boost::asio::any_io_executor& consumer,
+                                       std::vector<std::uint64_t> block_hashes = {});
   // Drops a request (client disconnected or fault). Safe for unknown/finished ids.
   void cancel(std::uint64_t id);
   // Stops the loop and closes every open channel. Idempotent.
@@ -80,6 +83,8 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   boost::asio::steady_timer wake_timer_;                // strand only; cancelled when work arrives
   std::unordered_map<std::uint64_t, Pending> pending_;  // strand only
   std::int64_t reported_preemptions_ = 0;               // strand only
+  std::int64_t reported_prefix_queries_ = 0;            // strand only
+  std::int64_t reported_prefix_hits_ = 0;               // strand only
   bool stopped_ = false;                                // strand only
   std::atomic<std::int64_t> lost_ns_{0};                // written on the strand, read anywhere
 };

@@ -46,6 +46,22 @@ SimMetrics::SimMetrics(const std::string& model_name)
                           .Help("Count of successfully processed requests.")
                           .Register(*registry_)
                           .Add(labels);
+  prefix_queries_ = &prometheus::BuildCounter()
+                         .Name("vllm:prefix_cache_queries_total")
+                         .Help("Prefix cache queries, in terms of number of queried tokens.")
+                         .Register(*registry_)
+                         .Add(labels);
+  prefix_hits_ = &prometheus::BuildCounter()
+                      .Name("vllm:prefix_cache_hits_total")
+                      .Help("Prefix cache hits, in terms of number of cached tokens.")
+                      .Register(*registry_)
+                      .Add(labels);
+  // The V0 gauge, kept because dashboards still read it: hits / queries since start.
+  prefix_hit_rate_ = &prometheus::BuildGauge()
+                          .Name("vllm:gpu_prefix_cache_hit_rate")
+                          .Help("GPU prefix cache block hit rate.")
+                          .Register(*registry_)
+                          .Add(labels);
   // vLLM's bucket boundaries for these two histograms.
   ttft_ = &prometheus::BuildHistogram()
                .Name("vllm:time_to_first_token_seconds")
@@ -83,6 +99,13 @@ void SimMetrics::add_generation_tokens(std::int64_t n) {
 void SimMetrics::observe_ttft_s(double s) { ttft_->Observe(s); }
 void SimMetrics::observe_tpot_s(double s) { tpot_->Observe(s); }
 void SimMetrics::add_request_success() { request_success_->Increment(); }
+void SimMetrics::add_prefix_cache(std::int64_t queries, std::int64_t hits) {
+  if (queries <= 0 && hits <= 0) return;
+  if (queries > 0) prefix_queries_->Increment(static_cast<double>(queries));
+  if (hits > 0) prefix_hits_->Increment(static_cast<double>(hits));
+  const double q = prefix_queries_->Value();
+  prefix_hit_rate_->Set(q > 0 ? prefix_hits_->Value() / q : 0.0);
+}
 
 std::string SimMetrics::serialize() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

@@ -32,6 +32,9 @@ class SimMetrics {
   void observe_ttft_s(double s);
   void observe_tpot_s(double s);
   void add_request_success();
+  // Prompt tokens looked up in / found in the prefix cache (vllm:prefix_cache_queries_total,
+  // vllm:prefix_cache_hits_total); also updates vllm:gpu_prefix_cache_hit_rate (cumulative).
+  void add_prefix_cache(std::int64_t queries, std::int64_t hits);
 
   // Prometheus text exposition format (0.0.4).
   std::string serialize() const;
@@ -45,6 +48,9 @@ class SimMetrics {
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* generation_tokens_;
   prometheus::Counter* request_success_;
+  prometheus::Counter* prefix_queries_;
+  prometheus::Counter* prefix_hits_;
+  prometheus::Gauge* prefix_hit_rate_;
   prometheus::Histogram* ttft_;
   prometheus::Histogram* tpot_;
 };

@@ -122,6 +122,7 @@ SimModel build_sim_model(const SimOptions& options) {
   config.max_num_batched_tokens = options.max_num_batched_tokens;
   config.block_tokens = in.block_tokens;
   config.kv_pool_blocks = fit.kv_pool_blocks;
+  config.enable_prefix_caching = options.enable_prefix_caching;
   Roofline roofline(*model, *hw, *dtype, in.kv_bytes_per_element, *engine_profile(options.engine),
                     tp);
   return SimModel{*hw, *model, *dtype, std::move(fit), max_model_len, config, std::move(roofline)};
@@ -151,7 +152,7 @@ std::string describe(const SimModel& m) {
       "blocks: "
       "%lld; "
       "maximum concurrency for %lld tokens per request: %.2fx), max_model_len %lld, "
-      "max_num_seqs %lld, max_num_batched_tokens %lld",
+      "max_num_seqs %lld, max_num_batched_tokens %lld, prefix caching %s",
       m.model.name.c_str(), std::string(analysis::to_string(m.dtype)).c_str(), where.c_str(),
       m.roofline.engine().name.c_str(), analysis::to_gb(m.fit.weight_bytes),
       tp > 1 ? " per GPU" : "", analysis::to_gib(m.fit.kv_pool_bytes), tp > 1 ? " per GPU" : "",
@@ -161,7 +162,8 @@ std::string describe(const SimModel& m) {
           ? static_cast<double>(m.fit.kv_pool_tokens) / static_cast<double>(m.max_model_len)
           : 0.0,
       static_cast<long long>(m.max_model_len), static_cast<long long>(m.engine_config.max_num_seqs),
-      static_cast<long long>(m.engine_config.max_num_batched_tokens));
+      static_cast<long long>(m.engine_config.max_num_batched_tokens),
+      m.engine_config.enable_prefix_caching ? "on" : "off");
   return buf;
 }
 

@@ -116,6 +116,11 @@ SimOptionsResult sim_options_from_json(std::string_view json_text) {
        [&](const json& v, const std::string& k) { o.tokens_per_event = as_integer(v, k); }},
       {"default_max_tokens",
        [&](const json& v, const std::string& k) { o.default_max_tokens = as_integer(v, k); }},
+      {"enable_prefix_caching",
+       [&](const json& v, const std::string& k) {
+         if (!v.is_boolean()) throw FieldError(k + ": must be a boolean");
+         o.enable_prefix_caching = v.get<bool>();
+       }},
       {"faults", [&](const json& v, const std::string& k) { apply(v, fault_setters, k); }},
   };
   try {

@@ -38,7 +38,9 @@ struct SimOptions {
   double activation_reserve_gib = -1;
   std::int64_t tokens_per_event = 1;     // tokens carried by each SSE event
   std::int64_t default_max_tokens = 16;  // when a request sends no max_tokens (vLLM: 16)
-  FaultOptions faults;                   // fault injection; all off by default
+  // Automatic prefix caching of full 16-token prompt blocks (vLLM V1 default: on).
+  bool enable_prefix_caching = true;
+  FaultOptions faults;  // fault injection; all off by default
 };
 
 // Parses a JSON object into SimOptions, starting from defaults. Strict: an unknown key or a

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/kv_block_pool.h"
+
 namespace llmcap::sim {
 
 namespace {
@@ -49,16 +51,20 @@ std::string render_messages(const json& body) {
 }
 
 // Completions prompt: a string, an array of one string, or an array of token ids.
-std::int64_t prompt_tokens(const json& body, const SimTokenizer& tokenizer) {
+std::vector<std::int64_t> prompt_token_ids(const json& body, const SimTokenizer& tokenizer) {
   if (!body.contains("prompt")) fail("prompt", "'prompt' is required");
   const json& p = body["prompt"];
-  if (p.is_string()) return tokenizer.count(p.get<std::string>());
+  if (p.is_string()) return tokenizer.tokenize(p.get<std::string>());
   if (p.is_array() && p.size() == 1 && p[0].is_string())
-    return tokenizer.count(p[0].get<std::string>());
+    return tokenizer.tokenize(p[0].get<std::string>());
   if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
-    for (const auto& t : p)
+    std::vector<std::int64_t> ids;
+    ids.reserve(p.size());
+    for (const auto& t : p) {
       if (!t.is_number_integer()) fail("prompt", "token-id prompts must be arrays of integers");
-    return static_cast<std::int64_t>(p.size());
+      ids.push_back(t.get<std::int64_t>());
+    }
+    return ids;
   }
   fail("prompt", "'prompt' must be a string, a one-element array of strings or token ids");
 }
@@ -92,8 +98,10 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
       if (!limits.served_model.empty() && r.model != limits.served_model)
         fail("model", "The model `" + r.model + "` does not exist.", 404);
     }
-    r.prompt_tokens =
-        chat ? tokenizer.count(render_messages(body)) : prompt_tokens(body, tokenizer);
+    const std::vector<std::int64_t> ids =
+        chat ? tokenizer.tokenize(render_messages(body)) : prompt_token_ids(body, tokenizer);
+    r.prompt_tokens = static_cast<std::int64_t>(ids.size());
+    if (limits.block_tokens > 0) r.block_hashes = prefix_block_hashes(ids, limits.block_tokens);
     if (r.prompt_tokens < 1) fail(chat ? "messages" : "prompt", "the prompt has no tokens");
     std::int64_t max_tokens = optional_int(body, "max_tokens", -1);
     if (chat) max_tokens = optional_int(body, "max_completion_tokens", max_tokens);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/sim_tokenizer.h"
 
@@ -22,6 +23,8 @@ struct GenerationRequest {
   bool ignore_eos = false;      // accepted; the sim never emits EOS anyway
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // prefix_block_hashes() of the prompt's token ids (GenerationLimits::block_tokens > 0).
+  std::vector<std::uint64_t> block_hashes;
 };
 
 struct RequestError {
@@ -33,7 +36,8 @@ struct RequestError {
 struct GenerationLimits {
   std::int64_t max_model_len = 0;
   std::int64_t default_max_tokens = 16;
-  std::string served_model;  // requests naming another model get 404
+  std::string served_model;       // requests naming another model get 404
+  std::int64_t block_tokens = 0;  // > 0: hash the prompt's full blocks (prefix caching)
 };
 
 struct ParseResult {

@@ -99,6 +99,7 @@ HttpResponse models(const SimServerState& s) {
       {"kv_bytes_per_token", s.sim.fit.kv_bytes_per_token},
       {"max_num_seqs", s.sim.engine_config.max_num_seqs},
       {"max_num_batched_tokens", s.sim.engine_config.max_num_batched_tokens},
+      {"enable_prefix_caching", s.sim.engine_config.enable_prefix_caching},
       {"bandwidth_efficiency", s.sim.hardware.bandwidth_efficiency},
       {"compute_efficiency", analysis::compute_efficiency_for(s.sim.hardware, s.sim.dtype)},
       {"engine", s.sim.roofline.engine().name},
@@ -174,7 +175,9 @@ asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
 }
 
 Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
-  GenerationLimits limits{s->sim.max_model_len, s->options.default_max_tokens, s->sim.model.name};
+  GenerationLimits limits{
+      s->sim.max_model_len, s->options.default_max_tokens, s->sim.model.name,
+      s->sim.engine_config.enable_prefix_caching ? s->sim.engine_config.block_tokens : 0};
   ParseResult parsed = parse_generation_request(req.body, chat, *s->tokenizer, limits);
   if (!parsed.request)
     co_return error_response(parsed.error.status, parsed.error.message, parsed.error.param);
@@ -193,7 +196,13 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
   s->metrics->add_prompt_tokens(g.prompt_tokens);
   const std::uint64_t engine_id = index + 1;
   auto channel = s->runner->submit(engine_id, g.prompt_tokens, g.max_tokens,
-                                   co_await asio::this_coro::executor);
+                                   co_await asio::this_coro::executor, g.block_hashes);
+  // A client that leaves while its request is queued or prefilling (nothing written yet) frees
+  // its slot at once, as vLLM aborts a request whose connection closed.
+  stream.watch_peer_close([runner = s->runner, engine_id, channel] {
+    runner->cancel(engine_id);
+    channel->close();
+  });
   const std::string id = request_id(chat, s->options.seed, index);
   const std::time_t created = std::time(nullptr);
   const std::string& model = s->sim.model.name;

@@ -13,6 +13,8 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   s.input_tokens = w.input_tokens;
   s.output_tokens = w.output_tokens;
   s.shared_prefix_tokens = w.shared_prefix_tokens;
+  for (const api::PlanPrefixGroup& g : w.prefix_groups)
+    s.prefix_groups.push_back(agent::PrefixGroup{g.share, g.prefix_tokens});
   s.ignore_eos = w.ignore_eos;
   s.calibrate = w.calibrate;
   s.send_min_tokens = w.min_tokens;

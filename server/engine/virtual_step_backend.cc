@@ -84,6 +84,9 @@ class VirtualStep {
   // In-flight series and telemetry ticks up to t, from the state since the last event.
   void sample_until(std::int64_t t);
   std::int64_t next_event() const;
+  // The block hashes of prefix `key` (0: shared_prefix_tokens, g + 1: group g) of `tokens`
+  // tokens: stand-in token ids unique to the key, hashed as the simulator hashes a prompt.
+  const std::vector<std::uint64_t>& prefix_hashes(int key, std::int64_t tokens);
 
   const agent::StepSpec& spec_;
   sim::BatchEngine& engine_;
@@ -103,7 +106,8 @@ class VirtualStep {
   bool sending_closed_ = false;
   bool stopping_ = false;
 
-  std::map<std::uint64_t, InFlight> in_flight_;  // by engine id (= order of sending)
+  std::map<std::uint64_t, InFlight> in_flight_;              // by engine id (= order of sending)
+  std::map<int, std::vector<std::uint64_t>> prefix_hashes_;  // by prefix key
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   int closed_restarts_ = 0;  // closed-loop slots freed at now_, restarted after the step began
   std::int64_t window_intended_ = 0;
@@ -119,9 +123,22 @@ class VirtualStep {
   std::int64_t telemetry_every_;
   std::int64_t next_telemetry_ = 0;
   std::int64_t preemptions_at_start_ = 0;
+  std::int64_t prefix_queries_at_start_ = 0;
+  std::int64_t prefix_hits_at_start_ = 0;
   double running_sum_ = 0, waiting_sum_ = 0;
   std::size_t telemetry_samples_ = 0;
 };
+
+const std::vector<std::uint64_t>& VirtualStep::prefix_hashes(int key, std::int64_t tokens) {
+  auto [it, inserted] = prefix_hashes_.try_emplace(key);
+  if (inserted && tokens > 0) {
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(tokens));
+    for (std::int64_t i = 0; i < tokens; ++i)
+      ids[static_cast<std::size_t>(i)] = (static_cast<std::int64_t>(key) << 40) + i;
+    it->second = sim::prefix_block_hashes(ids, model_.engine_config.block_tokens);
+  }
+  return it->second;
+}
 
 void VirtualStep::start_request(std::int64_t t_intended) {
   const std::uint64_t index = next_index_++;
@@ -135,8 +152,14 @@ void VirtualStep::start_request(std::int64_t t_intended) {
   s.planned_output_tokens = lengths.output_tokens;
   // The prompt the simulator counts: the planned length (calibrated to the simulator's one
   // token per word), never shorter than the shared prefix plus the request's unique header.
-  const std::int64_t prompt =
-      std::max<std::int64_t>({1, lengths.input_tokens, spec_.workload.shared_prefix_tokens + 1});
+  // The prefix (a prefix group's, else shared_prefix_tokens) is what the prompt shares with
+  // others: its full blocks' hashes go to the engine, as the real simulator's tokenizer would
+  // produce them for the factory's text, so predicted prefix-cache hits match measured ones.
+  const int group = agent::prefix_group_of(spec_.workload.prefix_groups, spec_.seed, index);
+  const std::int64_t shared =
+      group >= 0 ? spec_.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
+                 : spec_.workload.shared_prefix_tokens;
+  const std::int64_t prompt = std::max<std::int64_t>({1, lengths.input_tokens, shared + 1});
   const std::int64_t max_tokens =
       lengths.output_tokens > 0 ? lengths.output_tokens : options_.default_max_tokens;
   const std::uint64_t id = next_engine_id_++;
@@ -156,7 +179,7 @@ void VirtualStep::start_request(std::int64_t t_intended) {
     deadlines_.push({now_ + kRefusalRoundTripNs, id, DeadlineKind::kTotal});
     return;
   }
-  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens})) {
+  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens, prefix_hashes(group + 1, shared)})) {
     s.error = ErrorClass::kTruncated;
     s.error_message = "the simulated engine cannot hold this request's KV cache";
     s.t_end_ns = now_ + kRefusalRoundTripNs;
@@ -330,6 +353,12 @@ void VirtualStep::sample_until(std::int64_t t) {
     pts.push_back({next_telemetry_, "vllm:kv_cache_usage_perc", labels, kv});
     pts.push_back({next_telemetry_, "vllm:num_preemptions_total", labels,
                    static_cast<double>(engine_.preemptions_total())});
+    if (model_.engine_config.enable_prefix_caching) {
+      pts.push_back({next_telemetry_, "vllm:prefix_cache_queries_total", labels,
+                     static_cast<double>(engine_.prefix_cache_queries_total())});
+      pts.push_back({next_telemetry_, "vllm:prefix_cache_hits_total", labels,
+                     static_cast<double>(engine_.prefix_cache_hits_total())});
+    }
     auto& sum = telemetry_->summary;
     sum.kv_usage_max = std::max(sum.kv_usage_max.value_or(0), kv);
     sum.running_max = std::max(sum.running_max.value_or(0), running);
@@ -355,6 +384,8 @@ agent::StepResult VirtualStep::run(const std::stop_token& stop, agent::Telemetry
   telemetry_ = &telemetry;
   telemetry.summary.engines = {"vllm"};
   preemptions_at_start_ = engine_.preemptions_total();
+  prefix_queries_at_start_ = engine_.prefix_cache_queries_total();
+  prefix_hits_at_start_ = engine_.prefix_cache_hits_total();
   result_.model = spec_.target.model.empty() ? model_.model.name : spec_.target.model;
   result_.calibration.method = "virtual";
   result_.calibration.tokens_per_word_initial = result_.calibration.tokens_per_word_final = 1.0;
@@ -442,6 +473,15 @@ agent::StepResult VirtualStep::run(const std::stop_token& stop, agent::Telemetry
     sum.waiting_mean = waiting_sum_ / static_cast<double>(telemetry_samples_);
   }
   sum.preemptions = static_cast<double>(engine_.preemptions_total() - preemptions_at_start_);
+  if (model_.engine_config.enable_prefix_caching) {
+    const double queries =
+        static_cast<double>(engine_.prefix_cache_queries_total() - prefix_queries_at_start_);
+    const double hits =
+        static_cast<double>(engine_.prefix_cache_hits_total() - prefix_hits_at_start_);
+    sum.prefix_cache_queries = queries;
+    sum.prefix_cache_hits = hits;
+    if (queries > 0) sum.prefix_cache_hit_rate = hits / queries;
+  }
 
   std::sort(result_.samples.begin(), result_.samples.end(),
             [](const RequestSample& a, const RequestSample& b) { return a.index < b.index; });

@@ -4,6 +4,8 @@
 
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace llmcap::agent {
 namespace {
@@ -64,6 +66,38 @@ TEST(PromptFactory, SharedPrefixIsIdenticalThenDiverges) {
     ++common;
   EXPECT_EQ(word_count(a.prompt.substr(0, common)), 100);  // exactly the prefix words
   EXPECT_EQ(word_count(a.prompt), 300);
+}
+
+TEST(PromptFactory, PrefixGroupsShareExactlyTheirGroupsPrefix) {
+  PromptFactory f(analysis::LengthDistribution::fixed(300), analysis::LengthDistribution::fixed(8),
+                  0, 5);
+  LengthCalibrator cal(1.0, 0);
+  const auto words = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::istringstream in(s);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  const auto common = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    return n;
+  };
+  const auto a0 = words(f.next(0, cal, 0, 100).prompt);
+  const auto a1 = words(f.next(1, cal, 0, 100).prompt);
+  const auto b0 = words(f.next(2, cal, 1, 200).prompt);
+  const auto b1 = words(f.next(3, cal, 1, 200).prompt);
+  const auto u = words(f.next(4, cal).prompt);
+  EXPECT_EQ(a0.size(), 300u);
+  EXPECT_EQ(b1.size(), 300u);
+  EXPECT_EQ(common(a0, a1), 100u);  // the group's prefix, then the index differs
+  EXPECT_EQ(common(b0, b1), 200u);
+  EXPECT_EQ(common(a0, b0), 0u);  // groups differ from the first word
+  EXPECT_EQ(common(a0, u), 0u);
+  // The same text on another factory (another step, another target).
+  PromptFactory g(analysis::LengthDistribution::fixed(300), analysis::LengthDistribution::fixed(8),
+                  0, 99);
+  EXPECT_EQ(common(words(g.next(9, cal, 1, 200).prompt), b0), 200u);
 }
 
 TEST(PromptFactory, SeededReproducible) {

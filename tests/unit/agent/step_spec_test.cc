@@ -17,6 +17,22 @@ StepSpec valid() {
   return s;
 }
 
+TEST(StepSpec, PrefixGroupsFollowTheirSharesByIndex) {
+  EXPECT_EQ(prefix_group_of({}, 1, 0), -1);
+  const std::vector<PrefixGroup> groups = {{0.7, 1024}, {0.2, 512}, {0.1, 16}};
+  int counts[3] = {0, 0, 0};
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const int g = prefix_group_of(groups, 7, i);
+    ASSERT_GE(g, 0);
+    ASSERT_LT(g, 3);
+    ++counts[g];
+    ASSERT_EQ(g, prefix_group_of(groups, 7, i));  // a pure function of seed and index
+  }
+  EXPECT_NEAR(counts[0] / 20000.0, 0.7, 0.015);
+  EXPECT_NEAR(counts[1] / 20000.0, 0.2, 0.015);
+  EXPECT_NEAR(counts[2] / 20000.0, 0.1, 0.015);
+}
+
 TEST(StepSpec, DefaultsWithATargetAreValid) { EXPECT_TRUE(validate(valid()).empty()); }
 
 TEST(StepSpec, EveryBadFieldIsNamed) {

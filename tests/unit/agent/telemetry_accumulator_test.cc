@@ -85,6 +85,33 @@ TEST(TelemetryAccumulator, SummarisesVllmScrapes) {
   EXPECT_TRUE(j["power_w_mean"].is_null());
 }
 
+TEST(TelemetryAccumulator, PrefixCacheHitRateFromCounterIncreases) {
+  const auto scrape = [](double queries, double hits) {
+    return parse_prometheus_text(
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        "vllm:prefix_cache_queries_total{model_name=\"m\"} " +
+        std::to_string(queries) +
+        "\n"
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        "vllm:prefix_cache_hits_total{model_name=\"m\"} " +
+        std::to_string(hits) + "\n");
+  };
+  TelemetryAccumulator acc;
+  acc.add_scrape(0, scrape(1000, 100));
+  acc.add_scrape(1, scrape(5000, 2500));
+  const TelemetrySummary s = acc.summary();
+  ASSERT_TRUE(s.prefix_cache_queries && s.prefix_cache_hits && s.prefix_cache_hit_rate);
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_queries, 4000);
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_hits, 2400);
+  EXPECT_DOUBLE_EQ(*s.prefix_cache_hit_rate, 0.6);
+  EXPECT_NE(telemetry_summary_json(s).find("\"prefix_cache_hit_rate\":0.6"), std::string::npos);
+  // No queries during the step: no rate.
+  TelemetryAccumulator idle;
+  idle.add_scrape(0, scrape(10, 5));
+  idle.add_scrape(1, scrape(10, 5));
+  EXPECT_FALSE(idle.summary().prefix_cache_hit_rate);
+}
+
 TEST(TelemetryAccumulator, OneScrapeGivesNoServerLatency) {
   TelemetryAccumulator acc;
   acc.add_scrape(0, parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "1 2 3 3")));

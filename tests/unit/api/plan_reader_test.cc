@@ -71,6 +71,37 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+TEST(PlanReader, PrefixGroupKeys) {
+  json j = minimal();
+  j["workload"] = {
+      {"prefix_groups",
+       {{{"share", 0.7}, {"prefix_tokens", 1024}}, {{"share", 0.3}, {"prefix_tokens", 512}}}}};
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_EQ(p.plan->workload.prefix_groups.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.plan->workload.prefix_groups[0].share, 0.7);
+  EXPECT_EQ(p.plan->workload.prefix_groups[1].prefix_tokens, 512);
+  EXPECT_EQ(p.normalized["workload"]["prefix_groups"], j["workload"]["prefix_groups"]);
+  EXPECT_NO_ERRORS(parse(p.normalized));
+  EXPECT_TRUE(parse(minimal()).plan->workload.prefix_groups.empty());
+  j["workload"]["prefix_groups"] = {{{"share", 0.5}, {"prefix_tokens", 0}, {"bogus", 1}},
+                                    {{"prefix_tokens", 5}}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/prefix_groups/0/prefix_tokens", "between 1 and");
+  EXPECT_ERROR(p, "/workload/prefix_groups/0/bogus", "unknown key");
+  EXPECT_ERROR(p, "/workload/prefix_groups/1/share", "is required");
+  j["workload"]["prefix_groups"] = {{{"share", 0.5}, {"prefix_tokens", 10}}};
+  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "sum to 1");
+  j["workload"]["prefix_groups"] = json::array();
+  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "1 to 64 groups");
+  j["workload"]["prefix_groups"] = {{{"share", 1}, {"prefix_tokens", 10}}};
+  j["workload"]["shared_prefix_tokens"] = 8;
+  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "not both");
+  j = minimal();
+  j["targets"][0]["sim"] = {{"enable_prefix_caching", "yes"}};
+  EXPECT_ERROR(parse(j), "/targets/0/sim/enable_prefix_caching", "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Defaults and the happy path
 
@@ -1162,9 +1193,9 @@ TEST(PlanReader, EveryExamplePlanParses) {
     EXPECT_NO_ERRORS(p) << entry.path();
     seen.insert(entry.path().filename().string());
   }
-  for (const char* must :
-       {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json", "burst.json",
-        "soak.json", "request-count.json", "trace-replay.json", "abandonment.json"}) {
+  for (const char* must : {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json",
+                           "burst.json", "soak.json", "request-count.json", "trace-replay.json",
+                           "abandonment.json", "prefix-groups.json"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }
 }
@@ -1500,13 +1531,33 @@ class PlanSchema : public ::testing::Test {
 
   // example_of(schema_) holds every property, but a dataset and a trace are two request sets
   // and a trace replay is not split over agents: the maximal plan without the trace and its
-  // phase, and the trace plan (no dataset, no agents, only the trace_replay phase).
+  // phase, and the trace plan (no dataset, no agents, only the trace_replay phase). Prefix groups
+  // shape synthetic prompts only: both leave them out (maximal_synthetic_plan() has them).
   json maximal_plan() const { return split_maximal(false); }
+  json maximal_synthetic_plan() const {
+    json plan = example_of(schema_);
+    for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
+      EXPECT_TRUE(w->contains("prefix_groups"));
+      w->erase("dataset");
+      w->erase("trace");
+    }
+    json phases = json::array();
+    for (const auto& ph : plan["phases"])
+      if (ph["kind"] != "trace_replay") phases.push_back(ph);
+    plan["phases"] = phases;
+    for (auto& phase : plan["phases"]) {
+      phase.erase("requests");
+      phase.erase("max_duration_s");
+    }
+    return plan;
+  }
   json maximal_trace_plan() const { return split_maximal(true); }
   json split_maximal(bool trace) const {
     json plan = example_of(schema_);
-    for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]})
+    for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       w->erase(trace ? "dataset" : "trace");
+      w->erase("prefix_groups");
+    }
     if (trace) plan.erase("agents");
     json phases = json::array();
     for (const auto& ph : plan["phases"])
@@ -1577,6 +1628,10 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   auto p = parse(plan);
   EXPECT_NO_ERRORS(p) << plan.dump(2);
   ASSERT_EQ(plan["phases"].size(), 5u);
+  {
+    const json g = maximal_synthetic_plan();
+    EXPECT_NO_ERRORS(parse(g)) << g.dump(2);
+  }
 
   // Every alternative of a length distribution, in both workload slots.
   const json& lengths = resolve(schema_["$defs"]["lengths"]);

@@ -208,6 +208,35 @@ TEST(VirtualStepBackend, TelemetryFollowsTheEnginesState) {
   EXPECT_GE(out.telemetry->points.size(), 10u * 4);
 }
 
+// Prefix groups: the engine gets the groups' shared blocks, so the predicted hit rate is the
+// groups' share of cached prompt tokens, (0.7 × 1024 + 0.3 × 512) / 1536, less the first
+// request of each group; TTFT is lower than with caching off.
+TEST(VirtualStepBackend, PrefixGroupsHitThePrefixCache) {
+  agent::StepSpec spec = closed(4, 1536, 16, 10);
+  spec.workload.prefix_groups = {{0.7, 1024}, {0.3, 512}};
+  auto on = backend();
+  BackendStep hit = on.run(spec, 0, {}, {});
+  ASSERT_TRUE(hit.telemetry);
+  const auto& sum = hit.telemetry->summary;
+  ASSERT_TRUE(sum.prefix_cache_hit_rate && sum.prefix_cache_queries);
+  EXPECT_GT(*sum.prefix_cache_queries, 40 * 1536);
+  EXPECT_NEAR(*sum.prefix_cache_hit_rate, (0.7 * 1024 + 0.3 * 512) / 1536, 0.02);
+  auto o = options();
+  o.enable_prefix_caching = false;
+  auto off = backend(o);
+  BackendStep miss = off.run(spec, 0, {}, {});
+  ASSERT_TRUE(miss.telemetry);
+  EXPECT_FALSE(miss.telemetry->summary.prefix_cache_hit_rate);
+  const auto mean_ttft_ns = [](const agent::StepResult& r) {
+    double sum_ns = 0;
+    int n = 0;
+    for (const auto& x : r.samples)
+      if (x.ok()) sum_ns += static_cast<double>(*x.ttft_ns()), ++n;
+    return n > 0 ? sum_ns / n : 0.0;
+  };
+  EXPECT_LT(mean_ttft_ns(hit.result), 0.8 * mean_ttft_ns(miss.result));
+}
+
 TEST(VirtualStepBackend, FaultsAndDatasetsAreRefusedNamingTheField) {
   auto o = options();
   o.faults.error_rate = 0.1;
