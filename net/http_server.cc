@@ -1,5 +1,6 @@
 #include "net/http_server.h"
 
+#include <sys/socket.h>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -102,6 +103,22 @@ class StreamWriter final : public ResponseStream {
  public:
   StreamWriter(beast::tcp_stream& stream, const HttpServerOptions& options)
       : stream_(stream), options_(options) {}
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+  // The handler has returned: a pending watch must not fire (nor touch the socket) later.
+  ~StreamWriter() override {
+    if (!watch_) return;
+    watch_->active = false;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);  // only the watch is pending between handler and next read
+  }
+
+  void watch_peer_close(std::function<void()> on_closed) override {
+    if (watch_ || broken_) return;
+    watch_ = std::make_shared<Watch>();
+    watch_->on_closed = std::move(on_closed);
+    arm(watch_, stream_.socket());
+  }
 
   asio::awaitable<bool> start(int status, HeaderList headers) override {
     started_ = true;
@@ -155,8 +172,35 @@ class StreamWriter final : public ResponseStream {
     co_return !broken_;
   }
 
+  struct Watch {
+    bool active = true;  // false once the handler returned (strand only)
+    std::function<void()> on_closed;
+  };
+  // Waits until the socket is readable, then peeks: end of stream or an error means the peer
+  // left; data means a pipelined request (the watch ends); nothing yet re-arms.
+  static void arm(std::shared_ptr<Watch> watch, tcp::socket& socket) {
+    socket.async_wait(tcp::socket::wait_read, [watch, &socket](beast::error_code ec) {
+      if (!watch->active) return;  // the socket may be gone: touch nothing
+      if (!ec) {
+        char byte = 0;
+        const ssize_t n =
+            ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) return;  // a pipelined request: stop watching
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          arm(watch, socket);
+          return;
+        }
+      } else if (ec == asio::error::operation_aborted) {
+        return;
+      }
+      watch->active = false;
+      if (watch->on_closed) watch->on_closed();
+    });
+  }
+
   beast::tcp_stream& stream_;
   const HttpServerOptions& options_;
+  std::shared_ptr<Watch> watch_;
   bool started_ = false;
   bool finished_ = false;
   bool broken_ = false;

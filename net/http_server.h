@@ -47,6 +47,11 @@ class ResponseStream {
   virtual void reset() = 0;
   // Sends raw bytes with no chunk framing (for fault injection of malformed framing only).
   virtual boost::asio::awaitable<bool> write_raw(std::string_view bytes) = 0;
+  // Calls on_closed once, on the connection's strand, if the peer closes or resets the
+  // connection before the handler returns: how a server learns that a client gave up while it
+  // has nothing to write yet (a queued request). Bytes from the peer (a pipelined request) end
+  // the watch silently. At most one watch per request; the default never calls.
+  virtual void watch_peer_close(std::function<void()> on_closed) { (void)on_closed; }
 };
 
 // Returns a response to send, or nullopt after streaming one through the ResponseStream.

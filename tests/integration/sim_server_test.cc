@@ -10,6 +10,7 @@
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -288,6 +289,14 @@ TEST(SimServerTest, ModelsTokenizeHealthMetricsAndErrors) {
   EXPECT_NE(metrics.body.find("model_name=\"llama-3.1-8b\""), std::string::npos);
   EXPECT_EQ(metric(metrics.body, "vllm:prompt_tokens_total"), 37);
   EXPECT_EQ(metric(metrics.body, "vllm:generation_tokens_total"), 1);
+  EXPECT_EQ(metric(metrics.body, "vllm:prefix_cache_queries_total"), 37);
+  EXPECT_EQ(metric(metrics.body, "vllm:prefix_cache_hits_total"), 0);
+  // The same prompt again: its two full 16-token blocks are cached (vLLM's counters, in tokens).
+  post(sim.port(), "/v1/completions", {{"prompt", words(37)}, {"max_tokens", 1}});
+  const std::string again = call(sim.port(), http::verb::get, "/metrics").body;
+  EXPECT_EQ(metric(again, "vllm:prefix_cache_queries_total"), 74);
+  EXPECT_EQ(metric(again, "vllm:prefix_cache_hits_total"), 32);
+  EXPECT_DOUBLE_EQ(metric(again, "vllm:gpu_prefix_cache_hit_rate"), 32.0 / 74.0);
 
   EXPECT_EQ(call(sim.port(), http::verb::get, "/nope").status, 404);
   EXPECT_EQ(call(sim.port(), http::verb::get, "/v1/completions").status, 405);
@@ -295,6 +304,37 @@ TEST(SimServerTest, ModelsTokenizeHealthMetricsAndErrors) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("maximum context length is 8192"), std::string::npos) << bad.body;
   EXPECT_EQ(post(sim.port(), "/v1/completions", {{"model", "other"}, {"prompt", "a"}}).status, 404);
+}
+
+// A client that closes its connection while its request is still running, before anything was
+// written to it (non-streaming: nothing is written until the end), frees its slot at once: the
+// simulator watches the socket, as vLLM aborts requests whose connection closed.
+TEST(SimServerTest, ClientClosingBeforeAnyWriteCancelsItsRequest) {
+  SimOptions o = fast();
+  o.time_scale = 1;  // 4000 tokens take about a minute: only a cancel ends it within the test
+  Sim sim(o);
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), sim.port()));
+  const std::string body = json({{"prompt", words(64)}, {"max_tokens", 4000}}).dump();
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  asio::write(socket, asio::buffer(request));
+  const auto running = [&] {
+    return metric(call(sim.port(), http::verb::get, "/metrics").body, "vllm:num_requests_running");
+  };
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (running() != 1 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(running(), 1);
+  socket.close();
+  while (running() != 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(running(), 0);
+  EXPECT_EQ(
+      metric(call(sim.port(), http::verb::get, "/metrics").body, "vllm:request_success_total"), 0);
 }
 
 TEST(SimServerTest, RefusesToStartWithTheNumbers) {
@@ -435,6 +475,7 @@ TEST(SimServerTest, SingleRequestReproducesItsOwnPredictionWithin3Percent) {
   // jitter; the median of three sequential requests absorbs a scheduling hiccup on a shared
   // machine.
   o.time_scale = 1;
+  o.enable_prefix_caching = false;  // the three requests send the same prompt
   Sim sim(o);
   const auto predicted = sim.server().predict_single(6000, 24);
   std::vector<Measured> runs;
@@ -490,6 +531,7 @@ constexpr int kLongContextRequests = 24;  // 24 × 2.2k tokens ≈ 53k: more tha
 LoadResult long_context_load(const std::string& hw) {
   SimOptions o = fast(hw);
   o.time_scale = 50;
+  o.enable_prefix_caching = false;  // every client sends the same prompt
   Sim sim(o);
   std::atomic<int> ok{0};
   std::vector<std::thread> clients;
