@@ -55,17 +55,18 @@ struct Measured {
   TelemetrySummary server;
 };
 
-Measured run_step(const Sim& sim, AbandonSpec abandon) {
+Measured run_step(const Sim& sim, AbandonSpec abandon, std::int32_t input_tokens = 256,
+                  double rate = 12, double duration_s = 3) {
   StepSpec s;
   s.target.base_url = "http://127.0.0.1:" + std::to_string(sim.port());
-  s.workload.input_tokens = analysis::LengthDistribution::fixed(256);
+  s.workload.input_tokens = analysis::LengthDistribution::fixed(input_tokens);
   s.workload.output_tokens = analysis::LengthDistribution::fixed(1500);
   s.workload.calibrate = false;
   s.workload.abandon = abandon;
   s.load.kind = LoadKind::kOpen;
-  s.load.rate = RateProfile::constant(12);
+  s.load.rate = RateProfile::constant(rate);
   s.load.inter_arrival = InterArrival::kConstant;
-  s.duration_s = 3;
+  s.duration_s = duration_s;
   s.drain = DrainPolicy::kCancel;
   s.seed = 21;
   TelemetryScraperOptions so;
@@ -122,6 +123,30 @@ TEST(SimAbandon, AbandonedRequestsAreCountedApartAndFreeTheirSlots) {
   EXPECT_LT(*left.server.running_mean, 0.75 * *base.server.running_mean);
   EXPECT_LT(*left.server.kv_usage_max, *base.server.kv_usage_max);
   (void)picked;
+}
+
+// Users who leave before their first token: the simulator watches the connection and drops the
+// request while it is still prefilling, so it never produces a first token (its own TTFT
+// histogram stays empty) — before, it noticed only when it wrote that token.
+TEST(SimAbandon, UsersLeavingDuringPrefillNeverGetAFirstTokenComputed) {
+  sim::SimOptions o;
+  o.hardware = "a100-80g-pcie";
+  o.model = "llama-3.1-8b";
+  o.port = 0;
+  o.seed = 3;
+  o.time_scale = 1;  // 6000 prompt tokens: three chunked-prefill steps, about 0.5 s to the token
+  o.enable_prefix_caching = false;
+  Sim sim(o);
+  const Measured left = run_step(sim, AbandonSpec{1.0, 100, 0}, 6000, 2, 2);
+  ASSERT_TRUE(left.result.fatal_error.empty()) << left.result.fatal_error;
+  EXPECT_GE(left.result.counts.abandoned, 3u);
+  for (const auto& x : left.result.samples) EXPECT_EQ(x.token_events, 0u);
+  ASSERT_TRUE(left.server.server_ttft_count);
+  EXPECT_EQ(*left.server.server_ttft_count, 0);
+  ASSERT_TRUE(left.server.running_mean);
+  std::printf("abandoned after 100 ms of a ~0.5 s prefill: %llu requests, sim first tokens %.0f\n",
+              static_cast<unsigned long long>(left.result.counts.abandoned),
+              *left.server.server_ttft_count);
 }
 
 }  // namespace
