@@ -197,6 +197,11 @@ void VirtualStep::start_request(std::int64_t t_intended) {
     deadlines_.push({now_ + d.first_token_ms * kMs, id, DeadlineKind::kFirstToken});
   if (d.total_ms > 0) deadlines_.push({now_ + d.total_ms * kMs, id, DeadlineKind::kTotal});
   in_flight_.emplace(id, std::move(r));
+  // An idle engine starts a step the moment a request arrives (SimEngineRunner wakes on it).
+  // Requests "at the same instant" never reach a real server at once: the next one arrives
+  // while this step runs and waits for the following step — as two closed-loop clients that
+  // finish together do against the real-time simulator (one prefill alone, the other after it).
+  if (!busy_) begin_step();
 }
 
 void VirtualStep::closed_slot_freed() {
