@@ -672,12 +672,15 @@ std::string prediction_check_section(const json& results) {
     const auto& m = json_member(t, "measured");
     const auto& e = json_member(t, "relative_error");
     bool first = true;
-    for (const auto& [key, name, decimals] :
-         {std::tuple{"qualified_rps", "Qualified rate (req/s)", 2},
-          std::tuple{"output_tokens_per_s", "Output tok/s", 1},
-          std::tuple{"ttft_p95_ms", "P95 TTFT (ms)", 0},
-          std::tuple{"tpot_p95_ms", "P95 TPOT (ms)", 1},
-          std::tuple{"e2e_p95_ms", "P95 E2E (ms)", 0}}) {
+    for (const auto& row : {std::tuple{"qualified_rps", "Qualified rate (req/s)", 2},
+                            std::tuple{"output_tokens_per_s", "Output tok/s", 1},
+                            std::tuple{"ttft_p95_ms", "P95 TTFT (ms)", 0},
+                            std::tuple{"tpot_p95_ms", "P95 TPOT (ms)", 1},
+                            std::tuple{"e2e_p95_ms", "P95 E2E (ms)", 0}}) {
+      // Named copies, not a structured binding: clang < 16 cannot capture bindings in lambdas.
+      const char* const key = std::get<0>(row);
+      const char* const name = std::get<1>(row);
+      const int decimals = std::get<2>(row);
       auto cell = [&](const json& side) {
         const auto v = json_number(side, key);
         return v ? format_fixed(*v, decimals) : json_string(side, "outcome", "-");

@@ -199,10 +199,14 @@ class Catalog(unittest.TestCase):
     def test_catalog_ranks_every_profile_that_fits_by_cost(self):
         plan_path = os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")
         prices = os.path.join(REPO, "deploy", "prices", "example.json")
+        # Four profiles at one and two GPUs: 8 candidates (the whole catalogue, 44, takes about
+        # 10 s in a release build but over 5 minutes under AddressSanitizer; its speed is
+        # measured in bench/RESULTS.md, and the default degrees in catalog_plan_test).
+        asked = ["a10", "rtx4090-24g", "h100-sxm", "a100-80g-sxm"]
         t0 = time.monotonic()
-        r = llmcapd("predict", "--catalog", plan_path, "--prices", prices, "--out", "cat.json")
+        r = llmcapd("predict", "--catalog", plan_path, "--prices", prices,
+                    "--hardware", ",".join(asked), "--tensor-parallel", "1,2", "--out", "cat.json")
         elapsed = time.monotonic() - t0
-        # Its speed (under 60 s on one core) is measured in bench/RESULTS.md, not here.
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         doc = load("cat.json")
         self.assertTrue(doc["predicted"])
@@ -210,19 +214,20 @@ class Catalog(unittest.TestCase):
             priced = json.load(f)["prices_per_hour"]
         ranked = [t["name"] for t in doc["targets"]]
         excluded = {e["hardware"]: e["reason"] for e in doc["catalog"]["excluded"]}
-        # Every profile appears: ranked at one tensor-parallel degree or more, or excluded with
-        # its reason.
+        # Every profile asked for appears: ranked at one tensor-parallel degree or more, or
+        # excluded with its reason.
         profiles = {n.split("-tp")[0] for n in ranked}
-        self.assertEqual(sorted(profiles | set(excluded)), sorted(priced))
-        self.assertEqual(doc["catalog"]["tensor_parallel"], [1, 2, 4, 8])
+        self.assertEqual(sorted(profiles | set(excluded)), sorted(asked))
+        self.assertEqual(doc["catalog"]["tensor_parallel"], [1, 2])
         # Llama-3.1-8B BF16 (16 GB of weights) fits every card of 24 GB and more, split or not.
-        for name in ("h100-sxm", "rtx4090-24g", "h100-sxm-tp2", "a100-80g-sxm-tp8"):
+        for name in ("h100-sxm", "rtx4090-24g", "h100-sxm-tp2", "a100-80g-sxm-tp2"):
             self.assertIn(name, ranked)
         # An instance of N GPUs is priced N times the GPU-hour.
         by_name = {t["name"]: t for t in doc["targets"]}
         self.assertAlmostEqual(by_name["h100-sxm-tp2"]["price_per_hour"],
                                2 * priced["h100-sxm"])
-        # The table lists ranks in increasing cost per million output tokens.
+        # The table lists ranks in increasing cost per million output tokens; a profile with no
+        # qualified capacity comes last, unranked, with the reason.
         costs = []
         for line in r.stdout.splitlines():
             parts = line.split()

@@ -124,6 +124,16 @@ TEST(CatalogPlan, TensorParallelDegreesThatServeThePlanArePricedPerGpu) {
   }
 }
 
+TEST(CatalogPlan, EveryProfileIsOfferedAtOneTwoFourAndEightGpusByDefault) {
+  const auto cat = build_catalog_plan(plan_for("sim://h100-sxm/llama-3.1-8b"), nullptr);
+  ASSERT_TRUE(cat.error.empty()) << cat.error;
+  // Llama-3.1-8B BF16 fits every card of the catalogue of 24 GB and more at every degree.
+  for (const char* name : {"h100-sxm", "h100-sxm-tp2", "h100-sxm-tp4", "h100-sxm-tp8"})
+    EXPECT_NE(std::find(cat.hardware.begin(), cat.hardware.end(), name), cat.hardware.end())
+        << name;
+  for (const auto& n : cat.hardware) EXPECT_EQ(n.find("-tp3"), std::string::npos) << n;
+}
+
 TEST(CatalogPlan, ErrorsNameWhatIsWrong) {
   json real = plan_for("sim://h100-sxm/llama-3.1-8b");
   real["targets"][0]["base_url"] = "http://127.0.0.1:8000";
