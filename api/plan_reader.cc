@@ -667,7 +667,8 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   // The kind decides which keys apply: with no valid kind only the common keys are read.
   std::string kind_text;
   r.one_of("kind", kind_text,
-           {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak", "trace_replay"});
+           {"concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak", "trace_replay",
+            "at_demand"});
   if (!r.has("kind")) r.error("kind", "is required");
   const std::optional<PhaseKind> kind = parse_phase_kind(kind_text);
   if (kind) p.kind = *kind;
@@ -816,6 +817,14 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
       r.error("rate_rps", "is required (a rate, or \"qualified\")");
     }
     r.number("window_s", p.window_s, 1, 3600);
+  } else if (kind == PhaseKind::kAtDemand) {
+    // The offered rate is resolved with the plan's demand (resolve_at_demand, below).
+    r.boolean("with_headroom", p.with_headroom);
+    r.number("rate_rps", p.rate_rps, 0.001, max_rate);
+    r.number("output_tokens_per_s", p.output_tokens_per_s, 0.001, 1e9);
+    if (r.has("rate_rps") && r.has("output_tokens_per_s"))
+      r.error("output_tokens_per_s",
+              "give rate_rps or output_tokens_per_s, not both (each sets the offered rate)");
   } else if (kind == PhaseKind::kTraceReplay) {
     if (r.has("speeds")) {
       p.speeds.clear();
@@ -824,6 +833,67 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   }
   if (p.name.empty() && kind) p.name = std::string(to_string(*kind));
   r.finish();
+}
+
+// at_demand (docs/plans.md, "Equal-load comparison"): the one rate every target is offered —
+// rate_rps, else output_tokens_per_s ÷ the demand's mean output tokens, else the demand's
+// requests/s — × (1 + demand.headroom) with with_headroom. Errors name the phase or its key.
+void resolve_at_demand(const TestPlan& plan, PlanPhase& p, const std::string& path,
+                       std::vector<FieldError>& errors, const PlanLimits& limits) {
+  AtDemandLoad& load = p.at_demand;
+  const bool synthetic = plan.workload.dataset_path.empty() && !plan.workload.trace;
+  if (plan.demand) {
+    load.demand_rps = plan.demand->requests_per_minute / 60;
+    load.mean_output_tokens = plan.demand->mean_output_tokens;  // 0: a dataset's, once measured
+  } else if (synthetic) {
+    load.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+  }
+  double base_rps = 0;
+  if (p.rate_rps > 0) {
+    base_rps = p.rate_rps;
+    load.source = "rate_rps";
+  } else if (p.output_tokens_per_s > 0) {
+    if (load.mean_output_tokens <= 0) {
+      errors.push_back({path + "/output_tokens_per_s",
+                        "needs a mean output length to become a request rate: give "
+                        "demand.mean_output_tokens (a dataset's or trace's lengths are known only "
+                        "once it runs), or give rate_rps instead"});
+      return;
+    }
+    base_rps = p.output_tokens_per_s / load.mean_output_tokens;
+    load.source = "output_tokens_per_s";
+  } else if (plan.demand) {
+    base_rps = load.demand_rps;
+    load.source = "demand";
+  } else {
+    errors.push_back({path,
+                      "at_demand needs a load to offer: give the plan a demand "
+                      "(demand.requests_per_minute), or give this phase rate_rps or "
+                      "output_tokens_per_s"});
+    return;
+  }
+  if (p.with_headroom) {
+    if (!plan.demand) {
+      errors.push_back(
+          {path + "/with_headroom", "needs the plan's demand (its headroom is the factor)"});
+      return;
+    }
+    load.headroom = plan.demand->headroom;
+  }
+  load.rate_rps = base_rps * (1 + load.headroom);
+  char buf[200];
+  if (load.rate_rps > limits.max_rate_rps) {
+    std::snprintf(buf, sizeof buf, "offers %g rps, above the rate limit of %g rps", load.rate_rps,
+                  limits.max_rate_rps);
+    errors.push_back({path + (load.source == "demand" ? "" : "/" + load.source), buf});
+  } else if (p.requests > 0 && static_cast<double>(p.requests) / load.rate_rps > p.max_duration_s) {
+    std::snprintf(buf, sizeof buf,
+                  "%lld requests at %g rps take %.0f s, above max_duration_s %g s (raise "
+                  "max_duration_s or lower requests)",
+                  static_cast<long long>(p.requests), load.rate_rps,
+                  static_cast<double>(p.requests) / load.rate_rps, p.max_duration_s);
+    errors.push_back({path + "/requests", buf});
+  }
 }
 
 void read_agents(const json* v, const std::string& path, PlanAgents& a,
@@ -930,6 +1000,9 @@ double phase_duration_s(const PlanPhase& p, double mean_output_tokens, double tr
     case PhaseKind::kSoak: d = step; break;
     case PhaseKind::kTraceReplay:
       for (const double speed : p.speeds) d += trace_s / speed;
+      break;
+    case PhaseKind::kAtDemand:
+      d = p.warmup_s + planned_window_s(p, p.at_demand.rate_rps, 0, mean_output_tokens);
       break;
   }
   return d * p.repeat;
@@ -1125,6 +1198,11 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
       j["rate_rps"] = p.soak_at_qualified ? json("qualified") : json(p.rate_rps);
       j["window_s"] = p.window_s;
     }
+    if (p.kind == PhaseKind::kAtDemand) {
+      j["with_headroom"] = p.with_headroom;
+      if (p.rate_rps > 0) j["rate_rps"] = p.rate_rps;
+      if (p.output_tokens_per_s > 0) j["output_tokens_per_s"] = p.output_tokens_per_s;
+    }
     phases.push_back(std::move(j));
   }
   json out{{"version", plan.version},
@@ -1308,6 +1386,10 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     if (dm.mean_output_tokens == 0 && plan.workload.dataset_path.empty() && !plan.workload.trace)
       dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
     plan.demand = dm;
+  }
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    if (plan.phases[i].kind == PhaseKind::kAtDemand)
+      resolve_at_demand(plan, plan.phases[i], "/phases/" + std::to_string(i), errors, limits);
   }
   if (const json* a = root.get("agents")) {
     PlanAgents agents;

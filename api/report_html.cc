@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "api/at_demand.h"
 #include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_tables.h"
@@ -768,6 +769,48 @@ std::string demand_section(const json& results) {
          "qualified tokens/s per instance).</p></section>";
 }
 
+// The equal-load comparison (api/at_demand.h): every target at the at_demand phase's rate.
+std::string at_demand_section(const json& results) {
+  const auto tables = at_demand_tables(results);
+  if (tables.empty()) return "";
+  std::string out = "<section id=\"at-demand\"><h2>At equal load</h2>";
+  for (const auto& t : tables) {
+    out += "<p class=\"meta\">" + esc(t.phase) +
+           (t.repeat > 0 ? esc(" (repeat " + std::to_string(t.repeat + 1) + ")") : "") +
+           ": every target offered " + esc(at_demand_load_text(t)) +
+           ", the same arrivals and prompts on each" +
+           (is_predicted(results) ? " (predicted, virtual time)" : "") + ".</p>";
+    out += "<div class=\"table-wrap\"><table class=\"at-demand-table\" data-phase=\"" +
+           esc(t.phase) + "\">" +
+           th_row({"Target", "Offered req/s", "Achieved req/s", "Output tok/s", "P95 TTFT ms",
+                   "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)",
+                   "Memory headroom GiB", "Capacity headroom", "Verdict"},
+                  "lrrrrrrrrrrl") +
+           "<tbody>";
+    for (const auto& r : t.rows) {
+      const std::string cls = r.outcome == "pass"   ? "text outcome-pass"
+                              : r.outcome == "fail" ? "text outcome-fail"
+                                                    : "text";
+      out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") +
+             td(opt_fixed(r.offered_rate_rps, 2)) + td(opt_fixed(r.achieved_rate_rps, 2)) +
+             td(opt_fixed(r.output_tokens_per_s, 1)) + td(opt_fixed(r.ttft_p95_ms, 0)) +
+             td(opt_fixed(r.tpot_p95_ms, 1)) + td(opt_fixed(r.e2e_p95_ms, 0)) +
+             td(percent(r.error_rate)) +
+             td(r.kv_cache_usage_max ? format_fixed(*r.kv_cache_usage_max * 100, 0) + "%" : "-") +
+             td(opt_fixed(r.memory_headroom_gib, 1)) +
+             td(r.capacity_headroom ? "×" + format_fixed(*r.capacity_headroom, 2) : "-") +
+             td(at_demand_verdict_text(r), cls) + "</tr>";
+    }
+    out += "</tbody></table></div>";
+  }
+  return out +
+         "<p class=\"caption\">Each target's step at the same offered rate, judged with the "
+         "plan's SLA. KV use: the target's highest KV-cache use in the step (its telemetry); "
+         "memory headroom: the KV pool left at that peak (simulated targets, whose pool is "
+         "known); capacity headroom: the target's qualified capacity ÷ the demand (with a "
+         "capacity_search). - where unknown.</p></section>";
+}
+
 std::string jobs_section(const json& results) {
   const auto& jobs = json_member(results, "jobs");
   if (!jobs.is_array() || jobs.empty()) return "";
@@ -995,6 +1038,7 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += prediction_check_section(results);
   out += comparison_section(results);
   out += demand_section(results);
+  out += at_demand_section(results);
 
   // Closed loop on the left, open loop on the right, row by row (throughput, TTFT, TPOT).
   const auto conc = load_charts(results, true);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "api/at_demand.h"
 #include "api/prediction_check.h"
 #include "api/report_format.h"
 
@@ -423,6 +424,7 @@ std::string render_markdown(const json& results) {
                                   : ""});
     }
   }
+  out += render_at_demand_markdown(results);
   out += "\n## Steps\n\n";
   out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Goodput req/s", "Output tok/s",
                     "TTFT P50/P95/P99 ms", "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate",

@@ -14,8 +14,9 @@ std::optional<E> parse_name(std::string_view s, const std::array<std::string_vie
   return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 6> kPhaseKinds = {
-    "concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak", "trace_replay"};
+constexpr std::array<std::string_view, 7> kPhaseKinds = {
+    "concurrency_sweep", "rate_sweep", "capacity_search", "burst", "soak",
+    "trace_replay",      "at_demand"};
 constexpr std::array<std::string_view, 2> kDrains = {"finish", "cancel"};
 constexpr std::array<std::string_view, 3> kArrivals = {"poisson", "constant", "gamma"};
 

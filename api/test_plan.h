@@ -107,7 +107,8 @@ enum class PhaseKind {
   kCapacitySearch,
   kBurst,
   kSoak,
-  kTraceReplay
+  kTraceReplay,
+  kAtDemand
 };
 enum class Drain { kFinish, kCancel };               // at a step's end: wait, or cancel in flight
 enum class Arrival { kPoisson, kConstant, kGamma };  // open-loop inter-arrival times
@@ -120,6 +121,16 @@ std::optional<Arrival> parse_arrival(std::string_view s);
 // Every open-loop phase kind (all but concurrency_sweep; a trace replay is open loop at the
 // trace's own times).
 inline bool is_open_loop(PhaseKind k) { return k != PhaseKind::kConcurrencySweep; }
+
+// at_demand (docs/plans.md, "Equal-load comparison"): the offered rate every target gets,
+// resolved by parse_plan() from the demand or the phase's override (not a plan key).
+struct AtDemandLoad {
+  double rate_rps = 0;            // offered to every target
+  std::string source;             // demand | rate_rps | output_tokens_per_s
+  double demand_rps = 0;          // the plan's demand.requests_per_minute / 60; 0: no demand
+  double headroom = 0;            // with_headroom: rate = base × (1 + headroom); else 0
+  double mean_output_tokens = 0;  // tokens per request for tok/s figures; 0: unknown (dataset)
+};
 
 // One phase. Its fields are what every consumer reads (the executor runs this struct): each
 // default is given here once.
@@ -156,10 +167,15 @@ struct PlanPhase {
   double observe_s = 60;
   // soak
   bool soak_at_qualified = false;
-  double rate_rps = 0;   // the soak's rate (unless soak_at_qualified)
+  double rate_rps = 0;   // the soak's rate (unless soak_at_qualified); at_demand: an override
   double window_s = 30;  // burst and soak windows
   // trace_replay: one step per speed-up of the trace's own times (2 = twice as fast)
   std::vector<double> speeds = {1};
+  // at_demand: every target at the plan's demand (× (1 + demand.headroom) with with_headroom),
+  // unless rate_rps or output_tokens_per_s (÷ the demand's mean output tokens) overrides it.
+  bool with_headroom = false;
+  double output_tokens_per_s = 0;
+  AtDemandLoad at_demand;  // resolved by parse_plan()
 };
 
 // The planned length (s) of one step's measurement window. Time mode: duration_s. Request-count

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "api/at_demand.h"
 #include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_tables.h"
@@ -35,6 +36,41 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 }
 
 }  // namespace
+
+std::string at_demand_text(const json& results) {
+  std::string out;
+  char line[512];
+  for (const auto& t : api::at_demand_tables(results)) {
+    out += "at equal load (" + t.phase +
+           (t.repeat > 0 ? ", repeat " + std::to_string(t.repeat + 1) : "") +
+           "): " + api::at_demand_load_text(t) + "; the same arrivals on every target\n";
+    std::snprintf(line, sizeof line, "  %-16s %8s %8s %10s %9s %9s %9s %6s %7s %9s %9s  %s\n",
+                  "target", "offered", "achieved", "out tok/s", "P95 TTFT", "P95 TPOT", "P95 E2E",
+                  "err%", "KV peak", "KV free", "headroom", "verdict");
+    out += line;
+    for (const auto& r : t.rows) {
+      std::snprintf(
+          line, sizeof line, "  %-16s %8s %8s %10s %9s %9s %9s %6s %7s %9s %9s  %s\n",
+          r.target.c_str(), fixed_or_dash(r.offered_rate_rps, 2).c_str(),
+          fixed_or_dash(r.achieved_rate_rps, 2).c_str(),
+          fixed_or_dash(r.output_tokens_per_s, 1).c_str(),
+          fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str(),
+          fixed_or_dash(r.tpot_p95_ms, 1, "ms").c_str(),
+          fixed_or_dash(r.e2e_p95_ms, 0, "ms").c_str(),
+          r.error_rate ? api::format_fixed(*r.error_rate * 100, 2).c_str() : "-",
+          r.kv_cache_usage_max ? (api::format_fixed(*r.kv_cache_usage_max * 100, 0) + "%").c_str()
+                               : "-",
+          fixed_or_dash(r.memory_headroom_gib, 1, "GiB").c_str(),
+          r.capacity_headroom ? ("x" + api::format_fixed(*r.capacity_headroom, 2)).c_str() : "-",
+          api::at_demand_verdict_text(r).c_str());
+      out += line;
+    }
+    out +=
+        "  (KV peak: the target's highest KV-cache use in the step; KV free: its KV pool left at "
+        "that peak; headroom: qualified capacity ÷ demand, with a capacity_search; - unknown)\n";
+  }
+  return out;
+}
 
 std::string sla_text(const json& sla) {
   std::string out;
@@ -151,6 +187,7 @@ std::string capacity_table_text(const json& results) {
       out += line;
     }
   }
+  out += at_demand_text(results);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // The qualified-capacity table printed by `llmcapd run`, `llmcapd demo` and `llmcapd report
 // --text`: one line per target, built from the same rows as every report format
-// (api/report_tables.h), then the verdict, the comparison and the demand plan. Money columns
-// carry the target's currency; a target without a price shows "-" (never a cost of 0).
+// (api/report_tables.h), then the verdict, the comparison, the demand plan and the equal-load
+// comparison. Money columns carry the target's currency; a target without a price shows "-"
+// (never a cost of 0).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -11,6 +12,11 @@
 namespace llmcap::server {
 
 std::string capacity_table_text(const nlohmann::json& results);
+
+// The equal-load comparison (results["at_demand"], api/at_demand.h), one block per at_demand
+// phase run: the load offered, then per target the figures at it; "" when there is none.
+// capacity_table_text() ends with it.
+std::string at_demand_text(const nlohmann::json& results);
 
 // `llmcapd predict --catalog`: the catalogue plan's results (server/engine/catalog_plan.h) ranked
 // by cost per million output tokens at each profile's qualified capacity (priced and qualified

@@ -19,6 +19,7 @@
 #include "analysis/target_verdict.h"
 #include "analysis/verdict.h"
 #include "analysis/windowed.h"
+#include "api/at_demand.h"
 #include "api/result_json.h"
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
@@ -169,6 +170,7 @@ class TargetRun {
   json run_burst(PhaseRun& run);
   json run_soak(PhaseRun& run);
   json run_trace_replay(PhaseRun& run);
+  json run_at_demand(PhaseRun& run);
   // An open-loop load at `rate` with the phase's arrival settings.
   static agent::LoadSpec open_load(const PlanPhase& phase, agent::RateProfile rate);
   // Request-count mode: an open-loop step at `rate` holds phase.requests in a window of
@@ -523,6 +525,7 @@ json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int r
     case PhaseKind::kBurst: extra = run_burst(run); break;
     case PhaseKind::kSoak: extra = run_soak(run); break;
     case PhaseKind::kTraceReplay: extra = run_trace_replay(run); break;
+    case PhaseKind::kAtDemand: extra = run_at_demand(run); break;
   }
   json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
   doc["steps"] = std::move(run.steps);
@@ -773,6 +776,51 @@ json TargetRun::run_trace_replay(PhaseRun& run) {
                              {"span_s", static_cast<double>(replayed.span_ns()) / kNsPerS},
                              {"skipped_rows", replayed.skipped()},
                              {"block_tokens", w.trace_block_tokens}}}};
+}
+
+// Simulated targets: the KV pool of one instance (every GPU of it) in GiB, which turns the
+// telemetry's peak KV use into free memory; nullopt for real targets (their pool is unknown).
+std::optional<double> sim_kv_pool_gib(const RunTarget& target, std::uint64_t seed) {
+  if (!EmbeddedSimulators::is_sim_url(target.base_url)) return std::nullopt;
+  auto made = EmbeddedSimulators::sim_options_for(target.base_url, target.sim_options_json, seed);
+  if (!made.options) return std::nullopt;
+  try {
+    const sim::SimModel model = sim::build_sim_model(*made.options);
+    return model.fit.kv_pool_bytes * std::max(1, model.fit.tensor_parallel) /
+           (1024.0 * 1024.0 * 1024.0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Equal-load comparison (docs/plans.md, "Equal-load comparison"): one open-loop step at the rate
+// parse_plan() resolved, the same on every target, with the same seed (step_seed depends on the
+// phase, repeat and step, never on the target), so every target gets the same arrivals and
+// prompts. A long step at one rate, judged like a soak: a pass is confirming evidence.
+json TargetRun::run_at_demand(PhaseRun& run) {
+  const PlanPhase& phase = run.phase;
+  const api::AtDemandLoad& load = phase.at_demand;
+  const double rate = load.rate_rps;
+  StepRequest step;
+  step.load = open_load(phase, agent::RateProfile::constant(rate));
+  step.duration_s = phase.duration_s;
+  step.label = "at_demand " + rate_label(rate);
+  step.params = json{{"rate_rps", rate}};
+  set_requests_window(phase, rate, step);
+  step.role = analysis::StepRole::kSoak;
+  step.planned_rate_rps = rate;
+  auto nullable = [](double v) { return v > 0 ? json(v) : json(nullptr); };
+  const auto pool_gib = sim_kv_pool_gib(target_, plan_.seed);
+  json info{{"offered_rate_rps", rate},
+            {"source", load.source},
+            {"demand_rps", nullable(load.demand_rps)},
+            {"with_headroom", phase.with_headroom},
+            {"headroom", load.headroom},
+            {"mean_output_tokens", nullable(load.mean_output_tokens)},
+            {"offered_output_tokens_per_s", nullable(rate * load.mean_output_tokens)},
+            {"kv_pool_gib", pool_gib ? json(*pool_gib) : json(nullptr)}};
+  run_step(run, std::move(step));
+  return json{{"at_demand", info}};
 }
 
 void TargetRun::adopt_stored_steps(const json& phase_doc) {
@@ -1064,7 +1112,8 @@ std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
       case PhaseKind::kRateSweep: n = static_cast<std::int64_t>(p.rates_rps.size()); break;
       case PhaseKind::kCapacitySearch: n = p.max_steps; break;
       case PhaseKind::kBurst:
-      case PhaseKind::kSoak: n = 1; break;
+      case PhaseKind::kSoak:
+      case PhaseKind::kAtDemand: n = 1; break;
       case PhaseKind::kTraceReplay: n = static_cast<std::int64_t>(p.speeds.size()); break;
     }
     per_target += n * std::max(1, p.repeat);
@@ -1161,6 +1210,10 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       comparisons.push_back(api::comparison_json(*c));
   }
   results["comparison"] = comparisons;
+  // Equal-load comparison: every target at the at_demand phase's rate, side by side.
+  if (std::any_of(plan.phases.begin(), plan.phases.end(),
+                  [](const PlanPhase& p) { return p.kind == PhaseKind::kAtDemand; }))
+    results["at_demand"] = api::at_demand_comparison(results);
   if (plan.demand && !offers.empty()) {
     analysis::Demand demand = *plan.demand;
     json basis = "plan";

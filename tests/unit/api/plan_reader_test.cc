@@ -1549,7 +1549,14 @@ class PlanSchema : public ::testing::Test {
       phase.erase("requests");
       phase.erase("max_duration_s");
     }
+    at_demand_rate_only(plan);
     return plan;
+  }
+  // at_demand's rate_rps and output_tokens_per_s exclude each other (the schema's `not`): the
+  // maximal plan keeps rate_rps.
+  static void at_demand_rate_only(json& plan) {
+    for (auto& phase : plan["phases"])
+      if (phase["kind"] == "at_demand") phase.erase("output_tokens_per_s");
   }
   json maximal_trace_plan() const { return split_maximal(true); }
   json split_maximal(bool trace) const {
@@ -1563,6 +1570,7 @@ class PlanSchema : public ::testing::Test {
     for (const auto& ph : plan["phases"])
       if ((ph["kind"] == "trace_replay") == trace) phases.push_back(ph);
     plan["phases"] = phases;
+    at_demand_rate_only(plan);
     return plan;
   }
 
@@ -1618,7 +1626,8 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     phase.erase("requests");
     phase.erase("max_duration_s");
   }
-  EXPECT_EQ(request_phases.size(), 3u);  // concurrency_sweep, rate_sweep, capacity_search
+  EXPECT_EQ(request_phases.size(),
+            4u);  // concurrency_sweep, rate_sweep, capacity_search, at_demand
   {
     json q = plan;
     q.erase("agents");  // a closed-loop request count is not split over agents
@@ -1627,7 +1636,7 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   }
   auto p = parse(plan);
   EXPECT_NO_ERRORS(p) << plan.dump(2);
-  ASSERT_EQ(plan["phases"].size(), 5u);
+  ASSERT_EQ(plan["phases"].size(), 6u);
   {
     const json g = maximal_synthetic_plan();
     EXPECT_NO_ERRORS(parse(g)) << g.dump(2);
@@ -1649,6 +1658,11 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   ASSERT_EQ(q["phases"][4]["rate_rps"], "qualified");
   q["phases"][2]["start_from"] = 2;
   q["phases"][4]["rate_rps"] = 3;
+  EXPECT_NO_ERRORS(parse(q));
+  // The other override of at_demand's rate.
+  ASSERT_EQ(q["phases"][5]["kind"], "at_demand");
+  q["phases"][5].erase("rate_rps");
+  q["phases"][5]["output_tokens_per_s"] = 360;
   EXPECT_NO_ERRORS(parse(q));
 }
 
@@ -1741,7 +1755,10 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
        "multiplier": 2, "burst_s": 5, "observe_s": 10, "window_s": 5},
       {"kind": "soak", "name": "e", "repeat": 1, "duration_s": 10, "warmup_s": 1,
        "drain": "finish", "arrival": "poisson", "burstiness": 1, "max_in_flight": 10,
-       "rate_rps": "qualified", "window_s": 5}
+       "rate_rps": "qualified", "window_s": 5},
+      {"kind": "at_demand", "name": "f", "repeat": 1, "duration_s": 10, "warmup_s": 1,
+       "drain": "finish", "arrival": "gamma", "burstiness": 2, "max_in_flight": 10,
+       "with_headroom": true, "output_tokens_per_s": 100}
     ],
     "demand": {"requests_per_minute": 90, "mean_output_tokens": 240, "headroom": 0.3,
                "hours_per_month": 730},
