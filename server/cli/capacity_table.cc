@@ -65,10 +65,11 @@ std::string at_demand_text(const json& results) {
           api::at_demand_verdict_text(r).c_str());
       out += line;
     }
+  }
+  if (!out.empty())
     out +=
         "  (KV peak: the target's highest KV-cache use in the step; KV free: its KV pool left at "
         "that peak; headroom: qualified capacity ÷ demand, with a capacity_search; - unknown)\n";
-  }
   return out;
 }
 
