@@ -18,7 +18,7 @@
 namespace llmcap::api {
 
 // The results' `at_demand`: one entry per run of an at_demand phase (phase name and repeat),
-// each with the load offered and one row per target that ran it (docs/metrics.md; the shape is
+// each with the load offered and one row per target that ran it (docs/plans.md; the shape is
 // in docs/openapi.json, Results.at_demand). An empty array when the results have no at_demand
 // phase.
 nlohmann::json at_demand_comparison(const nlohmann::json& results);
