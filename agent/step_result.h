@@ -64,6 +64,8 @@ struct StepResult {
   std::vector<analysis::RequestSample> samples;  // sorted by index
   std::vector<std::string> response_ids;         // parallel to samples: server's response id
   analysis::LogHistogram itl_ns;                 // ITL gaps of ok requests intended in the window
+  // Workload mix (WorkloadSpec::mix): the same gaps per class (index: the class), else empty.
+  std::vector<analysis::LogHistogram> itl_ns_by_class;
   std::uint64_t dropped_arrivals = 0;  // open loop: arrivals of the window refused at the cap
   std::uint64_t dropped_arrivals_warmup = 0;  // ... and those of the warm-up (reported only)
   std::vector<std::pair<std::int64_t, std::int32_t>> in_flight_series;  // (t_ns, in flight)

@@ -92,6 +92,7 @@ struct StepRun {
   StepResult result;
   LengthCalibrator calibrator;
   std::optional<PromptFactory> prompts;
+  std::vector<PromptFactory> mix_prompts;  // workload mix: one factory per class
   std::optional<Dataset> dataset;
   std::optional<DatasetCursor> cursor;
   std::optional<analysis::LengthSampler> dataset_output;
@@ -199,6 +200,13 @@ PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
     return prompts->from_blocks(index, r.input_tokens, r.output_tokens, r.hash_ids,
                                 spec.workload.trace_block_tokens, calibrator);
   }
+  if (!mix_prompts.empty()) {
+    // A workload mix: the class's own lengths and prefix (step_spec.h, mix_class_of).
+    const int c = mix_class_of(spec.workload.mix, spec.seed, index);
+    const auto& mc = spec.workload.mix[static_cast<std::size_t>(c)];
+    return mix_prompts[static_cast<std::size_t>(c)].next(
+        index, calibrator, mc.prefix_tokens > 0 ? kMixPrefixGroupBase + c : -1, mc.prefix_tokens);
+  }
   if (prompts) {
     const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, index);
     return prompts->next(
@@ -286,6 +294,11 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     const bool in_window = t_intended_abs >= window_start && t_intended_abs < window_end;
     if (sample.ok() && in_window) {
       for (const auto gap : recorder.itl_gaps_ns()) result.itl_ns.record(static_cast<double>(gap));
+      if (!result.itl_ns_by_class.empty()) {
+        auto& by_class = result.itl_ns_by_class[static_cast<std::size_t>(
+            mix_class_of(spec.workload.mix, spec.seed, index))];
+        for (const auto gap : recorder.itl_gaps_ns()) by_class.record(static_cast<double>(gap));
+      }
     }
     if (sample.ok() && prompts && item.words > 0 && sample.input_tokens >= 0) {
       calibrator.observe(item.words, sample.input_tokens);
@@ -532,7 +545,7 @@ asio::awaitable<void> StepRun::calibrate() {
     co_return;
   }
   // Two probe sizes around the planned mean give slope (tokens/word) and intercept.
-  double planned_mean = spec.workload.input_tokens.nominal_mean();
+  double planned_mean = spec.workload.planned_input_mean();
   if (trace) {
     double sum = 0;
     for (const auto& r : trace->records()) sum += r.input_tokens;
@@ -761,6 +774,11 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
   } else if (spec.workload.source == WorkloadSource::kSynthetic) {
     run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
                         spec.workload.shared_prefix_tokens, spec.seed);
+    for (std::size_t c = 0; c < spec.workload.mix.size(); ++c)
+      run.mix_prompts.emplace_back(spec.workload.mix[c].input_tokens,
+                                   spec.workload.mix[c].output_tokens, 0,
+                                   mix_class_seed(spec.seed, c));
+    run.result.itl_ns_by_class.resize(spec.workload.mix.size());
   } else {
     DatasetLimits limits;
     limits.max_bytes = spec.workload.dataset_max_bytes;

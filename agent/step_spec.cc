@@ -67,6 +67,43 @@ int prefix_group_of(const std::vector<PrefixGroup>& groups, std::uint64_t seed,
   return static_cast<int>(groups.size()) - 1;  // rounding of shares that sum to 1
 }
 
+int mix_class_of(const std::vector<MixClassSpec>& mix, std::uint64_t seed, std::uint64_t index) {
+  if (mix.empty()) return -1;
+  // splitmix64 of (seed, index) with its own salt: independent of groups, abandons and lengths.
+  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0x3c6ef372fe94f82bULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
+  double cumulative = 0;
+  for (std::size_t c = 0; c < mix.size(); ++c) {
+    cumulative += mix[c].weight;
+    if (u < cumulative) return static_cast<int>(c);
+  }
+  return static_cast<int>(mix.size()) - 1;  // rounding of weights that sum to 1
+}
+
+std::uint64_t mix_class_seed(std::uint64_t seed, std::size_t c) {
+  std::uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (c + 1) + 0x6d1c4e5b9a3f2e17ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double WorkloadSpec::planned_input_mean() const {
+  if (mix.empty()) return input_tokens.nominal_mean();
+  double sum = 0;
+  for (const auto& c : mix) sum += c.weight * c.input_tokens.nominal_mean();
+  return sum;
+}
+
+double WorkloadSpec::planned_output_mean() const {
+  if (mix.empty()) return output_tokens.nominal_mean();
+  double sum = 0;
+  for (const auto& c : mix) sum += c.weight * c.output_tokens.nominal_mean();
+  return sum;
+}
+
 TraceWindowPlan plan_trace_window(const Trace& trace, double speed, double warmup_s) {
   TraceWindowPlan out;
   if (!(speed > 0)) return out;
@@ -120,6 +157,27 @@ std::vector<std::string> validate(const StepSpec& s) {
       (w.abandon.after_ms > 0 && w.abandon.after_tokens > 0))
     e.push_back("workload.abandon: give one of after_ms and after_tokens, > 0");
   if (w.shared_prefix_tokens < 0) e.push_back("workload.shared_prefix_tokens: must be >= 0");
+  if (!w.mix.empty()) {
+    double sum = 0;
+    for (std::size_t c = 0; c < w.mix.size(); ++c) {
+      const std::string at = "workload.mix[" + std::to_string(c) + "]";
+      if (!(w.mix[c].weight > 0)) e.push_back(at + ".weight: must be > 0");
+      sum += w.mix[c].weight;
+      check_length(w.mix[c].input_tokens, at + ".input_tokens", e);
+      check_length(w.mix[c].output_tokens, at + ".output_tokens", e);
+      if (w.mix[c].prefix_tokens < 0) e.push_back(at + ".prefix_tokens: must be >= 0");
+    }
+    if (std::abs(sum - 1.0) > 1e-6) e.push_back("workload.mix: the weights must sum to 1");
+    if (w.mix.size() > kMaxMixClasses)
+      e.push_back("workload.mix: at most " + std::to_string(kMaxMixClasses) + " classes");
+    if (w.source != WorkloadSource::kSynthetic)
+      e.push_back("workload.mix: applies to synthetic prompts only");
+    if (!w.prefix_groups.empty() || w.shared_prefix_tokens > 0)
+      e.push_back(
+          "workload.mix: give prefix_tokens per class, not prefix_groups or "
+          "shared_prefix_tokens");
+  }
+
   if (!(w.default_tokens_per_word > 0))
     e.push_back("workload.default_tokens_per_word: must be > 0");
   if (auto err = RequestBuilder::check_json_object(w.extra_body_json, "workload.extra_body"))

@@ -69,6 +69,27 @@ struct PrefixGroup {
 int prefix_group_of(const std::vector<PrefixGroup>& groups, std::uint64_t seed,
                     std::uint64_t index);
 
+// workload.mix (docs/plans.md, "Workload mixes"): classes of requests with their own lengths,
+// sent together in one step; each request belongs to one class (mix_class_of()).
+struct MixClassSpec {
+  std::string name;
+  double weight = 0;  // share of requests; the classes' weights sum to 1
+  analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(256);
+  analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(128);
+  std::int32_t prefix_tokens = 0;  // > 0: every prompt of the class starts with its own prefix
+};
+
+// The class of request `index` of a step seeded `seed`, or -1 without a mix: a pure function of
+// the two (like prefix_group_of(), with its own salt), so the real and the virtual-time runs
+// pick the same classes, and the executor finds each sample's class from its index.
+int mix_class_of(const std::vector<MixClassSpec>& mix, std::uint64_t seed, std::uint64_t index);
+// The seed of class `c`'s own prompt factory (its lengths are drawn in the class's own order),
+// and the prefix group id its prefix text is made from (PromptFactory::group_prefix_text: one
+// vocabulary word apart from every workload.prefix_groups group), shared by both runners.
+std::uint64_t mix_class_seed(std::uint64_t seed, std::size_t c);
+inline constexpr int kMixPrefixGroupBase = 100;
+inline constexpr std::size_t kMaxMixClasses = 16;
+
 struct WorkloadSpec {
   WorkloadSource source = WorkloadSource::kSynthetic;
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(256);
@@ -92,6 +113,14 @@ struct WorkloadSpec {
   std::int32_t trace_block_tokens = 512;  // tokens per hash_ids block (Mooncake: 512)
   TraceWindow trace_window;               // the part of the trace replayed
   AbandonSpec abandon;
+  // Synthetic only; exclusive with prefix_groups and shared_prefix_tokens. Non-empty: each
+  // request's lengths come from its class, not from input_tokens / output_tokens.
+  std::vector<MixClassSpec> mix;
+
+  // Planned mean input / output length: the classes' weighted nominal means with a mix, else
+  // input_tokens' / output_tokens'.
+  double planned_input_mean() const;
+  double planned_output_mean() const;
 };
 
 // kTrace: open loop at the trace's own times (workload source kTrace), trace_speed times faster;

@@ -291,6 +291,71 @@ void read_lengths(const json* v, const std::string& path, analysis::LengthDistri
   if (errors.size() == before) out = d;
 }
 
+void read_sla(const json* v, const std::string& path, PlanSla& sla,
+              std::vector<FieldError>& errors);
+
+// workload.mix (docs/plans.md, "Workload mixes"): 1 to 16 named classes whose weights sum to 1.
+void read_mix(const json& v, const std::string& path, std::vector<PlanMixClass>& out,
+              std::vector<FieldError>& errors, const PlanLimits& limits) {
+  if (!v.is_array() || v.empty() || v.size() > 16) {
+    errors.push_back({path, "must be an array of 1 to 16 classes"});
+    return;
+  }
+  const auto before = errors.size();
+  std::vector<PlanMixClass> read;
+  std::set<std::string> names;
+  double sum = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    ObjectReader c(&v[i], path + "/" + std::to_string(i), errors);
+    if (!c.ok()) continue;
+    PlanMixClass mc;
+    const auto at = errors.size();
+    c.string("name", mc.name, true, 64);
+    if (c.has("name") && errors.size() == at) {
+      if (!valid_name(mc.name))
+        c.error("name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'");
+      else if (!names.insert(mc.name).second)
+        c.error("name", "duplicate class name '" + mc.name + "'");
+    }
+    const auto wat = errors.size();
+    c.number("weight", mc.weight, 0, 1, false, true);
+    if (c.has("weight") && errors.size() == wat && !(mc.weight > 0))
+      c.error("weight", "must be > 0 (leave the class out instead)");
+    sum += mc.weight;
+    if (!c.has("input_tokens")) c.error("input_tokens", "is required for each class");
+    if (!c.has("output_tokens")) c.error("output_tokens", "is required for each class");
+    read_lengths(c.get("input_tokens"), c.path("input_tokens"), mc.input_tokens, errors, limits);
+    read_lengths(c.get("output_tokens"), c.path("output_tokens"), mc.output_tokens, errors, limits);
+    c.number("prefix_tokens", mc.prefix_tokens, 1, 1'000'000, true);
+    if (const json* sla = c.get("sla")) {
+      // The class's own bounds (and error-rate limit); the rest of the SLA is the plan's.
+      PlanSla own;
+      read_sla(sla, c.path("sla"), own, errors);
+      if (sla->is_object()) {
+        for (const char* k :
+             {"ttft_from", "rate_tolerance", "max_schedule_lag_p99_ms", "min_requests", "window_s"})
+          if (sla->contains(k))
+            errors.push_back({c.path("sla") + "/" + k,
+                              "applies to the plan's sla only (a class gives latency bounds and "
+                              "max_error_rate)"});
+        bool any_bound = false;
+        for (const char* k : {"ttft_ms", "ttft_service_ms", "tpot_ms", "itl_ms", "e2e_ms"})
+          any_bound = any_bound || sla->contains(k);
+        if (any_bound) mc.sla_bounds = own.bounds;
+        if (sla->contains("max_error_rate")) mc.max_error_rate = own.max_error_rate;
+      }
+    }
+    c.finish();
+    read.push_back(std::move(mc));
+  }
+  if (errors.size() == before && std::abs(sum - 1.0) > 1e-6) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "the classes' weights must sum to 1 (they sum to %g)", sum);
+    errors.push_back({path, buf});
+  }
+  if (errors.size() == before) out = std::move(read);
+}
+
 void read_workload(const json* v, const std::string& path, PlanWorkload& w,
                    std::vector<FieldError>& errors, const PlanLimits& limits) {
   ObjectReader r(v, path, errors);
@@ -340,6 +405,15 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
       if (errors.size() == before) w.abandon = abandon;
     }
   }
+  if (const json* mix = r.get("mix")) {
+    const auto before = errors.size();
+    read_mix(*mix, r.path("mix"), w.mix, errors, limits);
+    if (errors.size() == before && !w.mix.empty()) {
+      // A target's override that gives a mix replaces the plan's prefix settings too.
+      w.shared_prefix_tokens = 0;
+      w.prefix_groups.clear();
+    }
+  }
   r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
   if (const json* groups = r.get("prefix_groups")) {
     // Prompts sharing a prefix per group (system prompts, RAG templates); synthetic prompts only.
@@ -368,6 +442,17 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
         r.error("prefix_groups", "applies to synthetic prompts only (not with dataset or trace)");
       if (errors.size() == before) w.prefix_groups = std::move(read);
     }
+  }
+  if (!w.mix.empty()) {
+    // The classes give the lengths and prefixes; a workload-level key would be ignored.
+    for (const char* k : {"input_tokens", "output_tokens", "shared_prefix_tokens", "prefix_groups"})
+      if (r.has(k))
+        r.error(k, std::string("the workload has a mix: give ") +
+                       (k[0] == 'i' || k[0] == 'o' ? k : "prefix_tokens") +
+                       " per class (mix/N/...), or leave the mix out");
+    if (!w.dataset_path.empty() || w.trace)
+      r.error(r.has("mix") ? "mix" : (w.trace ? "trace" : "dataset"),
+              "a mix applies to synthetic prompts only (not with dataset or trace)");
   }
   r.number("temperature", w.temperature, 0, 2);
   r.boolean("ignore_eos", w.ignore_eos);
@@ -1029,16 +1114,36 @@ json lengths_json(const analysis::LengthDistribution& d) {
 }
 
 json workload_json(const PlanWorkload& w) {
-  json j{{"input_tokens", lengths_json(w.input_tokens)},
-         {"output_tokens", lengths_json(w.output_tokens)},
-         {"shared_prefix_tokens", w.shared_prefix_tokens},
-         {"temperature", w.temperature},
+  json j{{"temperature", w.temperature},
          {"ignore_eos", w.ignore_eos},
          {"min_tokens", w.min_tokens},
          {"stream", w.stream},
          {"record_token_times", w.record_token_times},
          {"calibrate", w.calibrate},
          {"extra_body", json::parse(w.extra_body_json, nullptr, false)}};
+  if (w.mix.empty()) {
+    j["input_tokens"] = lengths_json(w.input_tokens);
+    j["output_tokens"] = lengths_json(w.output_tokens);
+    j["shared_prefix_tokens"] = w.shared_prefix_tokens;
+  } else {
+    json mix = json::array();
+    for (const PlanMixClass& c : w.mix) {
+      json mc{{"name", c.name},
+              {"weight", c.weight},
+              {"input_tokens", lengths_json(c.input_tokens)},
+              {"output_tokens", lengths_json(c.output_tokens)}};
+      if (c.prefix_tokens > 0) mc["prefix_tokens"] = c.prefix_tokens;
+      if (c.sla_bounds || c.max_error_rate) {
+        json sla = json::object();
+        for (const auto& b : c.sla_bounds.value_or(std::vector<PlanSlaBound>{}))
+          sla[b.metric + "_ms"]["p" + analysis::percentile_label(b.percentile)] = b.limit_ms;
+        if (c.max_error_rate) sla["max_error_rate"] = *c.max_error_rate;
+        mc["sla"] = std::move(sla);
+      }
+      mix.push_back(std::move(mc));
+    }
+    j["mix"] = std::move(mix);
+  }
   if (!w.dataset_path.empty()) j["dataset"] = {{"path", w.dataset_path}, {"mode", w.dataset_mode}};
   if (w.trace) {
     json t{{"format", w.trace->format}, {"path", w.trace->path}, {"start_s", w.trace->start_s}};
@@ -1384,7 +1489,7 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     // A dataset's output lengths are known only once it runs: 0 stays, and the executor takes
     // the measured mean (docs/plans.md, demand).
     if (dm.mean_output_tokens == 0 && plan.workload.dataset_path.empty() && !plan.workload.trace)
-      dm.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+      dm.mean_output_tokens = plan.workload.planned_output_mean();
     plan.demand = dm;
   }
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
@@ -1396,6 +1501,20 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     const auto before = errors.size();
     read_agents(a, "/agents", agents, errors, limits);
     if (errors.size() == before) plan.agents = std::move(agents);
+  }
+  // A mix's classes are found from each request's index in its step, which shards number on
+  // their own (agent/step_spec.h, mix_class_of).
+  if (plan.agents) {
+    if (!plan.workload.mix.empty())
+      errors.push_back({"/workload/mix",
+                        "a workload mix cannot be split over agents yet (remove "
+                        "agents, or run the mix from one agent)"});
+    for (std::size_t i = 0; i < plan.targets.size(); ++i)
+      if (plan.targets[i].workload && !plan.targets[i].workload->mix.empty() &&
+          plan.workload.mix.empty())
+        errors.push_back({"/targets/" + std::to_string(i) + "/workload/mix",
+                          "a workload mix cannot be split over agents yet (remove agents, or "
+                          "run the mix from one agent)"});
   }
   // Shards count their own requests: a closed-loop request-count window cannot be split. Nor
   // can a trace: every shard would replay all of it.
@@ -1414,7 +1533,7 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   // Limits over the whole plan.
   // Wall-clock estimate: simulated targets with a time_scale run that many times faster.
   double per_target = 0;
-  const double mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+  const double mean_output_tokens = plan.workload.planned_output_mean();
   const double trace_s = plan.workload.trace ? plan.workload.trace->duration_s : 0;
   for (const auto& p : plan.phases) per_target += phase_duration_s(p, mean_output_tokens, trace_s);
   double duration = plan.targets.empty() ? per_target : 0;

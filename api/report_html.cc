@@ -919,6 +919,43 @@ std::string regions_section(const json& results) {
          "figure.</p></section>";
 }
 
+// Workload mixes: each class of every mix step, with its own percentiles and verdict.
+std::string mix_section(const json& results) {
+  std::string rows;
+  for (const auto& s : step_rows(results)) {
+    for (const auto& m : s.mix) {
+      rows +=
+          "<tr>" + td(s.target, "text") + td(s.phase, "text") + td(s.label, "text") +
+          td(m.name, "text") + td(m.weight ? format_fixed(*m.weight * 100, 1) + "%" : "-") +
+          td(m.share ? format_fixed(*m.share * 100, 1) + "%" : "-") + td(opt_fixed(m.requests, 0)) +
+          td(opt_fixed(m.input_tokens_mean, 0) + " / " + opt_fixed(m.output_tokens_mean, 0)) +
+          td(opt_fixed(m.output_tokens_per_s, 1)) + td(opt_fixed(m.ttft_p50_ms, 0)) +
+          td(opt_fixed(m.ttft_p95_ms, 0)) + td(opt_fixed(m.tpot_p50_ms, 1)) +
+          td(opt_fixed(m.tpot_p95_ms, 1)) + td(opt_fixed(m.e2e_p95_ms, 0)) +
+          td(m.error_rate ? format_fixed(*m.error_rate * 100, 2) + "%" : "-") +
+          td(m.outcome.empty() ? "-" : m.outcome, "text") +
+          td(m.reasons.empty() ? std::string("-")
+                               : m.reasons.front() +
+                                     (m.reasons.size() > 1
+                                          ? " (+" + std::to_string(m.reasons.size() - 1) + " more)"
+                                          : ""),
+             "text") +
+          "</tr>";
+    }
+  }
+  if (rows.empty()) return "";
+  return "<section id=\"mix\"><h2>Workload mix: per-class results</h2><div "
+         "class=\"table-wrap\"><table id=\"mix-table\">" +
+         th_row({"Target", "Phase", "Step", "Class", "Weight", "Share", "Requests", "In/out tokens",
+                 "Output tok/s", "TTFT P50", "TTFT P95", "TPOT P50", "TPOT P95", "E2E P95",
+                 "Error rate", "Verdict", "Reasons"},
+                "llllrrrrrrrrrrrll") +
+         "<tbody>" + rows +
+         "</tbody></table></div><p class=\"caption\">Milliseconds. Each class of a mix step is "
+         "judged on its own requests (share: of the window's requests) against its SLA; the step "
+         "passes only when every class passes.</p></section>";
+}
+
 std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";
@@ -1063,6 +1100,7 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += soak_section(results);
   out += steps_section(results);
   out += regions_section(results);
+  out += mix_section(results);
   if (options.include_step_cdfs) out += cdf_section(results);
   out += hardware_section(results);
   if (options.include_plan) {

@@ -265,6 +265,39 @@ std::vector<StepRow> step_rows(const json& results) {
             r.regions.push_back(std::move(l));
           }
         }
+        const auto& mix = json_member(s, "mix");
+        if (mix.is_array()) {
+          for (const auto& c : mix) {
+            MixClassRow m;
+            const auto& cs = json_member(c, "stats");
+            m.name = json_string(c, "name");
+            m.weight = json_number(c, "weight");
+            m.share = json_number(c, "share");
+            m.requests = json_number(json_member(cs, "counts"), "intended");
+            m.input_tokens_mean = json_number(c, "input_tokens_mean");
+            m.output_tokens_mean = json_number(c, "output_tokens_mean");
+            m.output_tokens_per_s = json_number(cs, "output_tokens_per_s");
+            m.ttft_p50_ms = json_number(json_member(cs, "ttft_ms"), "p50");
+            m.ttft_p95_ms = json_number(json_member(cs, "ttft_ms"), "p95");
+            m.tpot_p50_ms = json_number(json_member(cs, "tpot_ms"), "p50");
+            m.tpot_p95_ms = json_number(json_member(cs, "tpot_ms"), "p95");
+            m.itl_p95_ms = json_number(json_member(cs, "itl_ms"), "p95");
+            m.e2e_p50_ms = json_number(json_member(cs, "e2e_ms"), "p50");
+            m.e2e_p95_ms = json_number(json_member(cs, "e2e_ms"), "p95");
+            m.error_rate = json_number(cs, "error_rate");
+            const auto& cv = json_member(c, "verdict");
+            m.outcome = json_string(cv, "outcome");
+            const auto& creasons = json_member(cv, "reasons");
+            if (creasons.is_array()) {
+              for (const auto& reason : creasons) {
+                const auto status = json_string(reason, "status");
+                if (status == "missed" || status == "not_evaluated")
+                  m.reasons.push_back(json_string(reason, "text", json_string(reason, "code")));
+              }
+            }
+            r.mix.push_back(std::move(m));
+          }
+        }
         r.error_rate = json_number(st, "error_rate");
         r.goodput_rps = json_number(st, "goodput_rps");
         r.sla_attainment = json_number(st, "sla_attainment");
@@ -451,6 +484,7 @@ std::string render_markdown(const json& results) {
                          opt_fixed(r.e2e_p50_ms, 0) + " / " + opt_fixed(r.e2e_p95_ms, 0)});
     }
   }
+  out += render_mix_markdown(results);
   if (!regions.empty()) {
     out += "\n## Client-side latency per region\n\n";
     out += md_header({"Target", "Phase", "Step", "Region", "Requests", "TTFT P50/P95 ms",
@@ -459,6 +493,32 @@ std::string render_markdown(const json& results) {
     out += regions;
   }
   return out;
+}
+
+std::string render_mix_markdown(const json& results) {
+  std::string rows;
+  for (const auto& s : step_rows(results)) {
+    for (const auto& m : s.mix) {
+      rows +=
+          md_row({s.target, s.phase, s.label, m.name, percent(m.weight) + " / " + percent(m.share),
+                  opt_fixed(m.requests, 0),
+                  opt_fixed(m.input_tokens_mean, 0) + " / " + opt_fixed(m.output_tokens_mean, 0),
+                  opt_fixed(m.output_tokens_per_s, 1),
+                  opt_fixed(m.ttft_p50_ms, 0) + " / " + opt_fixed(m.ttft_p95_ms, 0),
+                  opt_fixed(m.tpot_p50_ms, 1) + " / " + opt_fixed(m.tpot_p95_ms, 1),
+                  opt_fixed(m.e2e_p95_ms, 0), percent(m.error_rate),
+                  m.outcome.empty() ? "-" : m.outcome, join(m.reasons, "; ")});
+    }
+  }
+  if (rows.empty()) return "";
+  return "\n## Workload mix: per-class results\n\nEach class of a mix step judged on its own "
+         "requests against its SLA; the step passes only when every class passes "
+         "(docs/plans.md, \"Workload mixes\").\n\n" +
+         md_header({"Target", "Phase", "Step", "Class", "Weight / share", "Requests",
+                    "In/out tokens", "Output tok/s", "TTFT P50/P95 ms", "TPOT P50/P95 ms",
+                    "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
+                   "llllrrrrrrrrll") +
+         rows;
 }
 
 std::vector<RegionLatency> region_table(const StepRow& step) {

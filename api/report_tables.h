@@ -69,6 +69,22 @@ struct RegionLatency {
   std::optional<double> ttft_p50_ms, ttft_p95_ms, tpot_p50_ms, tpot_p95_ms, e2e_p50_ms, e2e_p95_ms;
 };
 
+// One class of a workload-mix step (the step's "mix", docs/plans.md "Workload mixes"): its
+// share of the window's requests, its own percentiles and its own verdict.
+struct MixClassRow {
+  std::string name;
+  std::optional<double> weight;  // planned share
+  std::optional<double> share;   // share of the window's requests
+  std::optional<double> requests;
+  std::optional<double> input_tokens_mean, output_tokens_mean;  // planned
+  std::optional<double> output_tokens_per_s;
+  std::optional<double> ttft_p50_ms, ttft_p95_ms, tpot_p50_ms, tpot_p95_ms, itl_p95_ms;
+  std::optional<double> e2e_p50_ms, e2e_p95_ms;
+  std::optional<double> error_rate;
+  std::string outcome;
+  std::vector<std::string> reasons;  // the class's missed / not-evaluated checks
+};
+
 // One measured step of one target (all phases), with its verdict and the reasons that decided
 // it (missed / not-evaluated checks; "all checks held" for a clean pass).
 struct StepRow {
@@ -91,6 +107,7 @@ struct StepRow {
   std::string outcome;                 // "pass" | "fail" | "inconclusive" | ""
   std::vector<std::string> reasons;    // human texts
   std::vector<RegionLatency> regions;  // scale-out with region labels; else empty
+  std::vector<MixClassRow> mix;        // workload-mix steps: one row per class; else empty
 };
 
 struct DemandRow {
@@ -107,6 +124,9 @@ struct DemandRow {
 std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
 std::vector<StepRow> step_rows(const nlohmann::json& results);
 std::vector<DemandRow> demand_rows(const nlohmann::json& results);
+// "## Workload mix: per-class results" with one row per class of every mix step ("" when the
+// job has no mix step).
+std::string render_mix_markdown(const nlohmann::json& results);
 
 // "12.00 rps (achieved 11.93)" (offered, open loop; the achieved rate only with_achieved) /
 // "c=8" (closed loop) / "-"; "≥ 12.00 rps, not confirmed" for best evidence short of a

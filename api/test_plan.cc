@@ -48,4 +48,18 @@ double planned_window_s(const PlanPhase& p, double rate_rps, std::int32_t concur
   return std::min(window_s, p.max_duration_s);
 }
 
+double PlanWorkload::planned_input_mean() const {
+  if (mix.empty()) return input_tokens.nominal_mean();
+  double sum = 0;
+  for (const auto& c : mix) sum += c.weight * c.input_tokens.nominal_mean();
+  return sum;
+}
+
+double PlanWorkload::planned_output_mean() const {
+  if (mix.empty()) return output_tokens.nominal_mean();
+  double sum = 0;
+  for (const auto& c : mix) sum += c.weight * c.output_tokens.nominal_mean();
+  return sum;
+}
+
 }  // namespace llmcap::api

@@ -37,6 +37,21 @@ struct PlanPrefixGroup {
   std::int32_t prefix_tokens = 0;  // length of the group's common prefix
 };
 
+struct PlanSlaBound;  // below, with the plan's SLA
+
+// workload.mix (docs/plans.md, "Workload mixes"): one class of requests of a mixed workload.
+struct PlanMixClass {
+  std::string name;   // unique in the mix; a-z, 0-9, '_', '.', '-'
+  double weight = 0;  // share of requests; the weights sum to 1
+  analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
+  analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
+  std::int32_t prefix_tokens = 0;  // > 0: the class's prompts share a prefix this long
+  // The class's own SLA (its "sla" key): latency bounds that replace the plan's for this class
+  // (nullopt: the plan's), and its error-rate limit (nullopt: the plan's).
+  std::optional<std::vector<PlanSlaBound>> sla_bounds;
+  std::optional<double> max_error_rate;
+};
+
 struct PlanWorkload {
   analysis::LengthDistribution input_tokens = analysis::LengthDistribution::fixed(1024);
   analysis::LengthDistribution output_tokens = analysis::LengthDistribution::fixed(256);
@@ -55,6 +70,11 @@ struct PlanWorkload {
   bool calibrate = true;
   std::optional<PlanTrace> trace;      // requests from a trace instead of the distributions
   std::optional<PlanAbandon> abandon;  // absent: no request is abandoned
+  std::vector<PlanMixClass> mix;       // empty: one class (input_tokens / output_tokens)
+
+  // Planned mean lengths: the classes' weighted nominal means with a mix.
+  double planned_input_mean() const;
+  double planned_output_mean() const;
 };
 
 struct PlanTarget {

@@ -58,6 +58,22 @@ std::string step_result_text(const json& step) {
                     ? " (partial)"
                     : "");
   std::string out = line;
+  const json& mix = api::json_member(step, "mix");
+  if (mix.is_array()) {
+    // A workload mix: one line per class with its own percentiles and verdict.
+    for (const auto& c : mix) {
+      const json& cs = api::json_member(c, "stats");
+      std::snprintf(line, sizeof line,
+                    "        class %-12s %5.1f%% of requests: TTFT p50/p95 %.0f/%.0f ms, TPOT p95 "
+                    "%.1f ms, E2E p95 %.0f ms, err %.2f%%  %s\n",
+                    api::json_string(c, "name").c_str(),
+                    api::json_number(c, "share").value_or(0) * 100, ms(cs, "ttft_ms", "p50"),
+                    ms(cs, "ttft_ms", "p95"), ms(cs, "tpot_ms", "p95"), ms(cs, "e2e_ms", "p95"),
+                    api::json_number(cs, "error_rate").value_or(0) * 100,
+                    api::json_string(api::json_member(c, "verdict"), "outcome", "?").c_str());
+      out += line;
+    }
+  }
   const json& reasons = api::json_member(v, "reasons");
   if (reasons.is_array()) {
     for (const auto& r : reasons)

@@ -32,6 +32,9 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
     s.trace_window.duration_s = w.trace->duration_s;
     s.trace_window.max_requests = w.trace->max_requests;
   }
+  for (const api::PlanMixClass& c : w.mix)
+    s.mix.push_back(
+        agent::MixClassSpec{c.name, c.weight, c.input_tokens, c.output_tokens, c.prefix_tokens});
   if (w.abandon) {
     s.abandon.share = w.abandon->share;
     s.abandon.after_ms = w.abandon->after_ms;
@@ -105,6 +108,26 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
     out.sla.max_schedule_lag_p99_ms = *p.sla.max_schedule_lag_p99_ms;
   if (p.sla.min_requests) out.sla.min_requests = static_cast<std::uint64_t>(*p.sla.min_requests);
   if (auto err = analysis::validate(out.sla)) return "/sla: " + *err;
+
+  // Workload mixes: each class is judged against the plan's SLA with its own bounds and error
+  // limit where it gives them (docs/plans.md, "Workload mixes").
+  for (std::size_t t = 0; t < p.targets.size(); ++t) {
+    const auto& w = p.targets[t].workload ? *p.targets[t].workload : p.workload;
+    RunTarget& rt = out.targets[t];
+    for (const api::PlanMixClass& c : w.mix) {
+      analysis::SlaSpec sla = out.sla;
+      if (c.sla_bounds) {
+        sla.bounds.clear();
+        for (const auto& b : *c.sla_bounds) {
+          const auto metric = analysis::parse_sla_metric(b.metric);
+          if (!metric) return "/workload/mix: unknown metric " + b.metric;
+          sla.bounds.push_back({*metric, b.percentile, b.limit_ms});
+        }
+      }
+      if (c.max_error_rate) sla.max_error_rate = *c.max_error_rate;
+      rt.mix_slas.push_back(std::move(sla));
+    }
+  }
 
   out.deadlines.connect_ms = p.timeouts.connect_ms;
   out.deadlines.first_token_ms = p.timeouts.first_token_ms;

@@ -92,6 +92,12 @@ void expand(agent::StepResult& r, double k) {
   for (const auto& b : r.itl_ns.buckets())
     itl.record(analysis::LogHistogram::bucket_value(b.index) * k, b.count);
   r.itl_ns = itl;
+  for (auto& by_class : r.itl_ns_by_class) {
+    analysis::LogHistogram scaled;
+    for (const auto& b : by_class.buckets())
+      scaled.record(analysis::LogHistogram::bucket_value(b.index) * k, b.count);
+    by_class = scaled;
+  }
   for (auto& [t, n] : r.in_flight_series) scale(t);
   scale(r.window_start_ns);
   scale(r.window_end_ns);
@@ -100,10 +106,17 @@ void expand(agent::StepResult& r, double k) {
   // judge the load generator, which ran in real time (a 3 ms hiccup is 3 ms at any k).
 }
 
+// A workload mix's class in one step: its requests' statistics and its own verdict.
+struct MixClassRecord {
+  analysis::StepStats stats;
+  analysis::StepVerdict verdict;
+};
+
 // One judged step, kept for the target's capacity and the phase analyses.
 struct StepRecord {
   analysis::JudgedStep judged;
   analysis::StepVerdict verdict;
+  std::vector<MixClassRecord> classes;           // workload mix: one per class, else empty
   std::vector<analysis::RequestSample> samples;  // kept only for burst/soak analyses
   std::vector<analysis::InFlightPoint> in_flight;
 };
@@ -146,6 +159,7 @@ class TargetRun {
     agent::TelemetryResult telemetry;
     std::string metrics_url;  // "" when the target's telemetry was not scraped
     std::int64_t clock_lost_ns = 0;
+    std::uint64_t seed = 0;  // the step's (assigns a workload mix's classes)
   };
   // What a step asks of the load generator.
   struct StepRequest {
@@ -181,7 +195,7 @@ class TargetRun {
     step.window_requests = phase.requests;
     step.params["requests"] = phase.requests;
   }
-  double mean_output_tokens() const { return target_.workload.output_tokens.nominal_mean(); }
+  double mean_output_tokens() const { return target_.workload.planned_output_mean(); }
 
   // Runs one step: build its spec, measure, judge, document, hand it to the sink. nullopt when
   // it was cancelled before it produced anything, it failed (run.error), or the sink failed.
@@ -194,6 +208,9 @@ class TargetRun {
   std::optional<Measured> measure(PhaseRun& run, const StepContext& ctx,
                                   const agent::StepSpec& spec);
   StepRecord judge(const Measured& m, const StepRequest& request) const;
+  // Workload mix: each class's statistics and verdict from the step's input, and the step's
+  // verdict combined from them (docs/plans.md, "Workload mixes").
+  void judge_mix(const Measured& m, const analysis::StepInput& input, StepRecord& record) const;
   json document(const StepContext& ctx, const PhaseRun& run, const StepRequest& request,
                 const StepRecord& record, const Measured& m) const;
   double time_scale() const { return target_.time_scale > 0 ? target_.time_scale : 1.0; }
@@ -274,6 +291,7 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
                                                       const agent::StepSpec& spec) {
   const double k = time_scale();
   Measured m;
+  m.seed = spec.seed;
   // Target telemetry (docs/metrics.md §8.2: the reason behind a verdict must be visible): the
   // plan's metrics_url, or the embedded simulator's own /metrics.
   m.metrics_url = target_.metrics_url;
@@ -367,13 +385,101 @@ StepRecord TargetRun::judge(const Measured& m, const StepRequest& request) const
 
   StepRecord record;
   record.judged.stats = analysis::compute_step_stats(input);
-  record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
+  if (target_.workload.mix.empty()) {
+    record.verdict = analysis::judge_step(record.judged.stats, plan_.sla);
+  } else {
+    judge_mix(m, input, record);
+  }
   record.judged.outcome =
       result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
   record.judged.role = request.role;
   record.judged.planned_rate_rps = request.planned_rate_rps;
   if (request.keep_samples) record.in_flight = std::move(input.in_flight);
   return record;
+}
+
+void TargetRun::judge_mix(const Measured& m, const analysis::StepInput& input,
+                          StepRecord& record) const {
+  const auto& mix = target_.workload.mix;
+  const agent::StepResult& result = m.result;
+  // Each sample's class from its index (agent/step_spec.h, mix_class_of).
+  std::vector<std::vector<analysis::RequestSample>> samples(mix.size());
+  std::vector<std::uint64_t> in_window(mix.size(), 0);
+  std::uint64_t window_total = 0;
+  for (const auto& s : result.samples) {
+    const auto c = static_cast<std::size_t>(agent::mix_class_of(mix, m.seed, s.index));
+    samples[c].push_back(s);
+    if (s.t_intended_ns >= result.window_start_ns && s.t_intended_ns < result.window_end_ns) {
+      ++in_window[c];
+      ++window_total;
+    }
+  }
+  // The whole step: the load rules (rates, backlog, client, sample count, errors up to the
+  // loosest class's limit). Latency is judged per class, each against its own bounds: a mixture
+  // whose every class holds "P95 <= L" holds it too, so whole-step bounds would add nothing.
+  analysis::SlaSpec whole = plan_.sla;
+  whole.bounds.clear();
+  for (const auto& sla : target_.mix_slas)
+    whole.max_error_rate = std::max(whole.max_error_rate, sla.max_error_rate);
+  record.verdict = analysis::judge_step(record.judged.stats, whole);
+  analysis::StepVerdict combined = record.verdict;
+  std::uint64_t met_slo = 0;
+  for (std::size_t c = 0; c < mix.size(); ++c) {
+    const analysis::SlaSpec& sla = c < target_.mix_slas.size() ? target_.mix_slas[c] : plan_.sla;
+    analysis::StepInput in;
+    in.samples = samples[c];
+    in.window_start_ns = input.window_start_ns;
+    in.window_end_ns = input.window_end_ns;
+    // The class's share of the offered load is its share of the window's arrivals (exact: the
+    // classes are known per request), so the rate checks judge the class's own completions.
+    const double share = window_total > 0
+                             ? static_cast<double>(in_window[c]) / static_cast<double>(window_total)
+                             : mix[c].weight;
+    in.offered_rate_rps = input.offered_rate_rps * share;
+    in.concurrency = input.concurrency;
+    if (c < result.itl_ns_by_class.size()) in.itl_ns = result.itl_ns_by_class[c];
+    in.client_cpu_utilisation = input.client_cpu_utilisation;
+    in.time_scale = input.time_scale;
+    in.target_clock_lost_ns = input.target_clock_lost_ns;
+    in.target_clock_span_ns = input.target_clock_span_ns;
+    in.sla = sla;
+    // Dropped arrivals and the backlog belong to the whole step (judged above).
+    MixClassRecord cr;
+    cr.stats = analysis::compute_step_stats(in);
+    cr.verdict = analysis::judge_step(cr.stats, sla);
+    for (auto& reason : cr.verdict.reasons) {
+      if (reason.kind != analysis::CheckKind::kBacklog) continue;
+      reason.status = analysis::CheckStatus::kNotApplicable;  // the in-flight count is shared
+      reason.text = "in-flight trend: judged on the whole step";
+    }
+    met_slo += cr.stats.met_slo;
+    // A mix step passes only when every class passes: a class fail fails it, else a class
+    // inconclusive (too few requests, client-bound, no data for a bound) makes it inconclusive.
+    const auto rank = [](analysis::Outcome o) {
+      return o == analysis::Outcome::kFail ? 2 : o == analysis::Outcome::kInconclusive ? 1 : 0;
+    };
+    if (rank(cr.verdict.outcome) > rank(combined.outcome)) combined.outcome = cr.verdict.outcome;
+    combined.client_bound = combined.client_bound || cr.verdict.client_bound;
+    combined.insufficient_samples =
+        combined.insufficient_samples || cr.verdict.insufficient_samples;
+    for (const auto& reason : cr.verdict.reasons) {
+      if (reason.status != analysis::CheckStatus::kMissed &&
+          reason.status != analysis::CheckStatus::kNotEvaluated)
+        continue;
+      analysis::VerdictReason r = reason;
+      r.code = mix[c].name + ":" + r.code;
+      r.text = "[" + mix[c].name + "] " + r.text;
+      combined.reasons.push_back(std::move(r));
+    }
+    record.classes.push_back(std::move(cr));
+  }
+  // Goodput: requests that met their own class's SLOs.
+  auto& st = record.judged.stats;
+  st.met_slo = met_slo;
+  st.goodput_rps = st.window_s > 0 ? static_cast<double>(met_slo) / st.window_s : 0;
+  const double eligible = static_cast<double>(st.intended - st.abandoned + st.dropped_arrivals);
+  st.sla_attainment = eligible > 0 ? static_cast<double>(met_slo) / eligible : 0;
+  record.verdict = std::move(combined);
 }
 
 json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const StepRequest& request,
@@ -423,6 +529,26 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
+  if (!record.classes.empty()) {
+    // Workload mix: each class's statistics and verdict (docs/plans.md, "Workload mixes").
+    json classes = json::array();
+    const auto& mix = target_.workload.mix;
+    std::uint64_t total = 0;
+    for (const auto& c : record.classes) total += c.stats.intended;
+    for (std::size_t c = 0; c < record.classes.size() && c < mix.size(); ++c) {
+      const auto& cr = record.classes[c];
+      classes.push_back(json{{"name", mix[c].name},
+                             {"weight", mix[c].weight},
+                             {"share", total > 0 ? json(static_cast<double>(cr.stats.intended) /
+                                                        static_cast<double>(total))
+                                                 : json(nullptr)},
+                             {"input_tokens_mean", mix[c].input_tokens.nominal_mean()},
+                             {"output_tokens_mean", mix[c].output_tokens.nominal_mean()},
+                             {"stats", api::step_stats_json(cr.stats)},
+                             {"verdict", api::verdict_json(cr.verdict)}});
+    }
+    step_json["mix"] = std::move(classes);
+  }
   if (request.window_requests > 0) {
     // Request-count steps: true when max_duration_s ended the window before it held
     // `requests` (dropped arrivals were intended too).
@@ -989,13 +1115,22 @@ json TargetRun::run(std::string& error, bool& cancelled) {
     best_evidence["basis"] = verdict.basis;
   }
   json workload{
-      {"input_tokens_mean", target_.workload.input_tokens.nominal_mean()},
-      {"output_tokens_mean", target_.workload.output_tokens.nominal_mean()},
+      {"input_tokens_mean", target_.workload.planned_input_mean()},
+      {"output_tokens_mean", target_.workload.planned_output_mean()},
       {"source", target_.workload.source == agent::WorkloadSource::kSynthetic ? "synthetic"
                  : target_.workload.source == agent::WorkloadSource::kTrace   ? "trace"
                                                                               : "dataset"},
       {"overridden", target_.workload_overridden},
       {"measured", measured_lengths()}};
+  if (!target_.workload.mix.empty()) {
+    json mix = json::array();
+    for (const auto& c : target_.workload.mix)
+      mix.push_back(json{{"name", c.name},
+                         {"weight", c.weight},
+                         {"input_tokens_mean", c.input_tokens.nominal_mean()},
+                         {"output_tokens_mean", c.output_tokens.nominal_mean()}});
+    workload["mix"] = std::move(mix);
+  }
   if (target_.workload.source != agent::WorkloadSource::kSynthetic) {
     // A dataset's lengths are what its requests measured (usage), not the plan's defaults.
     const json& m = workload["measured"];

@@ -22,6 +22,9 @@ struct RunTarget {
   agent::TargetSpec spec;        // base_url resolved by the executor for sim:// targets
   agent::WorkloadSpec workload;  // the plan's workload or this target's override
   bool workload_overridden = false;
+  // Workload mix (workload.mix): the SLA each class is judged against, parallel to
+  // workload.mix (the plan's, with the class's bounds and error limit where it gives them).
+  std::vector<analysis::SlaSpec> mix_slas;
   std::string hardware_json = "{}";      // hardware/engine record from the plan
   std::string precision;                 // e.g. "bf16" (hardware.precision or sim dtype)
   std::optional<double> price_per_hour;  // absent: not priced

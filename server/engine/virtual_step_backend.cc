@@ -67,7 +67,15 @@ class VirtualStep {
         arrivals_(spec.load.rate, spec.load.inter_arrival, spec.load.burstiness,
                   spec.seed ^ 0xa5a5a5a5ULL),
         tick_every_(std::max<std::int64_t>(1, spec.in_flight_sample_ms) * kMs),
-        telemetry_every_(std::max<std::int64_t>(1, to_ns(telemetry_interval_s))) {}
+        telemetry_every_(std::max<std::int64_t>(1, to_ns(telemetry_interval_s))) {
+    // A workload mix draws each class's lengths from its own factory, seeded as the real
+    // runner's (agent/step_runner.cc), so both see the same lengths for the same request.
+    for (std::size_t c = 0; c < spec.workload.mix.size(); ++c)
+      mix_prompts_.emplace_back(spec.workload.mix[c].input_tokens,
+                                spec.workload.mix[c].output_tokens, 0,
+                                agent::mix_class_seed(spec.seed, c));
+    result_.itl_ns_by_class.resize(spec.workload.mix.size());
+  }
 
   agent::StepResult run(const std::stop_token& stop, agent::TelemetryResult& telemetry);
 
@@ -84,7 +92,9 @@ class VirtualStep {
   // In-flight series and telemetry ticks up to t, from the state since the last event.
   void sample_until(std::int64_t t);
   std::int64_t next_event() const;
-  // The block hashes of prefix `key` (0: shared_prefix_tokens, g + 1: group g) of `tokens`
+  static constexpr int kMixKeyBase = 1000;
+  // The block hashes of prefix `key` (0: shared_prefix_tokens, g + 1: group g, kMixKeyBase + c:
+  // mix class c) of `tokens`
   // tokens: stand-in token ids unique to the key, hashed as the simulator hashes a prompt.
   const std::vector<std::uint64_t>& prefix_hashes(int key, std::int64_t tokens);
 
@@ -94,6 +104,7 @@ class VirtualStep {
   const sim::SimOptions& options_;
   std::uint64_t& next_engine_id_;
   agent::PromptFactory prompts_;
+  std::vector<agent::PromptFactory> mix_prompts_;  // workload mix: one factory per class
   agent::ArrivalProcess arrivals_;
   agent::StepResult result_;
   agent::TelemetryResult* telemetry_ = nullptr;
@@ -143,7 +154,10 @@ const std::vector<std::uint64_t>& VirtualStep::prefix_hashes(int key, std::int64
 void VirtualStep::start_request(std::int64_t t_intended) {
   const std::uint64_t index = next_index_++;
   ++result_.counts.sent;
-  const agent::PlannedLengths lengths = prompts_.next_lengths();
+  const int mix_class = agent::mix_class_of(spec_.workload.mix, spec_.seed, index);
+  const agent::PlannedLengths lengths =
+      mix_class >= 0 ? mix_prompts_[static_cast<std::size_t>(mix_class)].next_lengths()
+                     : prompts_.next_lengths();
   RequestSample s;
   s.index = index;
   s.t_intended_ns = t_intended;
@@ -156,9 +170,15 @@ void VirtualStep::start_request(std::int64_t t_intended) {
   // others: its full blocks' hashes go to the engine, as the real simulator's tokenizer would
   // produce them for the factory's text, so predicted prefix-cache hits match measured ones.
   const int group = agent::prefix_group_of(spec_.workload.prefix_groups, spec_.seed, index);
-  const std::int64_t shared =
+  std::int64_t shared =
       group >= 0 ? spec_.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
                  : spec_.workload.shared_prefix_tokens;
+  // A mix class's prefix has its own key (kMixKeyBase + class), apart from the groups'.
+  int prefix_key = group + 1;
+  if (mix_class >= 0) {
+    shared = spec_.workload.mix[static_cast<std::size_t>(mix_class)].prefix_tokens;
+    prefix_key = kMixKeyBase + mix_class;
+  }
   const std::int64_t prompt = std::max<std::int64_t>({1, lengths.input_tokens, shared + 1});
   const std::int64_t max_tokens =
       lengths.output_tokens > 0 ? lengths.output_tokens : options_.default_max_tokens;
@@ -179,7 +199,7 @@ void VirtualStep::start_request(std::int64_t t_intended) {
     deadlines_.push({now_ + kRefusalRoundTripNs, id, DeadlineKind::kTotal});
     return;
   }
-  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens, prefix_hashes(group + 1, shared)})) {
+  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens, prefix_hashes(prefix_key, shared)})) {
     s.error = ErrorClass::kTruncated;
     s.error_message = "the simulated engine cannot hold this request's KV cache";
     s.t_end_ns = now_ + kRefusalRoundTripNs;
@@ -239,8 +259,14 @@ void VirtualStep::finish(std::uint64_t id, ErrorClass error, std::string message
     }
     ++result_.counts.ok;
     result_.counts.output_tokens += static_cast<std::uint64_t>(r.generated);
-    if (r.in_window)
+    if (r.in_window) {
       for (const auto g : r.gaps) result_.itl_ns.record(static_cast<double>(g));
+      if (!result_.itl_ns_by_class.empty()) {
+        auto& by_class = result_.itl_ns_by_class[static_cast<std::size_t>(
+            agent::mix_class_of(spec_.workload.mix, spec_.seed, s.index))];
+        for (const auto g : r.gaps) by_class.record(static_cast<double>(g));
+      }
+    }
   } else if (s.error == ErrorClass::kCancelled) {
     ++result_.counts.cancelled;
   } else {

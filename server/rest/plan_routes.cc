@@ -41,8 +41,7 @@ std::vector<std::string> memory_warnings(const api::TestPlan& plan) {
     analysis::MemoryFitInput in;
     in.dtype = analysis::parse_dtype(t.precision.empty() ? "bf16" : t.precision)
                    .value_or(analysis::Dtype::kBf16);
-    in.context_tokens =
-        static_cast<std::int64_t>(w.input_tokens.nominal_mean() + w.output_tokens.nominal_mean());
+    in.context_tokens = static_cast<std::int64_t>(w.planned_input_mean() + w.planned_output_mean());
     in.concurrency = concurrency;
     const auto fit = analysis::estimate_memory_fit(*model, *hw, in);
     if (!fit.fits) out.push_back("target " + t.name + ": " + fit.explanation);

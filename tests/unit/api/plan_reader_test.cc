@@ -102,6 +102,91 @@ TEST(PlanReader, PrefixGroupKeys) {
   EXPECT_ERROR(parse(j), "/targets/0/sim/enable_prefix_caching", "");
 }
 
+TEST(PlanReader, WorkloadMixKeys) {
+  json j = minimal();
+  j["workload"] = json::parse(R"({"mix": [
+    {"name": "chat", "weight": 0.7, "input_tokens": 256, "output_tokens": 256},
+    {"name": "rag", "weight": 0.2, "input_tokens": {"distribution": "uniform", "low": 2000,
+     "high": 4000}, "output_tokens": 128, "prefix_tokens": 1024,
+     "sla": {"ttft_ms": {"p95": 3000}, "max_error_rate": 0.02}},
+    {"name": "summarise", "weight": 0.1, "input_tokens": 6000, "output_tokens": 512,
+     "sla": {"max_error_rate": 0.05}}]})");
+  j["demand"] = {{"requests_per_minute", 60}};
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  const auto& mix = p.plan->workload.mix;
+  ASSERT_EQ(mix.size(), 3u);
+  EXPECT_EQ(mix[1].name, "rag");
+  EXPECT_DOUBLE_EQ(mix[1].input_tokens.nominal_mean(), 3000);
+  EXPECT_EQ(mix[1].prefix_tokens, 1024);
+  ASSERT_TRUE(mix[1].sla_bounds);
+  ASSERT_EQ(mix[1].sla_bounds->size(), 1u);
+  EXPECT_EQ((*mix[1].sla_bounds)[0].metric, "ttft");
+  EXPECT_DOUBLE_EQ((*mix[1].sla_bounds)[0].limit_ms, 3000);
+  EXPECT_DOUBLE_EQ(mix[1].max_error_rate.value_or(0), 0.02);
+  EXPECT_FALSE(mix[2].sla_bounds);  // only an error limit: the plan's bounds
+  EXPECT_DOUBLE_EQ(mix[2].max_error_rate.value_or(0), 0.05);
+  EXPECT_FALSE(mix[0].sla_bounds || mix[0].max_error_rate);
+  // The demand's mean output length is the weighted mean of the classes'.
+  EXPECT_DOUBLE_EQ(p.plan->demand->mean_output_tokens, 0.7 * 256 + 0.2 * 128 + 0.1 * 512);
+  // The normalised plan keeps the mix (and no workload-level lengths), and parses again.
+  ASSERT_TRUE(p.normalized["workload"].contains("mix"));
+  EXPECT_FALSE(p.normalized["workload"].contains("input_tokens"));
+  EXPECT_EQ(p.normalized["workload"]["mix"][1]["sla"]["ttft_ms"]["p95"], 3000);
+  const auto again = parse(p.normalized);
+  EXPECT_NO_ERRORS(again);
+  EXPECT_EQ(again.fingerprint, p.fingerprint);
+  // Another mix is another workload.
+  j["workload"]["mix"][0]["weight"] = 0.6;
+  j["workload"]["mix"][1]["weight"] = 0.3;
+  EXPECT_NE(parse(j).fingerprint, p.fingerprint);
+
+  // Errors, each naming its field.
+  j = minimal();
+  j["workload"] = json::parse(R"({"mix": [
+    {"name": "chat", "weight": 0.7, "input_tokens": 256, "output_tokens": 256},
+    {"name": "chat", "weight": 0, "input_tokens": 256, "output_tokens": 256, "bogus": 1},
+    {"name": "Bad Name", "weight": 0.3, "output_tokens": 8,
+     "sla": {"window_s": 10, "ttft_ms": {"p100": 5}}}]})");
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/mix/1/name", "duplicate class name");
+  EXPECT_ERROR(p, "/workload/mix/1/weight", "must be > 0");
+  EXPECT_ERROR(p, "/workload/mix/1/bogus", "unknown key");
+  EXPECT_ERROR(p, "/workload/mix/2/name", "a-z");
+  EXPECT_ERROR(p, "/workload/mix/2/input_tokens", "is required");
+  EXPECT_ERROR(p, "/workload/mix/2/sla/window_s", "plan's sla only");
+  EXPECT_ERROR(p, "/workload/mix/2/sla/ttft_ms/p100", "percentile");
+  j["workload"] = json::parse(R"({"mix": [
+    {"name": "a", "weight": 0.5, "input_tokens": 256, "output_tokens": 256}]})");
+  EXPECT_ERROR(parse(j), "/workload/mix", "sum to 1 (they sum to 0.5)");
+  j["workload"]["mix"] = json::array();
+  EXPECT_ERROR(parse(j), "/workload/mix", "1 to 16 classes");
+  j["workload"] = json::parse(R"({"input_tokens": 64, "prefix_groups": [{"share": 1,
+    "prefix_tokens": 8}], "dataset": {"path": "x.jsonl"}, "mix": [
+    {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/input_tokens", "give input_tokens per class");
+  EXPECT_ERROR(p, "/workload/prefix_groups", "give prefix_tokens per class");
+  EXPECT_ERROR(p, "/workload/mix", "synthetic prompts only");
+  // A target's override: a mix replaces the plan's; lengths beside the plan's mix are refused.
+  j = minimal();
+  j["workload"] = json::parse(R"({"mix": [
+    {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
+  j["targets"][0]["workload"] = {{"input_tokens", 100}};
+  EXPECT_ERROR(parse(j), "/targets/0/workload/input_tokens", "the workload has a mix");
+  j["targets"][0]["workload"] = json::parse(R"({"mix": [
+    {"name": "b", "weight": 1, "input_tokens": 100, "output_tokens": 10}]})");
+  p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_EQ(p.plan->targets[0].workload->mix[0].name, "b");
+  // Mixes are not split over agents.
+  j = minimal();
+  j["workload"] = json::parse(R"({"mix": [
+    {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
+  j["agents"] = {{"count", 2}, {"launch", "manual"}};
+  EXPECT_ERROR(parse(j), "/workload/mix", "agents");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Defaults and the happy path
 
@@ -1540,6 +1625,7 @@ class PlanSchema : public ::testing::Test {
       EXPECT_TRUE(w->contains("prefix_groups"));
       w->erase("dataset");
       w->erase("trace");
+      w->erase("mix");
     }
     json phases = json::array();
     for (const auto& ph : plan["phases"])
@@ -1558,12 +1644,25 @@ class PlanSchema : public ::testing::Test {
     for (auto& phase : plan["phases"])
       if (phase["kind"] == "at_demand") phase.erase("output_tokens_per_s");
   }
+  // A workload mix: the classes give the lengths and prefixes; no dataset, trace or agents.
+  json maximal_mix_plan() const {
+    json plan = maximal_synthetic_plan();
+    for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
+      for (const char* k :
+           {"input_tokens", "output_tokens", "shared_prefix_tokens", "prefix_groups"})
+        w->erase(k);
+      (*w)["mix"] = example_of(schema_["$defs"]["workload"]["properties"]["mix"]);
+    }
+    plan.erase("agents");
+    return plan;
+  }
   json maximal_trace_plan() const { return split_maximal(true); }
   json split_maximal(bool trace) const {
     json plan = example_of(schema_);
     for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       w->erase(trace ? "dataset" : "trace");
       w->erase("prefix_groups");
+      w->erase("mix");
     }
     if (trace) plan.erase("agents");
     json phases = json::array();
@@ -1640,6 +1739,11 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   {
     const json g = maximal_synthetic_plan();
     EXPECT_NO_ERRORS(parse(g)) << g.dump(2);
+  }
+  {
+    const json m = maximal_mix_plan();
+    EXPECT_TRUE(m["workload"]["mix"].size() >= 2u) << m.dump();
+    EXPECT_NO_ERRORS(parse(m)) << m.dump(2);
   }
 
   // Every alternative of a length distribution, in both workload slots.

@@ -237,6 +237,41 @@ TEST(VirtualStepBackend, PrefixGroupsHitThePrefixCache) {
   EXPECT_LT(mean_ttft_ns(hit.result), 0.8 * mean_ttft_ns(miss.result));
 }
 
+TEST(VirtualStepBackend, AMixSendsEachClassItsLengthsPrefixAndGaps) {
+  agent::StepSpec spec = closed(4, 1, 1, 20);
+  spec.workload.mix.resize(2);
+  spec.workload.mix[0] = {"chat", 0.75, analysis::LengthDistribution::fixed(200),
+                          analysis::LengthDistribution::fixed(40), 0};
+  spec.workload.mix[1] = {"rag", 0.25, analysis::LengthDistribution::fixed(3000),
+                          analysis::LengthDistribution::fixed(8), 2048};
+  auto b = backend();
+  BackendStep out = b.run(spec, 0, {}, {});
+  ASSERT_EQ(out.result.fatal_error, "");
+  const auto& r = out.result;
+  ASSERT_GT(r.samples.size(), 40u);
+  std::uint64_t gaps[2] = {0, 0};
+  int rag = 0;
+  for (const auto& s : r.samples) {
+    // Each request's class from its index (the executor finds it the same way).
+    const int c = agent::mix_class_of(spec.workload.mix, spec.seed, s.index);
+    ASSERT_TRUE(s.ok()) << s.error_message;
+    EXPECT_EQ(s.planned_input_tokens, c == 0 ? 200 : 3000);
+    EXPECT_EQ(s.output_tokens, c == 0 ? 40 : 8);
+    if (s.t_intended_ns >= r.window_start_ns && s.t_intended_ns < r.window_end_ns)
+      gaps[c] += static_cast<std::uint64_t>(s.output_tokens - 1);
+    rag += c;
+  }
+  EXPECT_NEAR(static_cast<double>(rag) / static_cast<double>(r.samples.size()), 0.25, 0.12);
+  // The pooled ITL gaps, split by class.
+  ASSERT_EQ(r.itl_ns_by_class.size(), 2u);
+  EXPECT_EQ(r.itl_ns_by_class[0].count(), gaps[0]);
+  EXPECT_EQ(r.itl_ns_by_class[1].count(), gaps[1]);
+  EXPECT_EQ(r.itl_ns.count(), gaps[0] + gaps[1]);
+  // The RAG class's 2048-token prefix is cached: about 0.25 × 2048 / mean prompt of the tokens.
+  ASSERT_TRUE(out.telemetry && out.telemetry->summary.prefix_cache_hit_rate);
+  EXPECT_GT(*out.telemetry->summary.prefix_cache_hit_rate, 0.3);
+}
+
 TEST(VirtualStepBackend, FaultsAndDatasetsAreRefusedNamingTheField) {
   auto o = options();
   o.faults.error_rate = 0.1;
