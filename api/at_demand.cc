@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 #include <utility>
 
 #include "api/prediction_check.h"
@@ -122,8 +123,9 @@ json at_demand_comparison(const json& results) {
   json out = json::array();
   const json& targets = json_member(results, "targets");
   if (!targets.is_array()) return out;
-  // Tables in the order the phases first appear; rows in target order.
-  std::vector<std::pair<std::string, int>> order;
+  // Tables in the order the phases first appear; rows in target order. A workload matrix
+  // repeats every target per workload (targets[].workload_name): one table per workload.
+  std::vector<std::tuple<std::string, int, std::string>> order;
   std::vector<json> tables;
   for (const auto& t : targets) {
     const json& phases = json_member(t, "phases");
@@ -131,15 +133,17 @@ json at_demand_comparison(const json& results) {
       if (json_string(p, "kind") != "at_demand") continue;
       const json& info = json_member(p, "at_demand");
       if (!info.is_object()) continue;
-      const std::pair<std::string, int> key{
+      const std::string workload = json_string(t, "workload_name");
+      const std::tuple<std::string, int, std::string> key{
           json_string(p, "name"),
-          json_member(p, "repeat").is_number_integer() ? p["repeat"].get<int>() : 0};
+          json_member(p, "repeat").is_number_integer() ? p["repeat"].get<int>() : 0, workload};
       auto it = std::find(order.begin(), order.end(), key);
       if (it == order.end()) {
         order.push_back(key);
         tables.push_back(json{
-            {"phase", key.first},
-            {"repeat", key.second},
+            {"phase", std::get<0>(key)},
+            {"repeat", std::get<1>(key)},
+            {"workload", workload.empty() ? json(nullptr) : json(workload)},
             {"source", json_string(info, "source")},
             {"offered_rate_rps", nullable(opt_number(info, "offered_rate_rps"))},
             {"demand_rps", nullable(opt_number(info, "demand_rps"))},
@@ -169,6 +173,7 @@ std::vector<AtDemandTable> at_demand_tables(const json& results) {
     AtDemandTable table;
     table.phase = json_string(t, "phase");
     table.repeat = json_member(t, "repeat").is_number_integer() ? t["repeat"].get<int>() : 0;
+    table.workload = json_string(t, "workload");
     table.source = json_string(t, "source");
     table.offered_rate_rps = json_number(t, "offered_rate_rps");
     table.demand_rps = json_number(t, "demand_rps");
@@ -200,6 +205,13 @@ std::vector<AtDemandTable> at_demand_tables(const json& results) {
     }
     out.push_back(std::move(table));
   }
+  return out;
+}
+
+std::string at_demand_title(const AtDemandTable& t) {
+  std::string out = t.phase;
+  if (t.repeat > 0) out += ", repeat " + std::to_string(t.repeat + 1);
+  if (!t.workload.empty()) out += ", workload " + t.workload;
   return out;
 }
 
@@ -238,8 +250,7 @@ std::string at_demand_verdict_text(const AtDemandRow& r) {
 std::string render_at_demand_markdown(const json& results) {
   std::string out;
   for (const auto& t : at_demand_tables(results)) {
-    out += "\n## At equal load: " + md_cell(t.phase) +
-           (t.repeat > 0 ? " (repeat " + std::to_string(t.repeat + 1) + ")" : "") + "\n\n";
+    out += "\n## At equal load: " + md_cell(at_demand_title(t)) + "\n\n";
     out += "Every target offered " + md_cell(at_demand_load_text(t)) +
            ", the same arrivals and prompts on each" +
            (is_predicted(results) ? " (predicted, virtual time)" : "") + ".\n\n";

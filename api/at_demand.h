@@ -17,7 +17,8 @@
 
 namespace llmcap::api {
 
-// The results' `at_demand`: one entry per run of an at_demand phase (phase name and repeat),
+// The results' `at_demand`: one entry per run of an at_demand phase (phase name and repeat; and
+// workload, with a workload matrix),
 // each with the load offered and one row per target that ran it (docs/plans.md; the shape is
 // in docs/openapi.json, Results.at_demand). An empty array when the results have no at_demand
 // phase.
@@ -45,7 +46,8 @@ struct AtDemandRow {
 struct AtDemandTable {
   std::string phase;
   int repeat = 0;
-  std::string source;  // demand | rate_rps | output_tokens_per_s
+  std::string workload;  // a workload matrix's workload ("" without one)
+  std::string source;    // demand | rate_rps | output_tokens_per_s
   std::optional<double> offered_rate_rps;
   std::optional<double> demand_rps;
   bool with_headroom = false;
@@ -57,6 +59,8 @@ struct AtDemandTable {
 // The tables of results["at_demand"] (absent or malformed: none).
 std::vector<AtDemandTable> at_demand_tables(const nlohmann::json& results);
 
+// "at-demand", "at-demand, repeat 2, workload chat": which phase run the table is.
+std::string at_demand_title(const AtDemandTable& table);
 // "2.50 rps = demand 1.92 rps × 1.30 (headroom), 640 output tok/s": what was offered, and why.
 std::string at_demand_load_text(const AtDemandTable& table);
 // "PASS" | "FAIL (ttft_p95)" | "INCONCLUSIVE", with "predicted" when the row is a prediction.

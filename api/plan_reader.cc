@@ -931,7 +931,7 @@ void resolve_at_demand(const TestPlan& plan, PlanPhase& p, const std::string& pa
     load.demand_rps = plan.demand->requests_per_minute / 60;
     load.mean_output_tokens = plan.demand->mean_output_tokens;  // 0: a dataset's, once measured
   } else if (synthetic) {
-    load.mean_output_tokens = plan.workload.output_tokens.nominal_mean();
+    load.mean_output_tokens = plan.workload.planned_output_mean();  // a mix: its weighted mean
   }
   double base_rps = 0;
   if (p.rate_rps > 0) {

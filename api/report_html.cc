@@ -775,10 +775,8 @@ std::string at_demand_section(const json& results) {
   if (tables.empty()) return "";
   std::string out = "<section id=\"at-demand\"><h2>At equal load</h2>";
   for (const auto& t : tables) {
-    out += "<p class=\"meta\">" + esc(t.phase) +
-           (t.repeat > 0 ? esc(" (repeat " + std::to_string(t.repeat + 1) + ")") : "") +
-           ": every target offered " + esc(at_demand_load_text(t)) +
-           ", the same arrivals and prompts on each" +
+    out += "<p class=\"meta\">" + esc(at_demand_title(t)) + ": every target offered " +
+           esc(at_demand_load_text(t)) + ", the same arrivals and prompts on each" +
            (is_predicted(results) ? " (predicted, virtual time)" : "") + ".</p>";
     out += "<div class=\"table-wrap\"><table class=\"at-demand-table\" data-phase=\"" +
            esc(t.phase) + "\">" +

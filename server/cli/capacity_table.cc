@@ -41,9 +41,8 @@ std::string at_demand_text(const json& results) {
   std::string out;
   char line[512];
   for (const auto& t : api::at_demand_tables(results)) {
-    out += "at equal load (" + t.phase +
-           (t.repeat > 0 ? ", repeat " + std::to_string(t.repeat + 1) : "") +
-           "): " + api::at_demand_load_text(t) + "; the same arrivals on every target\n";
+    out += "at equal load (" + api::at_demand_title(t) + "): " + api::at_demand_load_text(t) +
+           "; the same arrivals on every target\n";
     std::snprintf(line, sizeof line, "  %-16s %8s %8s %10s %9s %9s %9s %6s %7s %9s %9s  %s\n",
                   "target", "offered", "achieved", "out tok/s", "P95 TTFT", "P95 TPOT", "P95 E2E",
                   "err%", "KV peak", "KV free", "headroom", "verdict");

@@ -257,6 +257,23 @@ TEST(AtDemandComparison, OneRowPerTargetAtTheSameLoad) {
   // A qualified rate without a capacity search (the at_demand pass itself) is no headroom.
   bare["targets"][0]["qualified"] = {{"basis", "open_loop"}, {"offered_rate_rps", 1.95}};
   EXPECT_TRUE(at_demand_comparison(bare)[0]["targets"][0]["capacity_headroom"].is_null());
+  // A workload matrix repeats every target per workload: one table per workload.
+  json matrix = results;
+  matrix["targets"] = json::array();
+  for (const char* w : {"chat", "rag"}) {
+    for (json t : results["targets"]) {
+      t["workload_name"] = w;
+      matrix["targets"].push_back(t);
+    }
+  }
+  const json by_workload = at_demand_comparison(matrix);
+  ASSERT_EQ(by_workload.size(), 2u);
+  EXPECT_EQ(by_workload[0]["workload"], "chat");
+  EXPECT_EQ(by_workload[1]["workload"], "rag");
+  EXPECT_EQ(by_workload[1]["targets"].size(), 2u);
+  EXPECT_TRUE(c[0]["workload"].is_null());
+  matrix["at_demand"] = by_workload;
+  EXPECT_EQ(at_demand_title(at_demand_tables(matrix)[1]), "at-demand, workload rag");
   // No at_demand phase: an empty comparison; malformed documents do not throw.
   EXPECT_EQ(at_demand_comparison(json{{"targets", json::array()}}), json::array());
   EXPECT_EQ(at_demand_comparison(json::array()), json::array());
