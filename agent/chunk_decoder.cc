@@ -365,12 +365,14 @@ class Scanner {
 // ignored, and the elements of `choices` that are not objects are skipped.
 class ChunkReader {
  public:
-  ChunkReader(Scanner& s, DecodedChunk& out, ApiKind api, bool streaming, bool want_id)
+  ChunkReader(Scanner& s, DecodedChunk& out, ApiKind api, bool streaming, bool want_id,
+              bool want_content)
       : s_(s),
         out_(out),
         chat_(api != ApiKind::kCompletions),
         holder_(streaming ? "delta" : "message"),
-        want_id_(want_id) {}
+        want_id_(want_id),
+        want_content_(want_content) {}
 
   // At '{' of the root object.
   bool root() {
@@ -385,6 +387,8 @@ class ChunkReader {
 
   std::uint32_t text_bytes() const { return total_bytes_; }
   analysis::FinishReason finish_reason() const { return finish_; }
+  // The first choice's answer text (want_content only).
+  const std::string& content() const { return content_; }
 
  private:
   // Iterates the members of the object at '{', calling member(key) with the scanner at the
@@ -466,6 +470,8 @@ class ChunkReader {
   bool choices() {
     total_bytes_ = 0;
     finish_ = analysis::FinishReason::kUnknown;
+    content_.clear();
+    choice_count_ = 0;
     if (!s_.consume('[')) return s_.skip_value();
     s_.ws();
     if (s_.consume(']')) return true;
@@ -485,10 +491,12 @@ class ChunkReader {
     std::uint32_t text = 0, content = 0, reasoning_content = 0, reasoning = 0;
     bool has_finish = false;
     analysis::FinishReason finish = analysis::FinishReason::kUnknown;
+    // Only the first choice's answer is kept (a conversation has one reply per turn).
+    std::string* keep = want_content_ && choice_count_++ == 0 ? &content_ : nullptr;
     const bool ok = object([&](std::string_view k) {
       if (!chat_ && k == "text") {
         text = 0;
-        return string_bytes_or_skip(text);
+        return string_bytes_or_skip(text, keep);
       }
       if (chat_ && k == holder_) {
         content = reasoning_content = reasoning = 0;
@@ -496,7 +504,7 @@ class ChunkReader {
         return object([&](std::string_view hk) {
           if (hk == "content") {
             content = 0;
-            return string_bytes_or_skip(content);
+            return string_bytes_or_skip(content, keep);
           }
           if (hk == "reasoning_content") {
             reasoning_content = 0;
@@ -527,9 +535,11 @@ class ChunkReader {
     return true;
   }
 
-  bool string_bytes_or_skip(std::uint32_t& bytes) {
+  // keep: the decoded string replaces its content (the last of a repeated key wins).
+  bool string_bytes_or_skip(std::uint32_t& bytes, std::string* keep = nullptr) {
+    if (keep) keep->clear();
     if (s_.peek() != '"') return s_.skip_value();
-    return s_.string(bytes, nullptr);
+    return s_.string(bytes, keep);
   }
 
   bool integer_or_skip(bool& integer, std::int64_t& v) {
@@ -544,6 +554,9 @@ class ChunkReader {
   const bool chat_;
   const std::string_view holder_;
   const bool want_id_;
+  const bool want_content_;
+  std::string content_;
+  int choice_count_ = 0;
   std::string key_scratch_;
   std::string finish_scratch_;
   std::uint32_t total_bytes_ = 0;
@@ -552,8 +565,8 @@ class ChunkReader {
 
 }  // namespace
 
-DecodedChunk ChunkDecoder::decode(std::string_view data, ApiKind api, bool streaming,
-                                  bool want_id) {
+DecodedChunk ChunkDecoder::decode(std::string_view data, ApiKind api, bool streaming, bool want_id,
+                                  std::string* content_out) {
   DecodedChunk out;
   const std::string_view trimmed = trim(data);
   if (trimmed == "[DONE]") {
@@ -567,10 +580,12 @@ DecodedChunk ChunkDecoder::decode(std::string_view data, ApiKind api, bool strea
     s.ws();
     if (s.peek() == '{') {
       object = true;
-      ChunkReader reader(s, out, api, streaming, want_id);
+      ChunkReader reader(s, out, api, streaming, want_id, content_out != nullptr);
       parsed = reader.root();
       out.text_bytes = reader.text_bytes();
       out.finish_reason = reader.finish_reason();
+      s.ws();
+      if (content_out && parsed && s.at_end()) content_out->append(reader.content());
     } else {
       parsed = s.skip_value();
     }

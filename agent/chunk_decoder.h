@@ -44,8 +44,12 @@ class ChunkDecoder {
   // choices[].message.content / choices[].text count as the generated text).
   // want_id = false skips copying the top-level "id" (DecodedChunk::id stays empty): a stream
   // recorder that already has the response id saves a heap copy per event.
+  // content_out (multi-turn conversations): when given, the generated answer text of the first
+  // choice (completions choices[0].text, chat delta/message .content; reasoning is not part of
+  // the answer a conversation sends back) is appended to it, decoded (escapes resolved). A
+  // malformed chunk appends nothing.
   static DecodedChunk decode(std::string_view data, ApiKind api, bool streaming = true,
-                             bool want_id = true);
+                             bool want_id = true, std::string* content_out = nullptr);
 };
 
 }  // namespace llmcap::agent

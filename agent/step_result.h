@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/conversation.h"
 #include "agent/cpu_meter.h"
 #include "analysis/log_histogram.h"
 #include "analysis/request_sample.h"
@@ -86,6 +87,9 @@ struct StepResult {
   LagStats timer_lag;                 // open loop: wake-up time − scheduled arrival
   CalibrationInfo calibration;
   StepCounts counts;
+  // workload.conversation: each sample's session and turn (parallel to samples) and how each
+  // session ended; empty for other workloads.
+  ConversationLog conversation;
   std::uint64_t connections_opened = 0;
 };
 

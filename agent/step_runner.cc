@@ -15,7 +15,9 @@
 #include <numeric>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "agent/conversation.h"
 #include "agent/endpoint.h"
 #include "agent/http_client.h"
 #include "agent/length_calibrator.h"
@@ -97,6 +99,11 @@ struct StepRun {
   std::optional<DatasetCursor> cursor;
   std::optional<analysis::LengthSampler> dataset_output;
   std::optional<Trace> trace;  // source kTrace: the windowed trace
+  // workload.conversation: the later turns' user messages, the next session's number and the
+  // think-time timers of sessions between turns (cancelled when sending closes or on stop).
+  std::optional<PromptFactory> user_prompts;
+  std::uint64_t next_session = 0;
+  std::unordered_set<asio::steady_timer*> think_timers;
   std::unordered_map<std::uint64_t, RequestCanceller*> cancellers;
   std::vector<std::int64_t> timer_lags;
   RefusalTracker refusals;
@@ -120,8 +127,25 @@ struct StepRun {
   // Runs one request; true when its connection was refused (the target is not listening).
   // trace_record: the trace record to send (a trace replay); kByIndex: the workload's next item.
   static constexpr std::size_t kByIndex = ~std::size_t{0};
+  // A conversation turn's request (run_session): its prompt goes in, its outcome comes out.
+  struct TurnIo {
+    ConversationTurn tag;
+    PromptItem item;
+    std::string reply;  // the answer's text as streamed
+    bool reply_truncated = false;
+    bool ok = false;
+    std::int64_t t_end_abs = 0;
+    std::int32_t input_tokens = -1;
+    std::int32_t output_tokens = -1;
+  };
   asio::awaitable<bool> run_one(std::uint64_t index, std::int64_t t_intended_abs,
-                                std::size_t trace_record = kByIndex);
+                                std::size_t trace_record = kByIndex, TurnIo* turn = nullptr);
+  // One conversation session whose first turn is intended at first_intended_abs (already
+  // counted as intended when first_counted). True when a turn's connection was refused.
+  asio::awaitable<bool> run_session(std::int64_t first_intended_abs, bool first_counted);
+  // Closed loop with conversations: one user holding sessions back to back.
+  asio::awaitable<void> conversation_user();
+  void cancel_think_timers();
   void note_connect_outcome(const analysis::RequestSample& sample);
   asio::awaitable<void> closed_worker();
   asio::awaitable<void> open_scheduler();
@@ -167,7 +191,12 @@ void StepRun::on_stop() {
   window_timer.cancel();
   sched_timer.cancel();
   drain_timer.cancel();
+  cancel_think_timers();
   cancel_all();
+}
+
+void StepRun::cancel_think_timers() {
+  for (auto* t : think_timers) t->cancel();
 }
 
 void StepRun::emit_progress() {
@@ -224,14 +253,14 @@ PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
 }
 
 asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs,
-                                       std::size_t trace_record) {
+                                       std::size_t trace_record, TurnIo* turn) {
   ++in_flight;
   ++result.counts.sent;
   analysis::RequestSample sample;
   sample.index = index;
   sample.t_intended_ns = t_intended_abs - epoch;
   std::string response_id;
-  PromptItem item = next_item(index, trace_record);
+  PromptItem item = turn ? std::move(turn->item) : next_item(index, trace_record);
   sample.planned_input_tokens = item.planned_input_tokens;
   sample.planned_output_tokens = item.planned_output_tokens;
 
@@ -270,6 +299,10 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     rc.total_timeout_ns = spec.deadlines.total_ms * kMs;
     rc.record_token_times = spec.record_token_times;
     rc.secrets = &secrets;
+    if (turn) {
+      rc.reply_text = &turn->reply;
+      rc.reply_max_bytes = kMaxHistoryBytes;
+    }
     if (abandons(spec.workload.abandon, spec.seed, index)) {
       // The user leaves: after_ms on the user's clock (from t_intended), or after N tokens.
       if (spec.workload.abandon.after_ms > 0)
@@ -291,6 +324,7 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     cancellers.erase(index);
     recorder.finish(x);
     response_id = recorder.response_id();
+    if (turn) turn->reply_truncated = recorder.reply_truncated();
     const bool in_window = t_intended_abs >= window_start && t_intended_abs < window_end;
     if (sample.ok() && in_window) {
       for (const auto gap : recorder.itl_gaps_ns()) result.itl_ns.record(static_cast<double>(gap));
@@ -317,6 +351,13 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   }
   const bool refused = sample.error == ErrorClass::kConnect;
   note_connect_outcome(sample);
+  if (turn) {
+    turn->ok = sample.ok();
+    turn->t_end_abs = sample.t_end_ns + epoch;
+    turn->input_tokens = sample.input_tokens;
+    turn->output_tokens = sample.output_tokens;
+    result.conversation.turns.push_back(turn->tag);  // parallel to samples
+  }
   result.samples.push_back(std::move(sample));
   result.response_ids.push_back(std::move(response_id));
   --in_flight;
@@ -396,6 +437,10 @@ void StepRun::dispatch(std::int64_t at, std::size_t trace_record) {
       ++result.dropped_arrivals_warmup;
     return;
   }
+  if (spec.workload.conversation.enabled()) {
+    asio::co_spawn(io, run_session(at, true), asio::detached);  // the arrival of a session
+    return;
+  }
   asio::co_spawn(io, run_one(next_index++, at, trace_record), asio::detached);
 }
 
@@ -423,6 +468,96 @@ asio::awaitable<void> StepRun::trace_scheduler() {
     if (at >= window_end) break;
     if (!co_await wait_until(at)) break;
     dispatch(at, i);
+  }
+}
+
+asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool first_counted) {
+  const ConversationSpec& conv = spec.workload.conversation;
+  const std::uint64_t session = next_session++;
+  SessionRecord record;
+  record.session = session;
+  record.planned_turns = session_turns(conv, spec.seed, session);
+  record.end = SessionEnd::kCompleted;
+  ConversationHistory history(spec.target.api);
+  asio::steady_timer think(io);
+  std::int64_t t_intended = first_intended_abs;
+  std::int32_t context_tokens = 0;  // the last turn's prompt + reply (usage, else planned)
+  bool refused = false;
+  for (std::int32_t turn = 1; turn <= record.planned_turns; ++turn) {
+    if (turn > 1) {
+      // The user reads the reply, thinks, then sends: the turn is intended then, however late
+      // the agent wakes (schedule lag, docs/metrics.md §2.1).
+      t_intended += think_time_ns(conv, spec.seed, session, turn);
+      if (HttpClient::now_ns() < t_intended && !stopping && !sending_closed) {
+        think_timers.insert(&think);
+        think.expires_at(tp(t_intended));
+        co_await think.async_wait(use_nothrow);
+        think_timers.erase(&think);
+      }
+      if (stopping || sending_closed || t_intended >= window_end) {
+        record.end = SessionEnd::kWindowEnd;
+        break;
+      }
+    }
+    const std::uint64_t index = next_index++;
+    TurnIo io_turn;
+    io_turn.tag = {session, turn};
+    if (turn == 1) {
+      io_turn.item = next_item(index, kByIndex);
+    } else {
+      PromptItem user = user_prompts->next(index, calibrator);
+      const std::int32_t planned_input = context_tokens + user.planned_input_tokens;
+      if ((conv.max_context_tokens > 0 &&
+           planned_input + std::max(0, user.planned_output_tokens) > conv.max_context_tokens) ||
+          history.bytes() + user.prompt.size() > kMaxHistoryBytes) {
+        record.end = SessionEnd::kContextLimit;
+        break;
+      }
+      io_turn.item.planned_input_tokens = planned_input;
+      io_turn.item.planned_output_tokens = user.planned_output_tokens;
+      io_turn.item.prompt = std::move(user.prompt);
+      io_turn.item.words = 0;  // the history's words are not all ours: no calibration feedback
+    }
+    history.add_user(std::move(io_turn.item.prompt));
+    if (spec.target.api == ApiKind::kChat) {
+      io_turn.item.prompt.clear();
+      io_turn.item.messages_json = history.messages_json();
+    } else {
+      io_turn.item.prompt = history.prompt();
+    }
+    if (turn > 1 || !first_counted) ++result.counts.intended;
+    const std::int32_t planned_input = io_turn.item.planned_input_tokens;
+    const std::int32_t planned_output = io_turn.item.planned_output_tokens;
+    refused = co_await run_one(index, t_intended, kByIndex, &io_turn);
+    record.turns_sent = turn;
+    if (!io_turn.ok) {
+      record.end = SessionEnd::kFailed;
+      break;
+    }
+    context_tokens = (io_turn.input_tokens >= 0 ? io_turn.input_tokens : planned_input) +
+                     (io_turn.output_tokens >= 0 ? io_turn.output_tokens : planned_output);
+    if (io_turn.reply_truncated) {
+      record.end = turn < record.planned_turns ? SessionEnd::kContextLimit : record.end;
+      break;
+    }
+    history.add_reply(std::move(io_turn.reply));
+    t_intended = io_turn.t_end_abs;
+  }
+  if (record.turns_sent > 0) result.conversation.sessions.push_back(record);
+  co_return refused;
+}
+
+asio::awaitable<void> StepRun::conversation_user() {
+  asio::steady_timer backoff(io);
+  while (!stopping && !sending_closed) {
+    const std::int64_t now = HttpClient::now_ns();
+    if (now >= window_end) break;
+    // Closed loop: a new session starts the moment the user's previous one ended.
+    const bool refused = co_await run_session(now, false);
+    if (refused && !stopping) {
+      backoff.expires_after(std::chrono::nanoseconds(refusals.backoff_ns()));
+      co_await backoff.async_wait(use_nothrow);
+    }
   }
 }
 
@@ -628,7 +763,10 @@ asio::awaitable<void> StepRun::main() {
   cpu.start();
   asio::co_spawn(io, ticker(), asio::detached);
 
-  if (spec.load.kind == LoadKind::kClosed) {
+  if (spec.load.kind == LoadKind::kClosed && spec.workload.conversation.enabled()) {
+    for (std::int32_t i = 0; i < spec.load.concurrency; ++i)
+      asio::co_spawn(io, conversation_user(), asio::detached);
+  } else if (spec.load.kind == LoadKind::kClosed) {
     for (std::int32_t i = 0; i < spec.load.concurrency; ++i)
       asio::co_spawn(io, closed_worker(), asio::detached);
   } else if (spec.load.kind == LoadKind::kTrace) {
@@ -643,6 +781,7 @@ asio::awaitable<void> StepRun::main() {
   sending_closed = true;
   draining = true;
   sched_timer.cancel();
+  cancel_think_timers();
   if (spec.drain == DrainPolicy::kCancel || stopping) {
     cancel_all();
   } else if (in_flight > 0) {
@@ -683,6 +822,12 @@ void StepRun::finalize() {
   }
   result.samples = std::move(samples);
   result.response_ids = std::move(ids);
+  if (!result.conversation.turns.empty()) {
+    std::vector<ConversationTurn> turns;
+    turns.reserve(order.size());
+    for (auto i : order) turns.push_back(result.conversation.turns[i]);
+    result.conversation.turns = std::move(turns);
+  }
 
   std::vector<std::int64_t> lags;
   std::vector<std::int64_t> dispatch;
@@ -774,6 +919,9 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
   } else if (spec.workload.source == WorkloadSource::kSynthetic) {
     run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
                         spec.workload.shared_prefix_tokens, spec.seed);
+    if (spec.workload.conversation.enabled())
+      run.user_prompts.emplace(spec.workload.conversation.user_tokens, spec.workload.output_tokens,
+                               0, spec.seed ^ 0x7573657273ULL);
     for (std::size_t c = 0; c < spec.workload.mix.size(); ++c)
       run.mix_prompts.emplace_back(spec.workload.mix[c].input_tokens,
                                    spec.workload.mix[c].output_tokens, 0,

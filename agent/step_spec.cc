@@ -156,6 +156,19 @@ std::vector<std::string> validate(const StepSpec& s) {
   if (w.abandon.after_ms < 0 || w.abandon.after_tokens < 0 ||
       (w.abandon.after_ms > 0 && w.abandon.after_tokens > 0))
     e.push_back("workload.abandon: give one of after_ms and after_tokens, > 0");
+  for (auto& err : validate_conversation(w.conversation)) e.push_back(std::move(err));
+  if (w.conversation.enabled()) {
+    if (w.source != WorkloadSource::kSynthetic)
+      e.push_back(
+          "workload.conversation: applies to synthetic prompts only (not with dataset "
+          "or trace)");
+    if (s.load.kind == LoadKind::kTrace)
+      e.push_back("load.kind: a trace replay cannot carry workload.conversation");
+    if (s.window_requests > 0)
+      e.push_back(
+          "window_requests: request-count windows do not apply to "
+          "workload.conversation (a session's turns are not independent requests)");
+  }
   if (w.shared_prefix_tokens < 0) e.push_back("workload.shared_prefix_tokens: must be >= 0");
   if (!w.mix.empty()) {
     double sum = 0;

@@ -11,6 +11,7 @@
 
 #include "agent/api_kind.h"
 #include "agent/arrival_process.h"
+#include "agent/conversation.h"
 #include "agent/dataset.h"
 #include "agent/rate_profile.h"
 #include "agent/tls_options.h"
@@ -113,6 +114,10 @@ struct WorkloadSpec {
   std::int32_t trace_block_tokens = 512;  // tokens per hash_ids block (Mooncake: 512)
   TraceWindow trace_window;               // the part of the trace replayed
   AbandonSpec abandon;
+  // Multi-turn sessions (agent/conversation.h); synthetic only. Enabled: each request is a turn,
+  // a closed-loop slot is a user holding one session after another and an open-loop arrival
+  // starts a session.
+  ConversationSpec conversation;
   // Synthetic only; exclusive with prefix_groups and shared_prefix_tokens. Non-empty: each
   // request's lengths come from its class, not from input_tokens / output_tokens.
   std::vector<MixClassSpec> mix;

@@ -164,7 +164,13 @@ bool StreamRecorder::on_event(const SseEventView& event) {
   if (done_seen_) return true;  // bytes after [DONE] carry nothing we measure
   // The id is copied only until the first one is known (one heap copy per request, not per
   // event: vLLM ids are longer than the small-string buffer).
-  const DecodedChunk c = ChunkDecoder::decode(event.data, config_.api, true, response_id_.empty());
+  std::string* reply = config_.reply_text && !reply_truncated_ ? config_.reply_text : nullptr;
+  const DecodedChunk c =
+      ChunkDecoder::decode(event.data, config_.api, true, response_id_.empty(), reply);
+  if (reply && reply->size() > config_.reply_max_bytes) {
+    reply->resize(config_.reply_max_bytes);
+    reply_truncated_ = true;
+  }
   if (c.done) {
     done_seen_ = true;
     mark_complete_if_whole(event.t_arrival_ns);
@@ -287,7 +293,12 @@ void StreamRecorder::finish(const ExchangeResult& x) {
       set_error(ErrorClass::kProtocol, "stream ended without any SSE data event (" +
                                            std::to_string(parser_.bytes_seen()) + " body bytes)");
     } else if (!config_.streaming) {
-      const DecodedChunk c = ChunkDecoder::decode(error_body_, config_.api, false);
+      const DecodedChunk c =
+          ChunkDecoder::decode(error_body_, config_.api, false, true, config_.reply_text);
+      if (config_.reply_text && config_.reply_text->size() > config_.reply_max_bytes) {
+        config_.reply_text->resize(config_.reply_max_bytes);
+        reply_truncated_ = true;
+      }
       if (c.malformed) {
         set_error(ErrorClass::kProtocol, "malformed JSON response (" + c.malformed_reason + "): " +
                                              message_excerpt(error_body_, 200, config_.secrets));

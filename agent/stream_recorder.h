@@ -52,6 +52,12 @@ struct RecorderConfig {
   // is closed, which is how a server learns that its user left.
   std::int64_t abandon_at_ns = -1;
   std::int32_t abandon_after_token_events = 0;
+  // Multi-turn conversations (workload.conversation): when set, the answer's text (the first
+  // choice's text / content, agent/chunk_decoder.h) is appended here as it arrives, so the next
+  // turn can send it back. Not owned; outlives the recorder. Bounded by reply_max_bytes: text
+  // beyond it is dropped and reply_truncated() says so.
+  std::string* reply_text = nullptr;
+  std::size_t reply_max_bytes = 16 * 1024 * 1024;
 };
 
 // The secret values of credential headers (Authorization, Proxy-Authorization, X-Api-Key,
@@ -86,6 +92,8 @@ class StreamRecorder final : public ResponseObserver, private SseSink {
   bool done_seen() const { return done_seen_; }
   // The answer is whole: [DONE], or a finish_reason together with usage.
   bool complete() const { return complete_at_abs_ns_ >= 0; }
+  // RecorderConfig::reply_text stopped growing at reply_max_bytes.
+  bool reply_truncated() const { return reply_truncated_; }
 
  private:
   // SseSink: one event, decoded in place (the view lives only during the call).
@@ -113,6 +121,7 @@ class StreamRecorder final : public ResponseObserver, private SseSink {
   bool ignore_rest_ = false;  // unparseable bytes after the whole answer: ignored
   bool error_set_ = false;
   bool first_token_seen_ = false;
+  bool reply_truncated_ = false;
 };
 
 }  // namespace llmcap::agent

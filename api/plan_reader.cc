@@ -414,6 +414,37 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
       w.prefix_groups.clear();
     }
   }
+  if (const json* cv = r.get("conversation")) {
+    // Multi-turn sessions (docs/plans.md, "Conversations"); synthetic prompts only.
+    ObjectReader c(cv, r.path("conversation"), errors);
+    if (c.ok()) {
+      PlanConversation conv;
+      const auto before = errors.size();
+      if (const json* t = c.get("turns")) {
+        if (t->is_object()) {
+          ObjectReader tr(t, c.path("turns"), errors);
+          tr.number("low", conv.turns_low, 1, 256, true, true);
+          tr.number("high", conv.turns_high, 1, 256, true, true);
+          if (errors.size() == before && conv.turns_low > conv.turns_high)
+            tr.error("low", "must not exceed high");
+          tr.finish();
+        } else {
+          c.number("turns", conv.turns_low, 1, 256, true);
+          conv.turns_high = conv.turns_low;
+        }
+      } else {
+        c.error("turns", "is required (turns per session: N or {\"low\": a, \"high\": b})");
+      }
+      read_lengths(c.get("user_tokens"), c.path("user_tokens"), conv.user_tokens, errors, limits);
+      c.number("think_time_s", conv.think_time_s, 0, 86'400);
+      c.one_of("think_time", conv.think_time, {"fixed", "exponential"});
+      c.number("max_context_tokens", conv.max_context_tokens, 2, 1'048'576, true);
+      c.finish();
+      if (!w.dataset_path.empty() || w.trace)
+        r.error("conversation", "applies to synthetic prompts only (not with dataset or trace)");
+      if (errors.size() == before) w.conversation = conv;
+    }
+  }
   r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
   if (const json* groups = r.get("prefix_groups")) {
     // Prompts sharing a prefix per group (system prompts, RAG templates); synthetic prompts only.
@@ -1158,6 +1189,17 @@ json workload_json(const PlanWorkload& w) {
       groups.push_back({{"share", g.share}, {"prefix_tokens", g.prefix_tokens}});
     j["prefix_groups"] = std::move(groups);
   }
+  if (w.conversation) {
+    const PlanConversation& c = *w.conversation;
+    json turns = c.turns_low == c.turns_high ? json(c.turns_low)
+                                             : json{{"low", c.turns_low}, {"high", c.turns_high}};
+    json cv{{"turns", std::move(turns)},
+            {"user_tokens", lengths_json(c.user_tokens)},
+            {"think_time_s", c.think_time_s},
+            {"think_time", c.think_time}};
+    if (c.max_context_tokens > 0) cv["max_context_tokens"] = c.max_context_tokens;
+    j["conversation"] = std::move(cv);
+  }
   if (w.abandon) {
     json a{{"share", w.abandon->share}};
     if (w.abandon->after_ms > 0) a["after_ms"] = w.abandon->after_ms;
@@ -1467,6 +1509,16 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
           errors.push_back({path + "/kind",
                             "trace_replay needs a trace: give workload.trace (every target's "
                             "workload must have one)"});
+      }
+      if (p.requests > 0 || p.kind == PhaseKind::kTraceReplay) {
+        // Conversations: a session's turns are not independent requests (docs/plans.md).
+        bool conversation = plan.workload.conversation.has_value();
+        for (const auto& t : plan.targets)
+          conversation = conversation || (t.workload && t.workload->conversation);
+        if (conversation)
+          errors.push_back({path + (p.requests > 0 ? "/requests" : "/kind"),
+                            "does not apply to workload.conversation (give duration_s; "
+                            "sessions arrive by rate or are held by concurrency)"});
       }
       if (p.kind == PhaseKind::kSoak && p.soak_at_qualified) {
         bool search_before = false;

@@ -31,6 +31,16 @@ struct PlanAbandon {
   std::int32_t after_tokens = 0;  // after this many token events (exactly one is > 0)
 };
 
+// workload.conversation (docs/plans.md, "Conversations"): multi-turn sessions.
+struct PlanConversation {
+  std::int32_t turns_low = 1;  // turns per session, uniform in [low, high]
+  std::int32_t turns_high = 1;
+  analysis::LengthDistribution user_tokens = analysis::LengthDistribution::fixed(64);
+  double think_time_s = 0;
+  std::string think_time = "fixed";     // fixed | exponential
+  std::int32_t max_context_tokens = 0;  // 0: no limit
+};
+
 // workload.prefix_groups (docs/plans.md, "Prefix groups"): traffic sharing prompt prefixes.
 struct PlanPrefixGroup {
   double share = 0;                // fraction of requests (the groups' shares sum to 1)
@@ -70,7 +80,8 @@ struct PlanWorkload {
   bool calibrate = true;
   std::optional<PlanTrace> trace;      // requests from a trace instead of the distributions
   std::optional<PlanAbandon> abandon;  // absent: no request is abandoned
-  std::vector<PlanMixClass> mix;       // empty: one class (input_tokens / output_tokens)
+  std::optional<PlanConversation> conversation;  // absent: every request stands alone
+  std::vector<PlanMixClass> mix;                 // empty: one class (input_tokens / output_tokens)
 
   // Planned mean lengths: the classes' weighted nominal means with a mix.
   double planned_input_mean() const;

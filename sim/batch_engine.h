@@ -11,9 +11,12 @@
 // request brings one chained hash per full 16-token block of its prompt; when it is admitted
 // from scratch (new or preempted) it takes the longest run of cached blocks (at most
 // (prompt − 1) / block tokens: the last token is always computed, as in vLLM) and only the rest
-// is prefilled. Full prompt blocks are published to the cache as they are computed; released
-// blocks stay cached until the pool needs them (KvBlockPool: LRU eviction). Output-token blocks
-// are not cached (the engine does not know the generated token ids).
+// is prefilled. Full blocks are published to the cache as they are computed — prompt blocks and,
+// when the caller's hashes go on over the tokens the request will generate (the simulator's
+// server knows its seeded output in advance), output blocks too, as vLLM caches every full block
+// of prompt + output; released blocks stay cached until the pool needs them (KvBlockPool: LRU
+// eviction). A later request whose prompt repeats an earlier prompt and its answer (the next
+// turn of a conversation) finds them.
 //
 // Pure and synchronous: no clocks, no I/O; the caller (SimEngineRunner) maps steps onto real
 // timers. Not thread-safe: use from one strand.
@@ -42,7 +45,8 @@ struct EngineRequest {
   std::uint64_t id = 0;
   std::int64_t prompt_tokens = 0;      // >= 1
   std::int64_t max_output_tokens = 0;  // >= 1; the simulated model never stops early
-  // prefix_block_hashes() of the prompt's token ids; empty = nothing shareable.
+  // prefix_block_hashes() of the prompt's token ids, optionally continued over the output's
+  // (append_block_hashes()); empty = nothing shareable.
   std::vector<std::uint64_t> block_hashes = {};
 };
 

@@ -17,11 +17,18 @@ std::uint64_t mix(std::uint64_t x) {
 std::vector<std::uint64_t> prefix_block_hashes(const std::vector<std::int64_t>& token_ids,
                                                std::int64_t block_tokens) {
   std::vector<std::uint64_t> hashes;
-  if (block_tokens < 1) return hashes;
+  append_block_hashes(hashes, token_ids, block_tokens);
+  return hashes;
+}
+
+void append_block_hashes(std::vector<std::uint64_t>& hashes,
+                         const std::vector<std::int64_t>& token_ids, std::int64_t block_tokens) {
+  if (block_tokens < 1) return;
   const std::size_t block = static_cast<std::size_t>(block_tokens);
   const std::size_t full = token_ids.size() / block;
-  hashes.reserve(full);
-  std::uint64_t parent = 0x6c6c6d636170ULL;  // the chain's root ("llmcap")
+  hashes.reserve(hashes.size() + full);
+  // The chain's root ("llmcap"), or the last block already hashed.
+  std::uint64_t parent = hashes.empty() ? 0x6c6c6d636170ULL : hashes.back();
   for (std::size_t b = 0; b < full; ++b) {
     std::uint64_t h = mix(parent);
     for (std::size_t i = b * block; i < (b + 1) * block; ++i)
@@ -29,7 +36,6 @@ std::vector<std::uint64_t> prefix_block_hashes(const std::vector<std::int64_t>& 
     hashes.push_back(h);
     parent = h;
   }
-  return hashes;
 }
 
 KvBlockPool::KvBlockPool(std::int64_t total_blocks)

@@ -22,6 +22,12 @@ namespace llmcap::sim {
 
 std::vector<std::uint64_t> prefix_block_hashes(const std::vector<std::int64_t>& token_ids,
                                                std::int64_t block_tokens);
+// Continues the chain: appends to `hashes` (the hashes of the full blocks before them) one hash
+// per full block of `following_ids`, the token ids that come right after those blocks.
+// prefix_block_hashes(ids) == append_block_hashes({}, ids). Ids of a trailing partial block are
+// ignored.
+void append_block_hashes(std::vector<std::uint64_t>& hashes,
+                         const std::vector<std::int64_t>& following_ids, std::int64_t block_tokens);
 
 class KvBlockPool {
  public:

@@ -101,7 +101,12 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
     const std::vector<std::int64_t> ids =
         chat ? tokenizer.tokenize(render_messages(body)) : prompt_token_ids(body, tokenizer);
     r.prompt_tokens = static_cast<std::int64_t>(ids.size());
-    if (limits.block_tokens > 0) r.block_hashes = prefix_block_hashes(ids, limits.block_tokens);
+    if (limits.block_tokens > 0) {
+      r.block_hashes = prefix_block_hashes(ids, limits.block_tokens);
+      r.partial_block_ids.assign(
+          ids.begin() + static_cast<std::ptrdiff_t>(r.block_hashes.size()) * limits.block_tokens,
+          ids.end());
+    }
     if (r.prompt_tokens < 1) fail(chat ? "messages" : "prompt", "the prompt has no tokens");
     std::int64_t max_tokens = optional_int(body, "max_tokens", -1);
     if (chat) max_tokens = optional_int(body, "max_completion_tokens", max_tokens);

@@ -25,6 +25,9 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   // prefix_block_hashes() of the prompt's token ids (GenerationLimits::block_tokens > 0).
   std::vector<std::uint64_t> block_hashes;
+  // The prompt's token ids after its last full block (block_tokens > 0): where the chain of
+  // hashes continues into the generated tokens (append_block_hashes()).
+  std::vector<std::int64_t> partial_block_ids;
 };
 
 struct RequestError {

@@ -181,7 +181,7 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
   ParseResult parsed = parse_generation_request(req.body, chat, *s->tokenizer, limits);
   if (!parsed.request)
     co_return error_response(parsed.error.status, parsed.error.message, parsed.error.param);
-  const GenerationRequest g = *parsed.request;
+  GenerationRequest g = std::move(*parsed.request);
 
   const std::uint64_t index = s->next_request.fetch_add(1);
   const FaultDecision fault = s->faults->decide(index);
@@ -194,6 +194,19 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
   }
 
   s->metrics->add_prompt_tokens(g.prompt_tokens);
+  if (limits.block_tokens > 0) {
+    // The blocks of the answer are cached too (vLLM keeps full blocks of prompt + output): the
+    // request's chain of block hashes continues over the tokens it will generate (the same
+    // seeded words the stream sends), so a next turn that sends this answer back hits them.
+    WordGenerator ahead(s->options.seed, index);
+    std::vector<std::int64_t> ids = std::move(g.partial_block_ids);
+    ids.reserve(ids.size() + static_cast<std::size_t>(g.max_tokens));
+    for (std::int64_t k = 0; k < g.max_tokens; ++k) {
+      const std::vector<std::int64_t> word = s->tokenizer->tokenize(ahead.next_token_text());
+      ids.insert(ids.end(), word.begin(), word.end());
+    }
+    append_block_hashes(g.block_hashes, ids, limits.block_tokens);
+  }
   const std::uint64_t engine_id = index + 1;
   auto channel = s->runner->submit(engine_id, g.prompt_tokens, g.max_tokens,
                                    co_await asio::this_coro::executor, g.block_hashes);

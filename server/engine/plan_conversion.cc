@@ -35,6 +35,14 @@ agent::WorkloadSpec to_workload(const api::PlanWorkload& w) {
   for (const api::PlanMixClass& c : w.mix)
     s.mix.push_back(
         agent::MixClassSpec{c.name, c.weight, c.input_tokens, c.output_tokens, c.prefix_tokens});
+  if (w.conversation) {
+    s.conversation.turns_min = w.conversation->turns_low;
+    s.conversation.turns_max = w.conversation->turns_high;
+    s.conversation.user_tokens = w.conversation->user_tokens;
+    s.conversation.think_time_s = w.conversation->think_time_s;
+    s.conversation.think_time_exponential = w.conversation->think_time == "exponential";
+    s.conversation.max_context_tokens = w.conversation->max_context_tokens;
+  }
   if (w.abandon) {
     s.abandon.share = w.abandon->share;
     s.abandon.after_ms = w.abandon->after_ms;

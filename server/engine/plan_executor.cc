@@ -281,6 +281,7 @@ agent::StepSpec TargetRun::build_spec(const PhaseRun& run, const StepRequest& re
     shrink(spec.deadlines.idle_ms);
     shrink(spec.deadlines.total_ms);
     shrink(spec.workload.abandon.after_ms);
+    spec.workload.conversation.think_time_s /= k;  // the users think in compressed time too
   }
   spec.drain = to_drain_policy(run.phase.drain);
   spec.seed = step_seed(plan_.seed, run.index, run.repeat, request.step_index);
@@ -367,6 +368,16 @@ StepRecord TargetRun::judge(const Measured& m, const StepRequest& request) const
     const auto& offered = request.load.rate;
     input.offered_rate_rps =
         t1 > t0 ? (offered.cumulative(t1) - offered.cumulative(t0)) / (t1 - t0) : 0;
+    if (!result.conversation.empty() && t1 > t0) {
+      // Conversations: the rate is of sessions; the server is offered their turns, whose
+      // times follow the replies (docs/plans.md, "Conversations"). The turns intended in the
+      // window are the offered request rate the completion and backlog checks judge.
+      std::uint64_t turns = 0;
+      for (const auto& s : result.samples)
+        turns +=
+            s.t_intended_ns >= result.window_start_ns && s.t_intended_ns < result.window_end_ns;
+      input.offered_rate_rps = static_cast<double>(turns + result.dropped_arrivals) / (t1 - t0);
+    }
   } else {
     input.concurrency = request.load.concurrency;
   }
@@ -555,6 +566,13 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
     const auto& st = record.judged.stats;
     step_json["window_capped"] =
         st.intended + st.dropped_arrivals < static_cast<std::uint64_t>(request.window_requests);
+  }
+  if (!result.conversation.empty()) {
+    // workload.conversation: session-level figures (TTFT by turn index, session durations).
+    step_json["conversation"] = json::parse(
+        agent::conversation_stats_json(agent::conversation_stats(
+            result.samples, result.conversation, result.window_start_ns, result.window_end_ns)),
+        nullptr, false);
   }
   if (!m.agents.is_null()) {
     // Scale-out (issue 11): per-shard figures, and client-side latency per region from the

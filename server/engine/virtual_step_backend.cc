@@ -569,6 +569,10 @@ std::optional<std::string> VirtualStepBackend::unsupported(const sim::SimOptions
     return std::string(
         "workload.dataset_path: prediction supports synthetic workloads only; run "
         "the plan measured (llmcapd run) for a dataset");
+  if (workload.conversation.enabled())
+    return std::string(
+        "workload.conversation: multi-turn sessions are not modelled in virtual time yet; run "
+        "the plan measured (llmcapd run) against the sim:// target");
   if (workload.abandon.enabled())
     return std::string(
         "workload.abandon: user abandonment is not modelled in virtual time; run the plan "

@@ -36,6 +36,11 @@ asio::awaitable<void> sleep_until(std::int64_t abs_ns) {
   co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+std::string token_text(const Script& s, std::uint64_t stream, std::int32_t k) {
+  if (!s.numbered_tokens) return " tok";
+  return " s" + std::to_string(stream) + "t" + std::to_string(k);
+}
+
 std::int32_t words_in(const std::string& text) {
   std::int32_t n = 0;
   bool in_word = false;
@@ -144,6 +149,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   }
   rec.prompt_tokens = count_tokens(prompt_text) + (chat ? options.chat_template_tokens : 0);
   rec.prompt = prompt_text;
+  rec.body = req.body;
   if (doc.contains("max_tokens") && doc["max_tokens"].is_number_integer())
     rec.max_tokens = doc["max_tokens"];
   rec.ignore_eos = doc.value("ignore_eos", false);
@@ -196,7 +202,7 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
            {"object", chat ? "chat.completion" : "text_completion"},
            {"model", options.model}};
     std::string text;
-    for (std::int32_t i = 0; i < n; ++i) text += " tok";
+    for (std::int32_t i = 0; i < n; ++i) text += token_text(s, stream_no, i);
     co_await sleep_until(t0 + (s.ttft_us + std::max(0, n - 1) * s.itl_us) * 1000);
     json choice{{"index", 0}, {"finish_reason", "length"}};
     if (chat)
@@ -243,8 +249,8 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   frames.reserve(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) {
     const bool last = i == n - 1 && !s.endless;
-    frames.push_back(
-        frame(chunk(" tok", last ? "length" : nullptr, last && s.send_usage && s.llama_cpp_usage)));
+    frames.push_back(frame(chunk(token_text(s, stream_no, i), last ? "length" : nullptr,
+                                 last && s.send_usage && s.llama_cpp_usage)));
   }
   for (std::int32_t i = 0; i < n; ++i) {
     if (i == s.stall_after_tokens) co_await sleep_until(now_ns() + s.stall_us * 1000);
@@ -288,6 +294,14 @@ asio::awaitable<std::optional<HttpResponse>> ScriptedTarget::Impl::completion(Ht
   }
   co_await out.finish();
   co_return std::nullopt;
+}
+
+std::string numbered_reply(std::uint64_t stream, std::int32_t tokens) {
+  Script s;
+  s.numbered_tokens = true;
+  std::string text;
+  for (std::int32_t k = 0; k < tokens; ++k) text += token_text(s, stream, k);
+  return text;
 }
 
 ScriptedTarget::ScriptedTarget(Script script, ScriptedTargetOptions options)

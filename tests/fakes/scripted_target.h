@@ -50,7 +50,13 @@ struct Script {
   std::string retry_after;                   // non-200: Retry-After header value, when set
   bool html_page = false;                    // 200 text/html page instead of a stream
   bool endless = false;  // token events every itl forever (no finish, usage or [DONE])
+  // Token k of stream n is " s<n>t<k>" instead of " tok", so an answer sent back by the client
+  // (a conversation's next turn) can be told from any other (numbered_reply()).
+  bool numbered_tokens = false;
 };
+
+// The whole answer text of stream n with numbered_tokens and `tokens` tokens.
+std::string numbered_reply(std::uint64_t stream, std::int32_t tokens);
 
 struct ScriptedTargetOptions {
   bool tokenize_endpoint = true;
@@ -72,6 +78,7 @@ struct ServedStream {
   std::vector<std::int64_t> token_written_ns;
   std::int32_t prompt_tokens = 0;
   std::string prompt;  // the prompt text received (chat: the messages' contents, space-joined)
+  std::string body;    // the request body as received
   std::int32_t max_tokens = -1;
   bool ignore_eos = false;
   bool streamed = false;

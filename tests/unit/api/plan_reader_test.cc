@@ -1662,6 +1662,7 @@ class PlanSchema : public ::testing::Test {
     for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       w->erase(trace ? "dataset" : "trace");
       w->erase("prefix_groups");
+      w->erase("conversation");  // synthetic only, no request-count steps (maximal_synthetic)
       w->erase("mix");
     }
     if (trace) plan.erase("agents");
