@@ -35,6 +35,25 @@ TEST(PrefixBlockHashesTest, OneHashPerFullBlockChainedOnThePrefix) {
   EXPECT_TRUE(prefix_block_hashes(tokens(15), 16).empty());
 }
 
+// The simulator continues a prompt's chain over the answer it will generate (output blocks are
+// cached, for conversations): hashing prompt + answer at once or in two parts agrees.
+TEST(PrefixBlockHashesTest, AppendContinuesTheChainFromTheLastFullBlock) {
+  std::vector<std::int64_t> all(53);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i * 7 + 1);
+  const auto whole = prefix_block_hashes(all, 16);
+  ASSERT_EQ(whole.size(), 3u);
+  // A 21-token prompt: one full block, 5 ids left over, then a 32-token answer.
+  std::vector<std::int64_t> prompt(all.begin(), all.begin() + 21);
+  auto hashes = prefix_block_hashes(prompt, 16);
+  ASSERT_EQ(hashes.size(), 1u);
+  std::vector<std::int64_t> rest(all.begin() + 16, all.end());
+  append_block_hashes(hashes, rest, 16);
+  EXPECT_EQ(hashes, whole);
+  std::vector<std::uint64_t> none;
+  append_block_hashes(none, all, 16);
+  EXPECT_EQ(none, whole);
+}
+
 TEST(KvBlockPoolTest, PublishedBlocksStayCachedAfterReleaseUntilEvicted) {
   KvBlockPool pool(10);
   const auto h = prefix_block_hashes(tokens(64), 16);  // 4 blocks
