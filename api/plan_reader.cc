@@ -1568,6 +1568,20 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
                           "a workload mix cannot be split over agents yet (remove agents, or "
                           "run the mix from one agent)"});
   }
+  // A conversation's sessions are numbered per shard and their turns tagged in the shard's own
+  // result, which the merge does not carry yet.
+  if (plan.agents) {
+    if (plan.workload.conversation)
+      errors.push_back({"/workload/conversation",
+                        "conversations cannot be split over agents yet (remove agents, or run "
+                        "the sessions from one agent)"});
+    for (std::size_t i = 0; i < plan.targets.size(); ++i)
+      if (plan.targets[i].workload && plan.targets[i].workload->conversation &&
+          !plan.workload.conversation)
+        errors.push_back({"/targets/" + std::to_string(i) + "/workload/conversation",
+                          "conversations cannot be split over agents yet (remove agents, or run "
+                          "the sessions from one agent)"});
+  }
   // Shards count their own requests: a closed-loop request-count window cannot be split. Nor
   // can a trace: every shard would replay all of it.
   for (std::size_t i = 0; plan.agents && i < plan.phases.size(); ++i) {

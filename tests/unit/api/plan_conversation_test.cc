@@ -121,6 +121,11 @@ TEST(PlanConversation, NotWithRequestSetsRequestCountStepsOrTraceReplay) {
   j["targets"][0]["workload"] = {{"conversation", {{"turns", 3}}}};
   j["phases"] = json::parse(R"([{"kind": "concurrency_sweep", "levels": [1], "requests": 50}])");
   EXPECT_ERROR(parse(j), "/phases/0/requests", "does not apply to workload.conversation");
+  // Nor over agents (the shards' sessions are not merged yet).
+  j = minimal();
+  j["workload"] = {{"conversation", {{"turns", 3}}}};
+  j["agents"] = {{"count", 2}, {"launch", "manual"}};
+  EXPECT_ERROR(parse(j), "/workload/conversation", "cannot be split over agents");
 }
 
 }  // namespace

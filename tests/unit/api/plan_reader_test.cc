@@ -1626,6 +1626,7 @@ class PlanSchema : public ::testing::Test {
       w->erase("dataset");
       w->erase("trace");
       w->erase("mix");
+      w->erase("conversation");  // not over agents: checked on its own in the test below
     }
     json phases = json::array();
     for (const auto& ph : plan["phases"])
@@ -1662,7 +1663,7 @@ class PlanSchema : public ::testing::Test {
     for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       w->erase(trace ? "dataset" : "trace");
       w->erase("prefix_groups");
-      w->erase("conversation");  // synthetic only, no request-count steps (maximal_synthetic)
+      w->erase("conversation");  // not over agents, no request-count steps: see the test
       w->erase("mix");
     }
     if (trace) plan.erase("agents");
@@ -1740,6 +1741,19 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   {
     const json g = maximal_synthetic_plan();
     EXPECT_NO_ERRORS(parse(g)) << g.dump(2);
+  }
+  {
+    // Conversations (not split over agents), with both forms of turns.
+    json c = maximal_synthetic_plan();
+    c.erase("agents");
+    const json conversation =
+        example_of(schema_["$defs"]["workload"]["properties"]["conversation"]);
+    EXPECT_TRUE(conversation.contains("max_context_tokens")) << conversation.dump();
+    for (json* w : {&c["workload"], &c["targets"][0]["workload"]})
+      (*w)["conversation"] = conversation;
+    EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
+    c["workload"]["conversation"]["turns"] = 4;
+    EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
   }
   {
     const json m = maximal_mix_plan();
