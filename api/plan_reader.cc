@@ -510,6 +510,51 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
   r.finish();
 }
 
+// `workloads` (docs/plans.md, "Workload matrix"): 1 to 16 named workloads, each starting from
+// the plan's `workload` (its keys replace), synthetic only.
+void read_workloads(const json& v, const PlanWorkload& base, std::vector<PlanNamedWorkload>& out,
+                    std::vector<FieldError>& errors, const PlanLimits& limits) {
+  if (!v.is_array() || v.empty() || v.size() > 16) {
+    errors.push_back({"/workloads", "must be an array of 1 to 16 named workloads"});
+    return;
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string path = "/workloads/" + std::to_string(i);
+    if (!v[i].is_object()) {
+      errors.push_back({path, "must be an object: a name and workload keys"});
+      continue;
+    }
+    PlanNamedWorkload nw;
+    nw.workload = base;
+    const auto before = errors.size();
+    const auto name = v[i].find("name");
+    if (name == v[i].end()) {
+      errors.push_back({path + "/name", "is required"});
+    } else if (!name->is_string() || !valid_name(name->get<std::string>())) {
+      errors.push_back({path + "/name", "must be 1-64 characters of a-z, 0-9, '_', '.', '-'"});
+    } else if (!names.insert(name->get<std::string>()).second) {
+      errors.push_back(
+          {path + "/name", "duplicate workload name '" + name->get<std::string>() + "'"});
+    } else {
+      nw.name = name->get<std::string>();
+    }
+    for (const char* k : {"dataset", "trace", "conversation"})
+      if (v[i].contains(k))
+        errors.push_back({path + "/" + k,
+                          "a matrix workload is synthetic (lengths or a mix); run request sets in "
+                          "a plan of their own"});
+    json keys = v[i];
+    keys.erase("name");
+    read_workload(&keys, path, nw.workload, errors, limits);
+    if (errors.size() == before && (!nw.workload.dataset_path.empty() || nw.workload.trace))
+      errors.push_back({"/workload",
+                        "with workloads, the base workload is synthetic (no dataset "
+                        "or trace)"});
+    out.push_back(std::move(nw));
+  }
+}
+
 void read_string_map(const json* v, const std::string& path,
                      std::vector<std::pair<std::string, std::string>>& out,
                      std::vector<FieldError>& errors, const PlanLimits& limits) {
@@ -1365,6 +1410,15 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
              {"total_ms", plan.timeouts.total_ms}}},
            {"sla", sla},
            {"phases", phases}};
+  if (!plan.workloads.empty()) {
+    json matrix = json::array();
+    for (const PlanNamedWorkload& w : plan.workloads) {
+      json j = workload_json(w.workload);
+      j["name"] = w.name;
+      matrix.push_back(std::move(j));
+    }
+    out["workloads"] = std::move(matrix);
+  }
   if (plan.demand) {
     out["demand"] = {{"requests_per_minute", plan.demand->requests_per_minute},
                      {"headroom", plan.demand->headroom},
@@ -1438,6 +1492,8 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   // The workload first: target overrides start from it.
   if (const json* w = root.get("workload"))
     read_workload(w, "/workload", plan.workload, errors, limits);
+  if (const json* ws = root.get("workloads"))
+    read_workloads(*ws, plan.workload, plan.workloads, errors, limits);
   const json* targets = root.get("targets");
   if (!targets) {
     root.error("targets", "is required (at least one target)");
@@ -1451,6 +1507,10 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
       PlanTarget t;
       const std::string p = "/targets/" + std::to_string(i);
       read_target((*targets)[i], p, plan.workload, t, errors, limits);
+      if (t.workload && !plan.workloads.empty())
+        errors.push_back({p + "/workload",
+                          "not with workloads: every workload of the matrix runs on every target "
+                          "(give shared settings in the plan's workload)"});
       if (!t.name.empty() && !names.insert(t.name).second)
         errors.push_back({p + "/name", "duplicate target name '" + t.name + "'"});
       plan.targets.push_back(std::move(t));
@@ -1500,6 +1560,10 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
           plan.sla.bounds.empty() && !root.has("sla"))
         errors.push_back({path + "/kind", std::string(to_string(p.kind)) +
                                               " needs an sla with at least one bound"});
+      if (p.kind == PhaseKind::kTraceReplay && !plan.workloads.empty())
+        errors.push_back({path + "/kind",
+                          "trace_replay does not apply to workloads (a matrix "
+                          "workload is synthetic)"});
       if (p.kind == PhaseKind::kTraceReplay) {
         // Every target's workload (its override, else the plan's) must carry a trace.
         bool every = !plan.targets.empty() || plan.workload.trace.has_value();
@@ -1530,6 +1594,10 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
       plan.phases.push_back(std::move(p));
     }
   }
+  if (root.has("demand") && !plan.workloads.empty())
+    errors.push_back({"/demand",
+                      "not with workloads: a demand is for one workload (plan it with "
+                      "that workload alone)"});
   if (const json* d = root.get("demand")) {
     PlanDemand dm;
     ObjectReader r(d, "/demand", errors);
@@ -1557,6 +1625,11 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   // A mix's classes are found from each request's index in its step, which shards number on
   // their own (agent/step_spec.h, mix_class_of).
   if (plan.agents) {
+    for (std::size_t i = 0; i < plan.workloads.size(); ++i)
+      if (!plan.workloads[i].workload.mix.empty() && plan.workload.mix.empty())
+        errors.push_back({"/workloads/" + std::to_string(i) + "/mix",
+                          "a workload mix cannot be split over agents yet (remove agents, or "
+                          "run the mix from one agent)"});
     if (!plan.workload.mix.empty())
       errors.push_back({"/workload/mix",
                         "a workload mix cannot be split over agents yet (remove "
@@ -1611,6 +1684,8 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
       scale = sim["time_scale"].get<double>();
     duration += per_target / scale;
   }
+  // A workload matrix runs every phase once per workload.
+  duration *= static_cast<double>(std::max<std::size_t>(1, plan.workloads.size()));
   if (errors.empty() && duration > limits.max_duration_s) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "estimated duration %.0f s exceeds the limit of %.0f s",
@@ -1645,6 +1720,8 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   out.estimated_duration_s = duration;
   // Fingerprint: what must be equal for two runs to be comparable (docs/metrics.md §8.1).
   json fp{{"workload", workload_json(plan.workload)}};
+  for (const PlanNamedWorkload& w : plan.workloads)
+    fp["workloads"].push_back(json{{"name", w.name}, {"workload", workload_json(w.workload)}});
   std::set<std::string> models, precisions;
   bool overridden = false;
   for (const auto& t : plan.targets) {

@@ -618,7 +618,15 @@ std::string capacity_table(const json& results) {
   align += "rrll";
   std::string out =
       "<div class=\"table-wrap\"><table id=\"capacity-table\">" + th_row(head, align) + "<tbody>";
+  std::string workload_shown;
   for (const auto& r : rows) {
+    if (!r.workload.empty() && r.workload != workload_shown) {
+      // A workload matrix: the rows of each workload under its own heading row.
+      workload_shown = r.workload;
+      out += "<tr class=\"workload-group\"><th colspan=\"" + std::to_string(head.size()) +
+             "\" class=\"text\">Workload " + esc(r.workload) + " (" + lengths_text(r) +
+             " tokens)</th></tr>";
+    }
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text") +
            td(r.model, "text") + td(r.precision, "text") + td(lengths_text(r)) +
            td(load_text(r), "wrap") + td(opt_fixed(r.requests_per_s, 2)) +

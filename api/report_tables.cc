@@ -152,6 +152,7 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
   for (const auto& t : targets_of(results)) {
     CapacityRow r;
     r.target = json_string(t, "name");
+    r.workload = json_string(t, "workload_name");
     r.job_id = json_string(t, "job_id");
     r.model = json_string(t, "model");
     r.precision = json_string(t, "precision");
@@ -391,12 +392,21 @@ std::string render_markdown(const json& results) {
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
   out += "\n## Qualified capacity\n\n";
-  out += md_header(
+  const std::string capacity_header = md_header(
       {"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s", "Goodput req/s",
        "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
        "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
       "lllllrrrrrrrrrrll");
-  for (const auto& r : capacity_rows(results)) {
+  const auto all_rows = capacity_rows(results);
+  if (all_rows.empty() || all_rows.front().workload.empty()) out += capacity_header;
+  std::string workload_shown;
+  for (const auto& r : all_rows) {
+    if (!r.workload.empty() && r.workload != workload_shown) {
+      // A workload matrix: one table per workload (docs/plans.md, "Workload matrix").
+      out += std::string(workload_shown.empty() ? "" : "\n") + "### Workload `" + md(r.workload) +
+             "`\n\n" + capacity_header;
+      workload_shown = r.workload;
+    }
     out += md_row({r.target, r.model, r.precision, lengths_text(r), load_text(r),
                    opt_fixed(r.requests_per_s, 2), goodput_text(r.goodput_rps, r.sla_attainment),
                    opt_fixed(r.output_tokens_per_s, 1), opt_fixed(r.ttft_p95_ms, 0),

@@ -20,6 +20,9 @@ namespace llmcap::api {
 // One target's qualified-capacity point (docs/metrics.md §5, §6): the seed of every decision.
 struct CapacityRow {
   std::string target;
+  // A workload matrix (`workloads`): the workload this row measured ("" without a matrix); the
+  // rows come workload by workload, and reports show one table per workload.
+  std::string workload;
   std::string job_id;  // set in combined (compare) documents
   std::string model;
   std::string precision;

@@ -248,6 +248,13 @@ struct PlanAgents {
   }
 };
 
+// `workloads` (docs/plans.md, "Workload matrix"): one named shape of a matrix; every phase runs
+// once per workload on every target.
+struct PlanNamedWorkload {
+  std::string name;       // unique; a-z, 0-9, '_', '.', '-'
+  PlanWorkload workload;  // the plan's `workload` with this entry's keys replacing its own
+};
+
 struct TestPlan {
   int version = 1;
   std::string name;
@@ -255,6 +262,7 @@ struct TestPlan {
   std::uint64_t seed = 42;
   std::vector<PlanTarget> targets;
   PlanWorkload workload;
+  std::vector<PlanNamedWorkload> workloads;  // empty: `workload` alone (no matrix)
   PlanTimeouts timeouts;
   PlanSla sla;
   std::vector<PlanPhase> phases;

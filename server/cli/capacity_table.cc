@@ -115,8 +115,22 @@ std::string capacity_table_text(const json& results) {
           api::json_string(api::json_member(t, "workload"), "source") == "dataset";
   }
   std::string statements;
+  std::string workload_shown;
   for (const auto& r : rows) {
+    if (!r.workload.empty() && r.workload != workload_shown) {
+      // A workload matrix: one table per workload (rows "<target>@<workload>").
+      workload_shown = r.workload;
+      out += "workload " + r.workload + " (in/out " + fixed_or_dash(r.input_tokens_mean, 0) + "/" +
+             fixed_or_dash(r.output_tokens_mean, 0) + "):\n";
+    }
     currency_of[r.target] = r.currency;
+    // Under its workload's heading a matrix row names the plan's target alone.
+    const std::string suffix = "@" + r.workload;
+    const std::string shown =
+        !r.workload.empty() && r.target.size() > suffix.size() &&
+                r.target.compare(r.target.size() - suffix.size(), suffix.size(), suffix) == 0
+            ? r.target.substr(0, r.target.size() - suffix.size())
+            : r.target;
     std::string verdict = verdict_word(r);
     std::vector<std::string> labels = r.labels;
     if (dataset_lengths[r.target]) labels.push_back("dataset-measured-lengths");
@@ -124,7 +138,7 @@ std::string capacity_table_text(const json& results) {
     const bool figures = r.qualified || r.evidence_only;
     std::snprintf(
         line, sizeof line, "%-16s %-14s %-6s %-10s %-26s %7s %10s %9s %9s %9s %6s %11s %14s  %s\n",
-        r.target.c_str(), r.model.c_str(), r.precision.c_str(),
+        shown.c_str(), r.model.c_str(), r.precision.c_str(),
         (fixed_or_dash(r.input_tokens_mean, 0) + "/" + fixed_or_dash(r.output_tokens_mean, 0))
             .c_str(),
         // The planned level; req/s is its own column, so no achieved rate here.

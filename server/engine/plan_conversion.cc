@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace llmcap::server {
 
 namespace {
@@ -75,33 +77,48 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
   out.fingerprint = parse.fingerprint;
   out.per_target_optimised = parse.per_target_optimised;
 
-  for (const auto& t : p.targets) {
-    RunTarget rt;
-    rt.name = t.name;
-    rt.base_url = t.base_url;
-    rt.sim_options_json = t.sim_json;
-    if (const auto sim = nlohmann::json::parse(t.sim_json, nullptr, false);
-        sim.is_object() && sim.contains("time_scale") && sim["time_scale"].is_number())
-      rt.time_scale = sim["time_scale"].get<double>();
-    rt.spec.api = t.api == "chat" ? agent::ApiKind::kChat : agent::ApiKind::kCompletions;
-    rt.spec.model = t.model;
-    for (const auto& [k, v] : t.headers) rt.spec.headers.emplace_back(k, v);
-    for (const auto& [k, v] : t.secrets) {
-      if (k == "api_key") rt.spec.headers.emplace_back("Authorization", "Bearer " + v);
+  // A workload matrix (`workloads`) runs every target once per workload, workload by workload:
+  // each (target, workload) pair is a target of its own, named "<target>@<workload>".
+  std::vector<const api::PlanWorkload*> workload_of;  // parallel to out.targets
+  const std::size_t shapes = std::max<std::size_t>(1, p.workloads.size());
+  for (std::size_t shape = 0; shape < shapes; ++shape)
+    for (std::size_t ti = 0; ti < p.targets.size(); ++ti) {
+      const api::PlanTarget& t = p.targets[ti];
+      RunTarget rt;
+      rt.name = t.name;
+      rt.plan_target = t.name;
+      rt.plan_target_index = ti;
+      rt.base_url = t.base_url;
+      rt.sim_options_json = t.sim_json;
+      if (const auto sim = nlohmann::json::parse(t.sim_json, nullptr, false);
+          sim.is_object() && sim.contains("time_scale") && sim["time_scale"].is_number())
+        rt.time_scale = sim["time_scale"].get<double>();
+      rt.spec.api = t.api == "chat" ? agent::ApiKind::kChat : agent::ApiKind::kCompletions;
+      rt.spec.model = t.model;
+      for (const auto& [k, v] : t.headers) rt.spec.headers.emplace_back(k, v);
+      for (const auto& [k, v] : t.secrets) {
+        if (k == "api_key") rt.spec.headers.emplace_back("Authorization", "Bearer " + v);
+      }
+      rt.spec.tls.ca_file = t.tls_ca_file;
+      rt.spec.tls.verify_peer = !t.tls_insecure;
+      const api::PlanWorkload& w = !p.workloads.empty() ? p.workloads[shape].workload
+                                   : t.workload         ? *t.workload
+                                                        : p.workload;
+      if (!p.workloads.empty()) {
+        rt.workload_name = p.workloads[shape].name;
+        rt.name = t.name + "@" + rt.workload_name;
+      }
+      workload_of.push_back(&w);
+      rt.spec.stream = w.stream;
+      rt.workload = to_workload(w);
+      rt.workload_overridden = t.workload.has_value();
+      rt.hardware_json = t.hardware_json;
+      rt.precision = t.precision;
+      rt.price_per_hour = t.price_per_hour;
+      rt.currency = t.currency;
+      rt.metrics_url = t.metrics_url;
+      out.targets.push_back(std::move(rt));
     }
-    rt.spec.tls.ca_file = t.tls_ca_file;
-    rt.spec.tls.verify_peer = !t.tls_insecure;
-    const auto& w = t.workload ? *t.workload : p.workload;
-    rt.spec.stream = w.stream;
-    rt.workload = to_workload(w);
-    rt.workload_overridden = t.workload.has_value();
-    rt.hardware_json = t.hardware_json;
-    rt.precision = t.precision;
-    rt.price_per_hour = t.price_per_hour;
-    rt.currency = t.currency;
-    rt.metrics_url = t.metrics_url;
-    out.targets.push_back(std::move(rt));
-  }
 
   for (const auto& b : p.sla.bounds) {
     const auto metric = analysis::parse_sla_metric(b.metric);
@@ -119,10 +136,9 @@ std::string to_run_plan(const api::PlanParse& parse, RunPlan& out) {
 
   // Workload mixes: each class is judged against the plan's SLA with its own bounds and error
   // limit where it gives them (docs/plans.md, "Workload mixes").
-  for (std::size_t t = 0; t < p.targets.size(); ++t) {
-    const auto& w = p.targets[t].workload ? *p.targets[t].workload : p.workload;
+  for (std::size_t t = 0; t < out.targets.size(); ++t) {
     RunTarget& rt = out.targets[t];
-    for (const api::PlanMixClass& c : w.mix) {
+    for (const api::PlanMixClass& c : workload_of[t]->mix) {
       analysis::SlaSpec sla = out.sla;
       if (c.sla_bounds) {
         sla.bounds.clear();

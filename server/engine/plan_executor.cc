@@ -1242,7 +1242,10 @@ std::vector<std::string> PlanExecutor::prediction_problems(const RunPlan& plan) 
     const auto colon = e.find(':');
     const std::string head = colon == std::string::npos ? "" : e.substr(0, colon);
     const bool field = !head.empty() && head.find(' ') == std::string::npos;
-    const std::string at = "/targets/" + std::to_string(i) + "/";
+    // A workload matrix repeats each target once per workload: the plan's target's path.
+    const std::size_t index =
+        plan.targets[i].workload_name.empty() ? i : plan.targets[i].plan_target_index;
+    const std::string at = "/targets/" + std::to_string(index) + "/";
     if (!EmbeddedSimulators::is_sim_url(plan.targets[i].base_url)) {
       problems.push_back(at + "base_url: " + e);
     } else if (field) {
@@ -1253,7 +1256,11 @@ std::vector<std::string> PlanExecutor::prediction_problems(const RunPlan& plan) 
       problems.push_back(at + "base_url: " + e);
     }
   }
-  return problems;
+  // Each problem once (a matrix target repeats its own for every workload).
+  std::vector<std::string> unique;
+  for (auto& p : problems)
+    if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(std::move(p));
+  return unique;
 }
 
 std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
@@ -1324,6 +1331,12 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
     doc["predicted"] = mode_ == ExecutionMode::kPredict;
+    if (!target.workload_name.empty()) {
+      // A workload matrix: the plan's target and the workload this row measured.
+      doc["target"] = target.plan_target;
+      doc["workload_name"] = target.workload_name;
+      doc["workload"]["name"] = target.workload_name;
+    }
     const bool qualified = doc["qualified"].is_object();
     {
       // The job's verdict is judged from the targets' (analysis/target_verdict.h).
@@ -1356,11 +1369,18 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       {"comparison_label", plan.per_target_optimised ? "per-target optimised" : "same-config"},
       {"targets", targets}};
   // Comparison against the first target (docs/metrics.md §6.2: relative cost = price ratio /
-  // throughput ratio), only between targets that qualified.
+  // throughput ratio), only between targets that qualified; with a workload matrix against the
+  // first target of the same workload (offers are in plan.targets' order).
   json comparisons = json::array();
   for (std::size_t i = 1; i < offers.size(); ++i) {
-    if (auto c = analysis::compare_targets(offers[0], offers[i]))
+    std::size_t base = 0;
+    while (base < i && plan.targets[base].workload_name != plan.targets[i].workload_name) ++base;
+    if (base == i) continue;
+    if (auto c = analysis::compare_targets(offers[base], offers[i])) {
       comparisons.push_back(api::comparison_json(*c));
+      if (!plan.targets[i].workload_name.empty())
+        comparisons.back()["workload"] = plan.targets[i].workload_name;
+    }
   }
   results["comparison"] = comparisons;
   // Equal-load comparison: every target at the at_demand phase's rate, side by side.

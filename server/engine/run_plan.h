@@ -16,7 +16,12 @@
 namespace llmcap::server {
 
 struct RunTarget {
-  std::string name;
+  std::string name;  // the plan's; with a workload matrix "<target>@<workload>"
+  // A workload matrix (`workloads`): the plan's target name and index, and the workload's name
+  // ("" without a matrix: plan_target == name).
+  std::string plan_target;
+  std::size_t plan_target_index = 0;
+  std::string workload_name;
   std::string base_url;          // as written in the plan (http[s]:// or sim://)
   std::string sim_options_json;  // the target's `sim` object ("{}" when absent)
   agent::TargetSpec spec;        // base_url resolved by the executor for sim:// targets

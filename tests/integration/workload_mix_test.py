@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Workload mixes (issue 21): `workload.mix` sends classes of requests with their own lengths in
+"""Workload mixes and matrices (issue 21): `workload.mix` sends classes of requests with their own lengths in
 one step, each request's class a pure function of the step's seed and the request's index.
 Checked as a user runs it with `llmcapd predict` (virtual time) and `llmcapd run` (the embedded
 simulator in real time): the classes' shares follow their weights, each class's requests have its
 lengths, the long-input classes have the higher TTFT, a class's own SLA decides the step's verdict
 and the capacity search, a bad mix is refused naming the field, and the measured run assigns the
-same classes as the prediction. About 10 s."""
+same classes as the prediction. A workload matrix (`workloads`) runs every phase once per named
+workload on every target: one qualified-capacity table per shape (deploy/plans/
+workload-matrix.json predicted), bad matrices refused naming the field. About 12 s."""
 import copy
 import json
 import os
@@ -14,6 +16,7 @@ import sys
 import tempfile
 import unittest
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
 SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-mix-test-")
 
@@ -160,6 +163,59 @@ class WorkloadMix(unittest.TestCase):
             self.assertEqual(pc["counts"]["intended"], mc["counts"]["intended"], name)
             self.assertEqual(mc["tokens"]["input"]["mean"], pc["tokens"]["input"]["mean"], name)
             self.assertEqual(mc["tokens"]["output"]["mean"], pc["tokens"]["output"]["mean"], name)
+
+
+class WorkloadMatrix(unittest.TestCase):
+    def test_one_capacity_table_per_shape(self):
+        r = llmcapd("predict", os.path.join(REPO, "deploy/plans/workload-matrix.json"), "--out",
+                    "matrix.json")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        doc = load("matrix.json")
+        rows = {t["name"]: t for t in doc["targets"]}
+        shapes = ["short-long", "long-short", "long-long"]
+        gpus = ["rtx4090-48g", "a100-80g-pcie"]
+        # Workload by workload, every target in plan order.
+        self.assertEqual([t["name"] for t in doc["targets"]],
+                         [f"{g}@{w}" for w in shapes for g in gpus])
+        for w in shapes:
+            for g in gpus:
+                t = rows[f"{g}@{w}"]
+                self.assertEqual((t["target"], t["workload_name"]), (g, w))
+                self.assertIsNotNone(t["qualified"], t["verdict"])
+                # Every step of the pair sent its own workload's lengths.
+                step = t["phases"][0]["steps"][0]
+                expected_in = 256 if w == "short-long" else 4096
+                self.assertEqual(step["stats"]["tokens"]["input"]["mean"], expected_in)
+        cost = {n: t["qualified"]["cost_per_million_output_tokens"] for n, t in rows.items()}
+        # Prefill-bound shapes cost far more per output token than decode-bound ones.
+        for g in gpus:
+            self.assertGreater(cost[f"{g}@long-short"], 5 * cost[f"{g}@short-long"])
+            self.assertGreater(rows[f"{g}@short-long"]["qualified"]["offered_rate_rps"],
+                               rows[f"{g}@long-long"]["qualified"]["offered_rate_rps"])
+        # Comparisons within each workload only.
+        self.assertEqual(sorted(c["workload"] for c in doc["comparison"]), sorted(shapes))
+        for c in doc["comparison"]:
+            self.assertTrue(c["target"].endswith("@" + c["workload"]), c)
+            self.assertTrue(c["baseline"].endswith("@" + c["workload"]), c)
+        # The tables: one per workload in the console, the Markdown and the HTML report.
+        for w in shapes:
+            self.assertIn(f"workload {w} (in/out", r.stdout)
+        md = llmcapd("report", "matrix.json", "--format", "markdown").stdout
+        self.assertEqual(md.count("### Workload `"), 3, md)
+        html = llmcapd("report", "matrix.json").stdout
+        self.assertEqual(html.count('class="workload-group"'), 3)
+
+    def test_bad_matrices_are_refused_naming_the_field(self):
+        plan = copy.deepcopy(PLAN)
+        del plan["workload"]
+        plan["workloads"] = [{"name": "a", "input_tokens": 128, "output_tokens": 64},
+                             {"name": "b", "input_tokens": 0},
+                             {"name": "c", "trace": {"format": "burstgpt", "path": "t.csv"}}]
+        plan["targets"][0]["workload"] = {"output_tokens": 8}
+        r = llmcapd("predict", write("bad-matrix.json", plan), "--no-out")
+        self.assertNotEqual(r.returncode, 0)
+        for field in ("/workloads/1/input_tokens", "/workloads/2/trace", "/targets/0/workload"):
+            self.assertIn(field, r.stderr + r.stdout)
 
 
 if __name__ == "__main__":

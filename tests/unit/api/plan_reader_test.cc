@@ -187,6 +187,63 @@ TEST(PlanReader, WorkloadMixKeys) {
   EXPECT_ERROR(parse(j), "/workload/mix", "agents");
 }
 
+TEST(PlanReader, WorkloadMatrixKeys) {
+  json j = minimal();
+  j["workload"] = {{"temperature", 0.5}, {"output_tokens", 64}};
+  j["workloads"] = json::parse(R"([
+    {"name": "short-long", "input_tokens": 256, "output_tokens": 1024},
+    {"name": "long-short", "input_tokens": 4096},
+    {"name": "mixed", "mix": [{"name": "a", "weight": 1, "input_tokens": 8, "output_tokens": 8}]}
+  ])");
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  const auto& m = p.plan->workloads;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].name, "short-long");
+  EXPECT_DOUBLE_EQ(m[0].workload.output_tokens.nominal_mean(), 1024);
+  // Each entry starts from the plan's workload: its keys replace, the rest is inherited.
+  EXPECT_DOUBLE_EQ(m[1].workload.output_tokens.nominal_mean(), 64);
+  EXPECT_DOUBLE_EQ(m[1].workload.temperature, 0.5);
+  EXPECT_EQ(m[2].workload.mix.size(), 1u);
+  // Every phase runs once per workload: three times the single workload's estimate.
+  json single = j;
+  single.erase("workloads");
+  EXPECT_NEAR(p.estimated_duration_s, 3 * parse(single).estimated_duration_s, 1e-6);
+  // The normalised plan keeps the matrix and parses again to the same fingerprint; another
+  // matrix is another workload.
+  ASSERT_EQ(p.normalized["workloads"].size(), 3u);
+  EXPECT_EQ(p.normalized["workloads"][1]["name"], "long-short");
+  const auto again = parse(p.normalized);
+  EXPECT_NO_ERRORS(again);
+  EXPECT_EQ(again.fingerprint, p.fingerprint);
+  EXPECT_NE(parse(single).fingerprint, p.fingerprint);
+
+  // Errors, each naming its field.
+  j["workloads"] = json::parse(R"([
+    {"name": "a", "input_tokens": 0},
+    {"name": "a", "bogus": 1},
+    {"input_tokens": 8, "dataset": {"path": "x.jsonl"}},
+    7
+  ])");
+  p = parse(j);
+  EXPECT_ERROR(p, "/workloads/0/input_tokens", "");
+  EXPECT_ERROR(p, "/workloads/1/name", "duplicate workload name");
+  EXPECT_ERROR(p, "/workloads/1/bogus", "unknown key");
+  EXPECT_ERROR(p, "/workloads/2/name", "is required");
+  EXPECT_ERROR(p, "/workloads/2/dataset", "synthetic");
+  EXPECT_ERROR(p, "/workloads/3", "must be an object");
+  j["workloads"] = json::array();
+  EXPECT_ERROR(parse(j), "/workloads", "1 to 16");
+  // Target overrides, a demand and trace replays do not combine with a matrix.
+  j = minimal();
+  j["workloads"] = json::parse(R"([{"name": "a"}, {"name": "b", "input_tokens": 64}])");
+  j["targets"][0]["workload"] = {{"input_tokens", 100}};
+  j["demand"] = {{"requests_per_minute", 60}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/targets/0/workload", "not with workloads");
+  EXPECT_ERROR(p, "/demand", "not with workloads");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Defaults and the happy path
 
@@ -1621,6 +1678,7 @@ class PlanSchema : public ::testing::Test {
   json maximal_plan() const { return split_maximal(false); }
   json maximal_synthetic_plan() const {
     json plan = example_of(schema_);
+    plan.erase("workloads");  // a matrix excludes target overrides and demand: maximal_matrix_plan
     for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       EXPECT_TRUE(w->contains("prefix_groups"));
       w->erase("dataset");
@@ -1658,8 +1716,21 @@ class PlanSchema : public ::testing::Test {
     return plan;
   }
   json maximal_trace_plan() const { return split_maximal(true); }
+  // A workload matrix: no target override, no demand (nor the at_demand phases that need it).
+  json maximal_matrix_plan() const {
+    json plan = maximal_synthetic_plan();
+    plan["workloads"] = example_of(schema_["properties"]["workloads"]);
+    plan["targets"][0].erase("workload");
+    plan.erase("demand");
+    json phases = json::array();
+    for (const auto& ph : plan["phases"])
+      if (ph["kind"] != "at_demand") phases.push_back(ph);
+    plan["phases"] = phases;
+    return plan;
+  }
   json split_maximal(bool trace) const {
     json plan = example_of(schema_);
+    plan.erase("workloads");  // a matrix excludes target overrides and demand: maximal_matrix_plan
     for (json* w : {&plan["workload"], &plan["targets"][0]["workload"]}) {
       w->erase(trace ? "dataset" : "trace");
       w->erase("prefix_groups");
@@ -1754,6 +1825,11 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
     c["workload"]["conversation"]["turns"] = 4;
     EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
+  }
+  {
+    const json x = maximal_matrix_plan();
+    EXPECT_EQ(x["workloads"].size(), 2u) << x.dump();
+    EXPECT_NO_ERRORS(parse(x)) << x.dump(2);
   }
   {
     const json m = maximal_mix_plan();
