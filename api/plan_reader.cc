@@ -484,6 +484,10 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
     if (!w.dataset_path.empty() || w.trace)
       r.error(r.has("mix") ? "mix" : (w.trace ? "trace" : "dataset"),
               "a mix applies to synthetic prompts only (not with dataset or trace)");
+    if (w.conversation)
+      r.error(r.has("mix") ? "mix" : "conversation",
+              "not with conversation: a mix's classes are single requests (give the "
+              "conversation's lengths in conversation)");
   }
   r.number("temperature", w.temperature, 0, 2);
   r.boolean("ignore_eos", w.ignore_eos);

@@ -168,6 +168,9 @@ TEST(PlanReader, WorkloadMixKeys) {
   EXPECT_ERROR(p, "/workload/input_tokens", "give input_tokens per class");
   EXPECT_ERROR(p, "/workload/prefix_groups", "give prefix_tokens per class");
   EXPECT_ERROR(p, "/workload/mix", "synthetic prompts only");
+  j["workload"] = json::parse(R"({"conversation": {"turns": 3}, "mix": [
+    {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
+  EXPECT_ERROR(parse(j), "/workload/mix", "not with conversation");
   // A target's override: a mix replaces the plan's; lengths beside the plan's mix are refused.
   j = minimal();
   j["workload"] = json::parse(R"({"mix": [
