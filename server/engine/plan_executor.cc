@@ -540,6 +540,7 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
             {"mean_abs_error_tokens", result.calibration.mean_abs_error_tokens},
             {"note", result.calibration.note}}},
   };
+  if (!target_.workload_name.empty()) step_json["workload"] = target_.workload_name;
   if (!record.classes.empty()) {
     // Workload mix: each class's statistics and verdict (docs/plans.md, "Workload mixes").
     json classes = json::array();
@@ -672,6 +673,7 @@ json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int r
     case PhaseKind::kAtDemand: extra = run_at_demand(run); break;
   }
   json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
+  if (!target_.workload_name.empty()) doc["workload"] = target_.workload_name;  // a matrix
   doc["steps"] = std::move(run.steps);
   for (auto& [k, v] : extra.items()) doc[k] = v;
   return doc;

@@ -183,6 +183,58 @@ TEST(ReportTablesTest, RegionLatencyBesideTheOverallFigure) {
   EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per region"), std::string::npos);
 }
 
+TEST(ReportTablesTest, MixStepsHaveOneRowPerClass) {
+  json results = load("results-tiny.json");
+  json& step = results["targets"][0]["phases"][0]["steps"][0];
+  step["mix"] = json::parse(R"([
+    {"name": "chat", "weight": 0.7, "share": 0.75, "input_tokens_mean": 256,
+     "output_tokens_mean": 256,
+     "stats": {"counts": {"intended": 9}, "ttft_ms": {"p50": 40, "p95": 90},
+               "tpot_ms": {"p50": 20, "p95": 25.5}, "e2e_ms": {"p95": 6000},
+               "error_rate": 0, "output_tokens_per_s": 100},
+     "verdict": {"outcome": "pass", "reasons": []}},
+    {"name": "rag", "weight": 0.3, "share": 0.25, "input_tokens_mean": 4000,
+     "output_tokens_mean": 128,
+     "stats": {"counts": {"intended": 3}, "ttft_ms": {"p50": 300, "p95": 800}},
+     "verdict": {"outcome": "fail", "reasons": [{"status": "missed", "code": "ttft_p95",
+                 "text": "ttft P95 800 ms > 600 ms limit"}]}}])");
+  const auto steps = step_rows(results);
+  ASSERT_EQ(steps[0].mix.size(), 2u);
+  EXPECT_TRUE(steps[1].mix.empty());
+  EXPECT_EQ(steps[0].mix[1].name, "rag");
+  EXPECT_EQ(*steps[0].mix[1].requests, 3);
+  EXPECT_EQ(steps[0].mix[1].reasons, std::vector<std::string>{"ttft P95 800 ms > 600 ms limit"});
+  const std::string md = render_markdown(results);
+  EXPECT_NE(md.find("## Workload mix: per-class results"), std::string::npos);
+  EXPECT_NE(md.find("| rag | 30.00% / 25.00% | 3 | 4000 / 128 | - | 300 / 800 |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per-class"), std::string::npos);
+}
+
+TEST(ReportTablesTest, AWorkloadMatrixHasOneCapacityTablePerWorkload) {
+  json results = load("results-tiny.json");
+  ASSERT_GE(results["targets"].size(), 1u);
+  json a = results["targets"][0], b = results["targets"][0];
+  a["name"] = "t@short";
+  a["workload_name"] = "short";
+  b["name"] = "t@long";
+  b["workload_name"] = "long";
+  results["targets"] = json::array({a, b});
+  const auto rows = capacity_rows(results);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].workload, "short");
+  EXPECT_EQ(rows[1].workload, "long");
+  const std::string md = render_markdown(results);
+  const auto first = md.find("### Workload `short`");
+  const auto second = md.find("### Workload `long`");
+  ASSERT_NE(first, std::string::npos) << md;
+  ASSERT_NE(second, std::string::npos) << md;
+  EXPECT_LT(md.find("| t@short |"), second);
+  EXPECT_GT(md.find("| t@long |"), second);
+  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("### Workload"), std::string::npos);
+}
+
 TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
   json doc = load("results-two-targets.json");
   doc["targets"][0]["name"] = "pipe|name";
