@@ -6,11 +6,14 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "agent/arrival_process.h"
+#include "agent/conversation.h"
 #include "agent/prompt_factory.h"
+#include "sim/kv_block_pool.h"
 
 namespace llmcap::server {
 
@@ -64,6 +67,8 @@ class VirtualStep {
         next_engine_id_(next_engine_id),
         prompts_(spec.workload.input_tokens, spec.workload.output_tokens,
                  spec.workload.shared_prefix_tokens, spec.seed),
+        user_prompts_(spec.workload.conversation.user_tokens, spec.workload.output_tokens, 0,
+                      spec.seed ^ 0x7573657273ULL),
         arrivals_(spec.load.rate, spec.load.inter_arrival, spec.load.burstiness,
                   spec.seed ^ 0xa5a5a5a5ULL),
         tick_every_(std::max<std::int64_t>(1, spec.in_flight_sample_ms) * kMs),
@@ -81,7 +86,37 @@ class VirtualStep {
 
  private:
   bool open_loop() const { return spec_.load.kind == agent::LoadKind::kOpen; }
-  void start_request(std::int64_t t_intended);
+  bool conversation() const { return spec_.workload.conversation.enabled(); }
+  // A conversation turn's request: its lengths and block hashes instead of the factory's draws.
+  struct TurnRequest {
+    std::uint64_t session = 0;
+    std::int32_t turn = 0;
+    std::int64_t prompt_tokens = 0;
+    std::int64_t max_tokens = 0;
+    std::int32_t planned_input = 0;
+    std::int32_t planned_output = 0;
+    const std::vector<std::uint64_t>* hashes = nullptr;
+  };
+  void start_request(std::int64_t t_intended, const TurnRequest* turn = nullptr);
+  // workload.conversation, as agent/step_runner.cc's run_session does it: a session starts
+  // (its first turn intended at t_intended), a turn is sent, a turn ended, a session ended.
+  struct Session {
+    std::uint64_t id = 0;
+    std::int32_t planned_turns = 0;
+    std::int32_t turns_sent = 0;
+    std::int64_t id_base = 0;  // stand-in token ids of its own text: id_base + position
+    std::int64_t next_position = 0;
+    std::vector<std::uint64_t> hashes;  // full blocks of its history (prompt + replies)
+    std::vector<std::int64_t> tail;     // ids after the last full block
+    std::int64_t context_tokens = 0;    // last turn's prompt + reply
+  };
+  void start_session(std::int64_t t_intended);
+  void send_turn(Session& session, std::int64_t t_intended);
+  void turn_finished(std::uint64_t engine_id, bool ok, std::int64_t generated);
+  void end_session(std::uint64_t session, agent::SessionEnd end);
+  // Appends token ids to the session's history, continuing its chain of block hashes.
+  void extend(Session& session, std::vector<std::int64_t> ids);
+  void extend_own(Session& session, std::int64_t tokens);
   void closed_slot_freed();
   void deliver(const sim::StepOutcome& outcome);
   void finish(std::uint64_t id, ErrorClass error, std::string message);
@@ -105,6 +140,16 @@ class VirtualStep {
   std::uint64_t& next_engine_id_;
   agent::PromptFactory prompts_;
   std::vector<agent::PromptFactory> mix_prompts_;  // workload mix: one factory per class
+  agent::PromptFactory user_prompts_;              // conversations: later turns' messages
+  std::map<std::uint64_t, Session> sessions_;      // running sessions by number
+  std::uint64_t next_session_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> session_of_engine_id_;  // in-flight turns
+  std::unordered_map<std::uint64_t, agent::ConversationTurn> turn_of_index_;
+  std::unordered_map<std::uint64_t, std::int64_t> turn_prompt_of_engine_id_;
+  // Turns due after their think time: (intended time, session), earliest first.
+  std::priority_queue<std::pair<std::int64_t, std::uint64_t>,
+                      std::vector<std::pair<std::int64_t, std::uint64_t>>, std::greater<>>
+      next_turns_;
   agent::ArrivalProcess arrivals_;
   agent::StepResult result_;
   agent::TelemetryResult* telemetry_ = nullptr;
@@ -151,13 +196,14 @@ const std::vector<std::uint64_t>& VirtualStep::prefix_hashes(int key, std::int64
   return it->second;
 }
 
-void VirtualStep::start_request(std::int64_t t_intended) {
+void VirtualStep::start_request(std::int64_t t_intended, const TurnRequest* turn) {
   const std::uint64_t index = next_index_++;
   ++result_.counts.sent;
-  const int mix_class = agent::mix_class_of(spec_.workload.mix, spec_.seed, index);
+  const int mix_class = turn ? -1 : agent::mix_class_of(spec_.workload.mix, spec_.seed, index);
   const agent::PlannedLengths lengths =
-      mix_class >= 0 ? mix_prompts_[static_cast<std::size_t>(mix_class)].next_lengths()
-                     : prompts_.next_lengths();
+      turn             ? agent::PlannedLengths{turn->planned_input, turn->planned_output}
+      : mix_class >= 0 ? mix_prompts_[static_cast<std::size_t>(mix_class)].next_lengths()
+                       : prompts_.next_lengths();
   RequestSample s;
   s.index = index;
   s.t_intended_ns = t_intended;
@@ -179,10 +225,16 @@ void VirtualStep::start_request(std::int64_t t_intended) {
     shared = spec_.workload.mix[static_cast<std::size_t>(mix_class)].prefix_tokens;
     prefix_key = kMixKeyBase + mix_class;
   }
-  const std::int64_t prompt = std::max<std::int64_t>({1, lengths.input_tokens, shared + 1});
-  const std::int64_t max_tokens =
-      lengths.output_tokens > 0 ? lengths.output_tokens : options_.default_max_tokens;
+  const std::int64_t prompt =
+      turn ? turn->prompt_tokens : std::max<std::int64_t>({1, lengths.input_tokens, shared + 1});
+  const std::int64_t max_tokens = turn                        ? turn->max_tokens
+                                  : lengths.output_tokens > 0 ? lengths.output_tokens
+                                                              : options_.default_max_tokens;
   const std::uint64_t id = next_engine_id_++;
+  if (turn) {
+    turn_of_index_[index] = {turn->session, turn->turn};
+    session_of_engine_id_[id] = turn->session;
+  }
   InFlight r;
   r.max_tokens = max_tokens;
   r.in_window = t_intended >= window_start_ && t_intended < window_end_;
@@ -199,7 +251,8 @@ void VirtualStep::start_request(std::int64_t t_intended) {
     deadlines_.push({now_ + kRefusalRoundTripNs, id, DeadlineKind::kTotal});
     return;
   }
-  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens, prefix_hashes(prefix_key, shared)})) {
+  if (!engine_.add(sim::EngineRequest{id, prompt, max_tokens,
+                                      turn ? *turn->hashes : prefix_hashes(prefix_key, shared)})) {
     s.error = ErrorClass::kTruncated;
     s.error_message = "the simulated engine cannot hold this request's KV cache";
     s.t_end_ns = now_ + kRefusalRoundTripNs;
@@ -224,9 +277,130 @@ void VirtualStep::start_request(std::int64_t t_intended) {
   if (!busy_) begin_step();
 }
 
+void VirtualStep::extend(Session& session, std::vector<std::int64_t> ids) {
+  std::vector<std::int64_t> all = std::move(session.tail);
+  all.insert(all.end(), ids.begin(), ids.end());
+  const std::size_t before = session.hashes.size();
+  sim::append_block_hashes(session.hashes, all, model_.engine_config.block_tokens);
+  const auto used =
+      static_cast<std::ptrdiff_t>((session.hashes.size() - before) *
+                                  static_cast<std::size_t>(model_.engine_config.block_tokens));
+  session.tail.assign(all.begin() + used, all.end());
+}
+
+void VirtualStep::extend_own(Session& session, std::int64_t tokens) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(std::max<std::int64_t>(0, tokens)));
+  for (auto& x : ids) x = session.id_base + session.next_position++;
+  extend(session, std::move(ids));
+}
+
+void VirtualStep::start_session(std::int64_t t_intended) {
+  const auto& conv = spec_.workload.conversation;
+  Session s;
+  s.id = next_session_++;
+  s.planned_turns = agent::session_turns(conv, spec_.seed, s.id);
+  // Its own text's ids: a range no other session of any step reaches (62-bit hash base).
+  std::uint64_t h = (spec_.seed ^ 0x636f6e76ULL) + s.id * 0x9e3779b97f4a7c15ULL;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  s.id_base = static_cast<std::int64_t>((h ^ (h >> 31)) >> 2);
+  auto [it, inserted] = sessions_.emplace(s.id, std::move(s));
+  send_turn(it->second, t_intended);
+}
+
+void VirtualStep::send_turn(Session& s, std::int64_t t_intended) {
+  const auto& conv = spec_.workload.conversation;
+  const std::int32_t turn = s.turns_sent + 1;
+  TurnRequest r;
+  r.session = s.id;
+  r.turn = turn;
+  if (turn == 1) {
+    // The first message: the planned input, starting with its prefix group's (or the shared)
+    // prefix, whose ids are those prefix_hashes() gives every other prompt with that prefix.
+    const agent::PlannedLengths lengths = prompts_.next_lengths();
+    const int group = agent::prefix_group_of(spec_.workload.prefix_groups, spec_.seed, next_index_);
+    const std::int64_t shared =
+        group >= 0 ? spec_.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
+                   : spec_.workload.shared_prefix_tokens;
+    r.prompt_tokens = std::max<std::int64_t>({1, lengths.input_tokens, shared + 1});
+    r.planned_input = lengths.input_tokens;
+    r.planned_output = lengths.output_tokens;
+    std::vector<std::int64_t> prefix(static_cast<std::size_t>(shared));
+    for (std::int64_t i = 0; i < shared; ++i)
+      prefix[static_cast<std::size_t>(i)] = (static_cast<std::int64_t>(group + 1) << 40) + i;
+    extend(s, std::move(prefix));
+    extend_own(s, r.prompt_tokens - shared);
+  } else {
+    // The history (the simulator's tokens of the previous prompt and reply) + the new message,
+    // whose planned length the runner's calibration makes include its chat template tokens.
+    const agent::PlannedLengths user = user_prompts_.next_lengths();
+    r.planned_input = static_cast<std::int32_t>(s.context_tokens) + user.input_tokens;
+    r.planned_output = user.output_tokens;
+    if (conv.max_context_tokens > 0 &&
+        r.planned_input + std::max(0, user.output_tokens) > conv.max_context_tokens) {
+      end_session(s.id, agent::SessionEnd::kContextLimit);
+      return;
+    }
+    const std::int64_t added = user.input_tokens;
+    r.prompt_tokens = s.context_tokens + added;
+    extend_own(s, added);
+  }
+  r.max_tokens = r.planned_output > 0 ? r.planned_output : options_.default_max_tokens;
+  // The request's hashes go on over the reply it will get (the simulator caches output blocks);
+  // the next turn sends that reply back, so the session's history is those tokens too.
+  extend_own(s, r.max_tokens);
+  r.hashes = &s.hashes;
+  ++s.turns_sent;
+  if (turn > 1) ++result_.counts.intended;
+  start_request(t_intended, &r);
+}
+
+void VirtualStep::turn_finished(std::uint64_t engine_id, bool ok, std::int64_t generated) {
+  const auto it = session_of_engine_id_.find(engine_id);
+  if (it == session_of_engine_id_.end()) return;
+  const std::uint64_t id = it->second;
+  session_of_engine_id_.erase(it);
+  const auto prompt_it = turn_prompt_of_engine_id_.find(engine_id);
+  const std::int64_t prompt = prompt_it != turn_prompt_of_engine_id_.end() ? prompt_it->second : 0;
+  if (prompt_it != turn_prompt_of_engine_id_.end()) turn_prompt_of_engine_id_.erase(prompt_it);
+  Session& s = sessions_.at(id);
+  if (!ok) {
+    end_session(id, agent::SessionEnd::kFailed);
+    return;
+  }
+  s.context_tokens = prompt + generated;
+  if (s.turns_sent >= s.planned_turns) {
+    end_session(id, agent::SessionEnd::kCompleted);
+    return;
+  }
+  const std::int64_t at =
+      now_ + agent::think_time_ns(spec_.workload.conversation, spec_.seed, id, s.turns_sent + 1);
+  if (stopping_ || sending_closed_ || at >= window_end_) {
+    end_session(id, agent::SessionEnd::kWindowEnd);
+    return;
+  }
+  next_turns_.push({at, id});
+}
+
+void VirtualStep::end_session(std::uint64_t id, agent::SessionEnd end) {
+  const auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  if (it->second.turns_sent > 0)
+    result_.conversation.sessions.push_back(
+        {id, it->second.planned_turns, it->second.turns_sent, end});
+  sessions_.erase(it);
+  // Closed loop: the user starts a new session at once (not after the window: it stops).
+  if (!open_loop() && end != agent::SessionEnd::kWindowEnd) ++closed_restarts_;
+}
+
 void VirtualStep::closed_slot_freed() {
   // StepRun::closed_worker: the slot's next request, intended now.
   if (stopping_ || sending_closed_ || now_ >= window_end_) return;
+  if (conversation()) {
+    ++result_.counts.intended;  // a user's next session (StepRun::conversation_user)
+    start_session(now_);
+    return;
+  }
   if (spec_.window_requests > 0 && now_ >= window_start_) {
     if (window_intended_ >= spec_.window_requests) {
       window_end_ = std::max(now_, last_window_intended_ + 1);
@@ -273,9 +447,16 @@ void VirtualStep::finish(std::uint64_t id, ErrorClass error, std::string message
     ++result_.counts.failed;
   }
   if (s.error != ErrorClass::kNone) engine_.cancel(id);  // the client went away
+  const bool ok = s.error == ErrorClass::kNone;
+  const std::int64_t generated = r.generated;
+  if (session_of_engine_id_.count(id)) turn_prompt_of_engine_id_[id] = s.input_tokens;
   result_.samples.push_back(std::move(s));
   in_flight_.erase(it);
-  if (!open_loop()) ++closed_restarts_;
+  if (conversation()) {
+    turn_finished(id, ok, generated);  // a closed-loop user restarts when its session ends
+  } else if (!open_loop()) {
+    ++closed_restarts_;
+  }
 }
 
 void VirtualStep::deliver(const sim::StepOutcome& outcome) {
@@ -351,6 +532,11 @@ void VirtualStep::cancel_all() {
 
 void VirtualStep::end_window() {
   sending_closed_ = true;
+  // Sessions thinking between turns are cut: their next turn would come after the window.
+  while (!next_turns_.empty()) {
+    end_session(next_turns_.top().second, agent::SessionEnd::kWindowEnd);
+    next_turns_.pop();
+  }
   closed_restarts_ = 0;
   if (spec_.drain == agent::DrainPolicy::kCancel || stopping_) {
     cancel_all();
@@ -406,6 +592,7 @@ std::int64_t VirtualStep::next_event() const {
   if (busy_) t = std::min(t, step_end_);
   if (!deadlines_.empty()) t = std::min(t, deadlines_.top().at);
   if (open_loop() && next_arrival_ && !sending_closed_) t = std::min(t, *next_arrival_);
+  if (!next_turns_.empty() && !sending_closed_) t = std::min(t, next_turns_.top().first);
   if (!sending_closed_) t = std::min(t, window_end_);
   if (sending_closed_ && !in_flight_.empty()) t = std::min(t, drain_deadline_);
   return t;
@@ -465,7 +652,13 @@ agent::StepResult VirtualStep::run(const std::stop_token& stop, agent::Telemetry
       deadlines_.pop();
       expire(d);
     }
-    // 3. The clients' new requests: closed-loop slots freed now, open-loop arrivals due now.
+    // 3. The clients' new requests: conversation turns due after their think time, closed-loop
+    //    slots freed now, open-loop arrivals due now.
+    while (!sending_closed_ && !next_turns_.empty() && next_turns_.top().first <= now_) {
+      const auto [at, session] = next_turns_.top();
+      next_turns_.pop();
+      if (auto it = sessions_.find(session); it != sessions_.end()) send_turn(it->second, at);
+    }
     while (closed_restarts_ > 0) {
       --closed_restarts_;
       closed_slot_freed();
@@ -485,7 +678,10 @@ agent::StepResult VirtualStep::run(const std::stop_token& stop, agent::Telemetry
           ++result_.dropped_arrivals_warmup;
         continue;
       }
-      start_request(at);
+      if (conversation())
+        start_session(at);  // the rate is of sessions (docs/plans.md, "Conversations")
+      else
+        start_request(at);
     }
     // 4. The window closes; 5. the drain's time is up.
     if (!sending_closed_ && now_ >= window_end_) end_window();
@@ -516,6 +712,14 @@ agent::StepResult VirtualStep::run(const std::stop_token& stop, agent::Telemetry
 
   std::sort(result_.samples.begin(), result_.samples.end(),
             [](const RequestSample& a, const RequestSample& b) { return a.index < b.index; });
+  if (conversation()) {
+    // Sessions still open (a stop) end with the window; turns parallel to the samples.
+    std::vector<std::uint64_t> open;
+    for (const auto& [id, session] : sessions_) open.push_back(id);
+    for (const auto id : open) end_session(id, agent::SessionEnd::kWindowEnd);
+    for (const auto& s : result_.samples)
+      result_.conversation.turns.push_back(turn_of_index_[s.index]);
+  }
   result_.response_ids.assign(result_.samples.size(), std::string());
   std::vector<std::int64_t> zeros;
   for (const auto& s : result_.samples)
@@ -569,10 +773,10 @@ std::optional<std::string> VirtualStepBackend::unsupported(const sim::SimOptions
     return std::string(
         "workload.dataset_path: prediction supports synthetic workloads only; run "
         "the plan measured (llmcapd run) for a dataset");
-  if (workload.conversation.enabled())
+  if (workload.conversation.enabled() && !workload.mix.empty())
     return std::string(
-        "workload.conversation: multi-turn sessions are not modelled in virtual time yet; run "
-        "the plan measured (llmcapd run) against the sim:// target");
+        "workload.conversation: conversations with a workload mix are not modelled in virtual "
+        "time; run the plan measured (llmcapd run)");
   if (workload.abandon.enabled())
     return std::string(
         "workload.abandon: user abandonment is not modelled in virtual time; run the plan "

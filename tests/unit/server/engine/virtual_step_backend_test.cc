@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <stop_token>
 
 #include "sim/sim_model.h"
@@ -293,6 +295,79 @@ TEST(VirtualStepBackend, FaultsAndDatasetsAreRefusedNamingTheField) {
   why = VirtualStepBackend::unsupported(options(), w);
   ASSERT_TRUE(why);
   EXPECT_EQ(why->rfind("workload.abandon:", 0), 0u);
+}
+
+// Conversations (issue 21) in virtual time, as agent/step_runner.cc runs them: each turn's prompt
+// is the previous prompt + its reply + the new message, intended at the reply's end + the think
+// time, and the engine's prefix cache finds every full block of the previous prompt and reply.
+TEST(VirtualStepBackend, ConversationTurnsGrowTheHistoryAndHitThePreviousPromptAndReply) {
+  auto b = backend();
+  agent::StepSpec spec = closed(4, 256, 32, 20);
+  spec.workload.conversation.turns_min = 2;
+  spec.workload.conversation.turns_max = 5;
+  spec.workload.conversation.user_tokens = analysis::LengthDistribution::fixed(40);
+  spec.workload.conversation.think_time_s = 0.5;
+  BackendStep out = b.run(spec, 0, {}, {});
+  ASSERT_EQ(out.result.fatal_error, "");
+  const auto& r = out.result;
+  ASSERT_EQ(r.conversation.turns.size(), r.samples.size());
+  ASSERT_GT(r.samples.size(), 40u);
+  EXPECT_EQ(r.counts.intended, r.samples.size());
+  std::map<std::uint64_t, std::size_t> last;  // session → its previous turn's sample
+  double expected_hits = 0, prompts = 0;
+  std::size_t later = 0;
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const auto& s = r.samples[i];
+    const auto& t = r.conversation.turns[i];
+    ASSERT_TRUE(s.ok()) << s.error_message;
+    prompts += s.input_tokens;
+    const auto it = last.find(t.session);
+    if (t.turn == 1) {
+      EXPECT_EQ(it, last.end());
+      EXPECT_EQ(s.input_tokens, 256);
+    } else {
+      ASSERT_NE(it, last.end());
+      const auto& prev = r.samples[it->second];
+      EXPECT_EQ(r.conversation.turns[it->second].turn, t.turn - 1);
+      EXPECT_EQ(s.input_tokens, prev.input_tokens + prev.output_tokens + 40);
+      EXPECT_EQ(s.t_intended_ns, prev.t_end_ns + 500'000'000);
+      expected_hits += std::min<double>((prev.input_tokens + prev.output_tokens - 1) / 16,
+                                        (s.input_tokens - 1) / 16) *
+                       16;
+      ++later;
+    }
+    last[t.session] = i;
+  }
+  EXPECT_GT(later, 20u);
+  ASSERT_TRUE(out.telemetry && out.telemetry->summary.prefix_cache_hits);
+  EXPECT_EQ(*out.telemetry->summary.prefix_cache_queries, prompts);
+  EXPECT_EQ(*out.telemetry->summary.prefix_cache_hits, expected_hits);
+  std::size_t completed = 0;
+  for (const auto& rec : r.conversation.sessions) {
+    EXPECT_EQ(rec.planned_turns,
+              agent::session_turns(spec.workload.conversation, spec.seed, rec.session));
+    if (rec.end == agent::SessionEnd::kCompleted) {
+      ++completed;
+      EXPECT_EQ(rec.turns_sent, rec.planned_turns);
+    } else {
+      EXPECT_EQ(rec.end, agent::SessionEnd::kWindowEnd);
+    }
+  }
+  EXPECT_GT(completed, 10u);
+
+  // Open loop: the rate is of sessions; each arrival starts one.
+  auto b2 = backend();
+  agent::StepSpec o = open(2, 10);
+  o.workload.conversation = spec.workload.conversation;
+  o.workload.conversation.max_context_tokens = 400;  // 256+32, +40+32 fits; a third turn does not
+  out = b2.run(o, 0, {}, {});
+  ASSERT_EQ(out.result.fatal_error, "");
+  std::set<std::uint64_t> sessions;
+  for (const auto& t : out.result.conversation.turns) {
+    sessions.insert(t.session);
+    EXPECT_LE(t.turn, 2);
+  }
+  EXPECT_EQ(sessions.size(), 20u);  // exactly the planned arrivals of the window
 }
 
 }  // namespace
