@@ -962,6 +962,42 @@ std::string mix_section(const json& results) {
          "passes only when every class passes.</p></section>";
 }
 
+// Conversations: each conversation step's sessions and its TTFT by turn index.
+std::string conversation_section(const json& results) {
+  std::string rows;
+  for (const auto& s : step_rows(results)) {
+    if (!s.conversation) continue;
+    const ConversationRow& c = *s.conversation;
+    std::string ttft, input;
+    for (const auto& t : c.by_turn) {
+      if (!ttft.empty()) {
+        ttft += ", ";
+        input += ", ";
+      }
+      ttft += opt_fixed(t.ttft_p50_ms, 0) + "/" + opt_fixed(t.ttft_p95_ms, 0);
+      input += opt_fixed(t.input_tokens_mean, 0);
+    }
+    rows += "<tr>" + td(s.target, "text") + td(s.phase, "text") + td(s.label, "text") +
+            td(opt_fixed(c.sessions_started, 0)) + td(opt_fixed(c.sessions_completed, 0)) +
+            td(opt_fixed(c.sessions_failed, 0)) + td(opt_fixed(c.sessions_context_limit, 0)) +
+            td(opt_fixed(c.sessions_cut, 0)) + td(opt_fixed(c.turns_per_session_mean, 2)) +
+            td(opt_fixed(c.duration_p50_s, 1)) + td(opt_fixed(c.duration_p95_s, 1)) +
+            td(ttft, "text") + td(input, "text") + "</tr>";
+  }
+  if (rows.empty()) return "";
+  return "<section id=\"conversations\"><h2>Conversations: sessions and TTFT by turn</h2><div "
+         "class=\"table-wrap\"><table id=\"conversation-table\">" +
+         th_row({"Target", "Phase", "Step", "Started", "Completed", "Failed", "Context limit",
+                 "Cut", "Turns/session", "Duration P50 s", "Duration P95 s",
+                 "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
+                "lllrrrrrrrrll") +
+         "<tbody>" + rows +
+         "</tbody></table></div><p class=\"caption\">Sessions ended by completing every turn, "
+         "by a failed turn, at the context limit, or cut by the window's end. TTFT by turn "
+         "index (1, 2, …) in milliseconds, beside each turn's mean prompt length: later turns "
+         "carry the history (docs/plans.md, \"Conversations\").</p></section>";
+}
+
 std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";
@@ -1107,6 +1143,7 @@ std::string render_report_html(const json& results, const ReportOptions& options
   out += steps_section(results);
   out += regions_section(results);
   out += mix_section(results);
+  out += conversation_section(results);
   if (options.include_step_cdfs) out += cdf_section(results);
   out += hardware_section(results);
   if (options.include_plan) {

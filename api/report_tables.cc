@@ -299,6 +299,32 @@ std::vector<StepRow> step_rows(const json& results) {
             r.mix.push_back(std::move(m));
           }
         }
+        const auto& conv = json_member(s, "conversation");
+        if (conv.is_object()) {
+          ConversationRow c;
+          c.sessions_started = json_number(conv, "sessions_started");
+          c.sessions_completed = json_number(conv, "sessions_completed");
+          c.sessions_failed = json_number(conv, "sessions_failed");
+          c.sessions_context_limit = json_number(conv, "sessions_context_limit");
+          c.sessions_cut = json_number(conv, "sessions_cut");
+          c.turns_per_session_mean = json_number(conv, "turns_per_session_mean");
+          const auto& d = json_member(conv, "session_duration_s");
+          c.duration_p50_s = json_number(d, "p50");
+          c.duration_p95_s = json_number(d, "p95");
+          const auto& turns = json_member(conv, "by_turn");
+          if (turns.is_array()) {
+            for (const auto& t : turns) {
+              ConversationTurnRow tr;
+              tr.turn = static_cast<int>(json_number(t, "turn").value_or(0));
+              tr.requests = json_number(t, "requests");
+              tr.ttft_p50_ms = json_number(t, "ttft_p50_ms");
+              tr.ttft_p95_ms = json_number(t, "ttft_p95_ms");
+              tr.input_tokens_mean = json_number(t, "input_tokens_mean");
+              c.by_turn.push_back(tr);
+            }
+          }
+          r.conversation = std::move(c);
+        }
         r.error_rate = json_number(st, "error_rate");
         r.goodput_rps = json_number(st, "goodput_rps");
         r.sla_attainment = json_number(st, "sla_attainment");
@@ -495,6 +521,7 @@ std::string render_markdown(const json& results) {
     }
   }
   out += render_mix_markdown(results);
+  out += render_conversation_markdown(results);
   if (!regions.empty()) {
     out += "\n## Client-side latency per region\n\n";
     out += md_header({"Target", "Phase", "Step", "Region", "Requests", "TTFT P50/P95 ms",
@@ -528,6 +555,36 @@ std::string render_mix_markdown(const json& results) {
                     "In/out tokens", "Output tok/s", "TTFT P50/P95 ms", "TPOT P50/P95 ms",
                     "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
                    "llllrrrrrrrrll") +
+         rows;
+}
+
+std::string render_conversation_markdown(const json& results) {
+  std::string rows;
+  for (const auto& s : step_rows(results)) {
+    if (!s.conversation) continue;
+    const ConversationRow& c = *s.conversation;
+    std::vector<std::string> ttft, input;
+    for (const auto& t : c.by_turn) {
+      ttft.push_back(opt_fixed(t.ttft_p50_ms, 0) + "/" + opt_fixed(t.ttft_p95_ms, 0));
+      input.push_back(opt_fixed(t.input_tokens_mean, 0));
+    }
+    rows +=
+        md_row({s.target, s.phase, s.label,
+                opt_fixed(c.sessions_started, 0) + " / " + opt_fixed(c.sessions_completed, 0) +
+                    " / " + opt_fixed(c.sessions_failed, 0) + " / " +
+                    opt_fixed(c.sessions_context_limit, 0) + " / " + opt_fixed(c.sessions_cut, 0),
+                opt_fixed(c.turns_per_session_mean, 2),
+                opt_fixed(c.duration_p50_s, 1) + " / " + opt_fixed(c.duration_p95_s, 1),
+                join(ttft, ", "), join(input, ", ")});
+  }
+  if (rows.empty()) return "";
+  return "\n## Conversations: sessions and TTFT by turn\n\nSessions started / completed / "
+         "failed / ended at the context limit / cut by the window's end; TTFT by turn index "
+         "(turn 1, 2, …) as P50/P95 ms, with each turn's mean prompt length: later turns carry "
+         "the history (docs/plans.md, \"Conversations\").\n\n" +
+         md_header({"Target", "Phase", "Step", "Sessions", "Turns/session", "Duration P50/P95 s",
+                    "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
+                   "lllrrrll") +
          rows;
 }
 

@@ -88,6 +88,22 @@ struct MixClassRow {
   std::vector<std::string> reasons;  // the class's missed / not-evaluated checks
 };
 
+// The sessions of a conversation step (the step's "conversation", docs/plans.md
+// "Conversations"): how they ended, how long they took, and TTFT by turn index.
+struct ConversationTurnRow {
+  int turn = 0;  // 1-based
+  std::optional<double> requests;
+  std::optional<double> ttft_p50_ms, ttft_p95_ms;
+  std::optional<double> input_tokens_mean;
+};
+struct ConversationRow {
+  std::optional<double> sessions_started, sessions_completed, sessions_failed,
+      sessions_context_limit, sessions_cut;
+  std::optional<double> turns_per_session_mean;
+  std::optional<double> duration_p50_s, duration_p95_s;
+  std::vector<ConversationTurnRow> by_turn;
+};
+
 // One measured step of one target (all phases), with its verdict and the reasons that decided
 // it (missed / not-evaluated checks; "all checks held" for a clean pass).
 struct StepRow {
@@ -107,10 +123,11 @@ struct StepRow {
   std::optional<double> sla_attainment;  // their share of the requests intended, 0..1
   bool client_bound = false;
   bool partial = false;
-  std::string outcome;                 // "pass" | "fail" | "inconclusive" | ""
-  std::vector<std::string> reasons;    // human texts
-  std::vector<RegionLatency> regions;  // scale-out with region labels; else empty
-  std::vector<MixClassRow> mix;        // workload-mix steps: one row per class; else empty
+  std::string outcome;                          // "pass" | "fail" | "inconclusive" | ""
+  std::vector<std::string> reasons;             // human texts
+  std::vector<RegionLatency> regions;           // scale-out with region labels; else empty
+  std::vector<MixClassRow> mix;                 // workload-mix steps: one row per class; else empty
+  std::optional<ConversationRow> conversation;  // workload.conversation steps
 };
 
 struct DemandRow {
@@ -130,6 +147,9 @@ std::vector<DemandRow> demand_rows(const nlohmann::json& results);
 // "## Workload mix: per-class results" with one row per class of every mix step ("" when the
 // job has no mix step).
 std::string render_mix_markdown(const nlohmann::json& results);
+// "## Conversations: sessions and TTFT by turn" with one row per conversation step ("" when the
+// job has none).
+std::string render_conversation_markdown(const nlohmann::json& results);
 
 // "12.00 rps (achieved 11.93)" (offered, open loop; the achieved rate only with_achieved) /
 // "c=8" (closed loop) / "-"; "≥ 12.00 rps, not confirmed" for best evidence short of a

@@ -82,6 +82,25 @@ TEST_F(ReportHtmlTest, RegionTableOnlyForScaleOutStepsWithRegions) {
   EXPECT_NE(table.find(">190<"), std::string::npos) << table;
 }
 
+TEST_F(ReportHtmlTest, ConversationTableOnlyForConversationSteps) {
+  EXPECT_EQ(html_.find("id=\"conversations\""), std::string::npos);
+  json results = two_;
+  results["targets"][0]["phases"][0]["steps"][0]["conversation"] = json::parse(R"({
+    "sessions_started": 16, "sessions_completed": 10, "sessions_failed": 0,
+    "sessions_context_limit": 0, "sessions_cut": 6, "turns_per_session_mean": 3.5,
+    "session_duration_s": {"p50": 12.5, "p95": 20},
+    "by_turn": [{"turn": 1, "requests": 16, "ttft_p50_ms": 96, "ttft_p95_ms": 180,
+                 "input_tokens_mean": 512},
+                {"turn": 2, "requests": 14, "ttft_p50_ms": 45, "ttft_p95_ms": 70,
+                 "input_tokens_mean": 704}]})");
+  const std::string html = render_report_html(results, {});
+  const std::string table = element_by_id(html, "table", "conversation-table");
+  ASSERT_FALSE(table.empty());
+  EXPECT_NE(table.find("96/180, 45/70"), std::string::npos) << table;
+  EXPECT_NE(table.find("512, 704"), std::string::npos) << table;
+  EXPECT_NE(table.find(">3.50<"), std::string::npos) << table;
+}
+
 TEST_F(ReportHtmlTest, CapacityTableHasEveryTargetWithItsFigures) {
   const auto table = element_by_id(html_, "table", "capacity-table");
   ASSERT_FALSE(table.empty());

@@ -212,6 +212,34 @@ TEST(ReportTablesTest, MixStepsHaveOneRowPerClass) {
   EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per-class"), std::string::npos);
 }
 
+TEST(ReportTablesTest, ConversationStepsShowSessionsAndTtftByTurn) {
+  json results = load("results-tiny.json");
+  json& step = results["targets"][0]["phases"][0]["steps"][0];
+  step["conversation"] = json::parse(R"({
+    "sessions_started": 16, "sessions_completed": 10, "sessions_failed": 1,
+    "sessions_context_limit": 2, "sessions_cut": 3, "turns_per_session_mean": 3.25,
+    "session_duration_s": {"p50": 12.5, "p95": 20.04, "mean": 13, "max": 22},
+    "by_turn": [
+      {"turn": 1, "requests": 16, "ok": 16, "ttft_p50_ms": 96, "ttft_p95_ms": 180,
+       "input_tokens_mean": 512},
+      {"turn": 2, "requests": 14, "ok": 14, "ttft_p50_ms": 45.4, "ttft_p95_ms": null,
+       "input_tokens_mean": 704}]})");
+  const auto steps = step_rows(results);
+  ASSERT_TRUE(steps[0].conversation.has_value());
+  EXPECT_FALSE(steps[1].conversation.has_value());
+  const auto& c = *steps[0].conversation;
+  EXPECT_EQ(*c.sessions_cut, 3);
+  ASSERT_EQ(c.by_turn.size(), 2u);
+  EXPECT_EQ(c.by_turn[1].turn, 2);
+  EXPECT_FALSE(c.by_turn[1].ttft_p95_ms.has_value());
+  const std::string md = render_markdown(results);
+  EXPECT_NE(md.find("## Conversations: sessions and TTFT by turn"), std::string::npos);
+  EXPECT_NE(md.find("| 16 / 10 / 1 / 2 / 3 | 3.25 | 12.5 / 20.0 | 96/180, 45/- | 512, 704 |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("Conversations"), std::string::npos);
+}
+
 TEST(ReportTablesTest, AWorkloadMatrixHasOneCapacityTablePerWorkload) {
   json results = load("results-tiny.json");
   ASSERT_GE(results["targets"].size(), 1u);
