@@ -7,32 +7,19 @@ reports; a plan with no demand is refused naming the phase; one short real-time 
 against the embedded simulators shows the same through sockets and timers."""
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import unittest
 
-LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
-SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-at-demand-test-")
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLE = os.path.join(REPO, "deploy", "plans", "at-demand.json")
+from cli_scratch import REPO, CliScratch, binary_from_argv
+
+SCRATCH = CliScratch(binary_from_argv(), "llmcap-at-demand-test-")
+write, load = SCRATCH.write, SCRATCH.load
 
 
 def llmcapd(*args, timeout=300):
-    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=SCRATCH.name)
+    return SCRATCH.run(*args, timeout=timeout)
 
 
-def write(name, doc):
-    path = os.path.join(SCRATCH.name, name)
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    return path
-
-
-def load(name):
-    with open(os.path.join(SCRATCH.name, name)) as f:
-        return json.load(f)
+EXAMPLE = os.path.join(REPO, "deploy", "plans", "at-demand.json")
 
 
 def at_demand_steps(results, phase):

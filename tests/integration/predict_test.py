@@ -6,15 +6,19 @@ time (sockets, timers): within 3 % on the qualified capacity and within 5 % on e
 latencies and throughput."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
-SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-predict-test-")
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cli_scratch import REPO, CliScratch, binary_from_argv
+
+SCRATCH = CliScratch(binary_from_argv(), "llmcap-predict-test-")
+write, load = SCRATCH.write, SCRATCH.load
+
+
+def llmcapd(*args, timeout=300):
+    return SCRATCH.run(*args, timeout=timeout)
+
 
 # Small enough to measure in about a minute at time_scale 4; far enough from the SLA at each
 # level that a measured step and its prediction cannot fall on different sides of it by noise
@@ -30,23 +34,6 @@ PLAN = {
     "phases": [{"kind": "concurrency_sweep", "levels": [2, 8, 48], "duration_s": 40,
                 "warmup_s": 8}],
 }
-
-
-def llmcapd(*args, timeout=300):
-    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=SCRATCH.name)
-
-
-def write(name, doc):
-    path = os.path.join(SCRATCH.name, name)
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    return path
-
-
-def load(name):
-    with open(os.path.join(SCRATCH.name, name)) as f:
-        return json.load(f)
 
 
 def steps_by_label(results):
@@ -130,7 +117,7 @@ class DaemonPredictions(unittest.TestCase):
         self.plan = plan(name="predict-daemon", levels=(2, 4), duration_s=3, warmup_s=1,
                          min_requests=3)
         self.plan["targets"][0]["sim"] = {"time_scale": 4}
-        self.daemon = Daemon(LLMCAPD).start()
+        self.daemon = Daemon(SCRATCH.binary).start()
         self.addCleanup(self.daemon.cleanup)
 
     def test_prediction_is_a_job_marked_predicted_and_checked_against_a_measurement(self):

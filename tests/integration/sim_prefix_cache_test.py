@@ -9,14 +9,18 @@ hits; TTFT is lower with the cache. `llmcapd predict` of the same plan predicts 
 The plan's times run 4x faster with the simulator (time_scale 4): about 10 s. The verdicts are not
 what is tested (a busy host may make a step inconclusive), the server's counters are."""
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
-LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
-SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-prefix-cache-test-")
+from cli_scratch import CliScratch, binary_from_argv
+
+SCRATCH = CliScratch(binary_from_argv(), "llmcap-prefix-cache-test-")
+write, load = SCRATCH.write, SCRATCH.load
+
+
+def llmcapd(*args, timeout=120):
+    return SCRATCH.run(*args, timeout=timeout)
+
 
 EXPECTED_HIT_RATE = (0.7 * 1024 + 0.3 * 512) / 1536
 
@@ -39,23 +43,6 @@ PLAN = {
     "sla": {"ttft_ms": {"p95": 5000}, "min_requests": 20},
     "phases": [{"kind": "concurrency_sweep", "levels": [4], "duration_s": 16, "warmup_s": 2}],
 }
-
-
-def llmcapd(*args, timeout=120):
-    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=SCRATCH.name)
-
-
-def write(name, doc):
-    path = os.path.join(SCRATCH.name, name)
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    return path
-
-
-def load(name):
-    with open(os.path.join(SCRATCH.name, name)) as f:
-        return json.load(f)
 
 
 def only_step(results, target):

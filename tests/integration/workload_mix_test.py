@@ -9,16 +9,18 @@ same classes as the prediction. A workload matrix (`workloads`) runs every phase
 workload on every target: one qualified-capacity table per shape (deploy/plans/
 workload-matrix.json predicted), bad matrices refused naming the field. About 12 s."""
 import copy
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import unittest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
-SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-mix-test-")
+from cli_scratch import REPO, CliScratch, binary_from_argv
+
+SCRATCH = CliScratch(binary_from_argv(), "llmcap-mix-test-")
+write, load = SCRATCH.write, SCRATCH.load
+
+
+def llmcapd(*args, timeout=120):
+    return SCRATCH.run(*args, timeout=timeout)
+
 
 MIX = [
     {"name": "chat", "weight": 0.7, "input_tokens": 256, "output_tokens": 256},
@@ -36,23 +38,6 @@ PLAN = {
     "sla": {"ttft_ms": {"p95": 1500}, "tpot_ms": {"p95": 40}, "min_requests": 20},
     "phases": [{"kind": "rate_sweep", "rates_rps": [2], "duration_s": 300, "warmup_s": 5}],
 }
-
-
-def llmcapd(*args, timeout=120):
-    return subprocess.run([LLMCAPD, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=SCRATCH.name)
-
-
-def write(name, doc):
-    path = os.path.join(SCRATCH.name, name)
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    return path
-
-
-def load(name):
-    with open(os.path.join(SCRATCH.name, name)) as f:
-        return json.load(f)
 
 
 def steps(results):
