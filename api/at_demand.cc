@@ -94,29 +94,6 @@ std::string fixed_or_dash(const std::optional<double>& v, int decimals, const ch
   return v ? format_fixed(*v, decimals) + suffix : std::string("-");
 }
 
-std::string md_cell(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string md_row(const std::vector<std::string>& cells) {
-  std::string out = "|";
-  for (const auto& c : cells) {
-    out += ' ';
-    out += md_cell(c);
-    out += " |";
-  }
-  return out + "\n";
-}
-
 }  // namespace
 
 json at_demand_comparison(const json& results) {
@@ -250,16 +227,16 @@ std::string at_demand_verdict_text(const AtDemandRow& r) {
 std::string render_at_demand_markdown(const json& results) {
   std::string out;
   for (const auto& t : at_demand_tables(results)) {
-    out += "\n## At equal load: " + md_cell(at_demand_title(t)) + "\n\n";
-    out += "Every target offered " + md_cell(at_demand_load_text(t)) +
+    out += "\n## At equal load: " + markdown_cell(at_demand_title(t)) + "\n\n";
+    out += "Every target offered " + markdown_cell(at_demand_load_text(t)) +
            ", the same arrivals and prompts on each" +
            (is_predicted(results) ? " (predicted, virtual time)" : "") + ".\n\n";
-    out += md_row({"Target", "Offered rps", "Achieved rps", "Output tok/s", "P95 TTFT ms",
-                   "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)",
-                   "Memory headroom GiB", "Verdict", "Capacity headroom"});
-    out += "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n";
+    out += markdown_header({"Target", "Offered rps", "Achieved rps", "Output tok/s", "P95 TTFT ms",
+                            "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)",
+                            "Memory headroom GiB", "Verdict", "Capacity headroom"},
+                           "lrrrrrrrrrlr");
     for (const auto& r : t.rows) {
-      out += md_row(
+      out += markdown_row(
           {r.target, fixed_or_dash(r.offered_rate_rps, 2), fixed_or_dash(r.achieved_rate_rps, 2),
            fixed_or_dash(r.output_tokens_per_s, 1), fixed_or_dash(r.ttft_p95_ms, 0),
            fixed_or_dash(r.tpot_p95_ms, 1), fixed_or_dash(r.e2e_p95_ms, 0),

@@ -89,4 +89,34 @@ std::string json_string(const nlohmann::json& object, std::string_view key,
   return v.is_string() ? v.get<std::string>() : std::string(fallback);
 }
 
+std::string markdown_cell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string markdown_row(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& c : cells) {
+    out += ' ';
+    out += markdown_cell(c);  // appends, not "a" + b + "c": GCC 12 -Wrestrict false positive
+    out += " |";
+  }
+  return out + "\n";
+}
+
+std::string markdown_header(const std::vector<std::string>& cells, std::string_view align) {
+  std::string out = markdown_row(cells) + "|";
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    out += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
+  return out + "\n";
+}
+
 }  // namespace llmcap::api

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace llmcap::api {
 
@@ -31,5 +32,11 @@ std::string json_string(const nlohmann::json& object, std::string_view key,
 
 // Member `key` itself, or a shared null value when `object` is not an object or lacks it.
 const nlohmann::json& json_member(const nlohmann::json& object, std::string_view key);
+
+// Markdown tables: a cell's text with pipes escaped and line breaks flattened; a row of cells;
+// a header row with its alignment line (`align`: one 'l' (text) or 'r' (number) per column).
+std::string markdown_cell(std::string_view text);
+std::string markdown_row(const std::vector<std::string>& cells);
+std::string markdown_header(const std::vector<std::string>& cells, std::string_view align);
 
 }  // namespace llmcap::api

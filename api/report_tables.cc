@@ -32,20 +32,6 @@ std::string percent(const std::optional<double>& fraction) {
   return fraction ? format_fixed(*fraction * 100, 2) + "%" : "-";
 }
 
-// Markdown cell: pipes escaped, line breaks flattened.
-std::string md(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
-
 // CSV number: plain, up to 4 decimals, no trailing zeros; empty when missing.
 std::string csv_number(const std::optional<double>& v) {
   if (!v) return "";
@@ -64,24 +50,6 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
     out += parts[i];
   }
   return out;
-}
-
-std::string md_row(const std::vector<std::string>& cells) {
-  std::string out = "|";
-  for (const auto& c : cells) {
-    out += ' ';
-    out += md(c);  // appends, not "a" + b + "c": GCC 12 -Wrestrict false positive at -O2
-    out += " |";
-  }
-  return out + "\n";
-}
-
-// `align`: one 'l' (text) or 'r' (number) per column.
-std::string md_header(const std::vector<std::string>& cells, std::string_view align) {
-  std::string out = md_row(cells) + "|";
-  for (std::size_t i = 0; i < cells.size(); ++i)
-    out += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
-  return out + "\n";
 }
 
 std::string csv_line(const std::vector<std::string>& cells) {
@@ -402,23 +370,24 @@ std::string render_markdown(const json& results) {
   const bool predicted = is_predicted(results);
   std::string out =
       std::string(predicted ? "# Predicted capacity report: " : "# Capacity report: ") +
-      md(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
+      markdown_cell(json_string(results, "plan", "(unnamed plan)")) + "\n\n";
   if (predicted)
     out +=
         "> **Predicted**, not measured: the plan ran on simulated targets in virtual time "
         "(`llmcapd predict`, docs/prediction.md). Confirm it on the hardware with the same "
         "plan.\n\n";
   const auto desc = json_string(json_member(results, "plan_document"), "description");
-  if (!desc.empty()) out += md(desc) + "\n\n";
-  out += "- State: " + md(json_string(results, "state", "unknown")) + "\n";
+  if (!desc.empty()) out += markdown_cell(desc) + "\n\n";
+  out += "- State: " + markdown_cell(json_string(results, "state", "unknown")) + "\n";
   if (const auto& verdict = json_member(results, "verdict"); verdict.is_object())
-    out += "- Verdict: **" + md(json_string(verdict, "outcome")) + "** (" +
-           md(json_string(verdict, "statement")) + ")\n";
-  out += "- Comparison: " + md(json_string(results, "comparison_label", "same-config")) + "\n";
+    out += "- Verdict: **" + markdown_cell(json_string(verdict, "outcome")) + "** (" +
+           markdown_cell(json_string(verdict, "statement")) + ")\n";
+  out += "- Comparison: " + markdown_cell(json_string(results, "comparison_label", "same-config")) +
+         "\n";
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
   out += "\n## Qualified capacity\n\n";
-  const std::string capacity_header = md_header(
+  const std::string capacity_header = markdown_header(
       {"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s", "Goodput req/s",
        "Output tok/s", "P95 TTFT ms", "P95 TPOT ms", "P95 E2E ms", "Error rate",
        "Memory headroom GB", "Price/h", "Cost per M output tokens", "Verdict", "Labels"},
@@ -429,47 +398,48 @@ std::string render_markdown(const json& results) {
   for (const auto& r : all_rows) {
     if (!r.workload.empty() && r.workload != workload_shown) {
       // A workload matrix: one table per workload (docs/plans.md, "Workload matrix").
-      out += std::string(workload_shown.empty() ? "" : "\n") + "### Workload `" + md(r.workload) +
-             "`\n\n" + capacity_header;
+      out += std::string(workload_shown.empty() ? "" : "\n") + "### Workload `" +
+             markdown_cell(r.workload) + "`\n\n" + capacity_header;
       workload_shown = r.workload;
     }
-    out += md_row({r.target, r.model, r.precision, lengths_text(r), load_text(r),
-                   opt_fixed(r.requests_per_s, 2), goodput_text(r.goodput_rps, r.sla_attainment),
-                   opt_fixed(r.output_tokens_per_s, 1), opt_fixed(r.ttft_p95_ms, 0),
-                   opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0), percent(r.error_rate),
-                   opt_fixed(r.memory_headroom_gb, 1),
-                   r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-",
-                   r.cost_per_million_output_tokens
-                       ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
-                       : "-",
-                   r.verdict, join(r.labels, ", ")});
+    out += markdown_row(
+        {r.target, r.model, r.precision, lengths_text(r), load_text(r),
+         opt_fixed(r.requests_per_s, 2), goodput_text(r.goodput_rps, r.sla_attainment),
+         opt_fixed(r.output_tokens_per_s, 1), opt_fixed(r.ttft_p95_ms, 0),
+         opt_fixed(r.tpot_p95_ms, 1), opt_fixed(r.e2e_p95_ms, 0), percent(r.error_rate),
+         opt_fixed(r.memory_headroom_gb, 1),
+         r.price_per_hour ? format_fixed(*r.price_per_hour, 2) + " " + r.currency : "-",
+         r.cost_per_million_output_tokens
+             ? format_fixed(*r.cost_per_million_output_tokens, 4) + " " + r.currency
+             : "-",
+         r.verdict, join(r.labels, ", ")});
   }
   std::string why;
   for (const auto& r : capacity_rows(results)) {
     if (!r.outcome.empty() && r.outcome != "pass" && !r.statement.empty())
-      why += "- " + md(r.target) + ": " + md(r.statement) + "\n";
+      why += "- " + markdown_cell(r.target) + ": " + markdown_cell(r.statement) + "\n";
   }
   if (!why.empty()) out += "\n" + why;
   if (const auto lines = prediction_check_lines(json_member(results, "prediction_check"));
       !lines.empty()) {
     const auto& check = results["prediction_check"];
     out += "\n## Prediction vs measurement\n\nPredicted job `" +
-           md(json_string(check, "predicted_job")) + "`, measured job `" +
-           md(json_string(check, "measured_job")) +
+           markdown_cell(json_string(check, "predicted_job")) + "`, measured job `" +
+           markdown_cell(json_string(check, "measured_job")) +
            "` (same workload fingerprint and SLA); error = (measured − predicted) / predicted.\n\n";
-    for (const auto& l : lines) out += "- " + md(l) + "\n";
+    for (const auto& l : lines) out += "- " + markdown_cell(l) + "\n";
   }
   const auto& comparison = json_member(results, "comparison");
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";
-    out += md_header(
+    out += markdown_header(
         {"Target", "Baseline", "Throughput ratio", "Price ratio", "Relative cost per token"},
         "llrrr");
     for (const auto& c : comparison) {
-      out += md_row({json_string(c, "target"), json_string(c, "baseline"),
-                     opt_fixed(json_number(c, "throughput_ratio"), 2),
-                     opt_fixed(json_number(c, "price_ratio"), 2),
-                     opt_fixed(json_number(c, "relative_cost_per_token"), 2)});
+      out += markdown_row({json_string(c, "target"), json_string(c, "baseline"),
+                           opt_fixed(json_number(c, "throughput_ratio"), 2),
+                           opt_fixed(json_number(c, "price_ratio"), 2),
+                           opt_fixed(json_number(c, "relative_cost_per_token"), 2)});
     }
   }
   const auto& d = json_member(results, "demand_plan");
@@ -479,54 +449,54 @@ std::string render_markdown(const json& results) {
            " output tok/s; with headroom " +
            opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
            opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
-    out += md_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
-                      "Cost per M output tokens", "Note"},
-                     "lrrrrrl");
+    out += markdown_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
+                            "Cost per M output tokens", "Note"},
+                           "lrrrrrl");
     for (const auto& r : demand_rows(results)) {
-      out += md_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
-                     r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
-                     r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
-                     r.feasible ? percent(r.utilisation) : "-",
-                     opt_fixed(r.cost_per_million_output_tokens, 4),
-                     !r.feasible  ? "not feasible (no qualified capacity)"
-                     : r.cheapest ? "cheapest"
-                                  : ""});
+      out += markdown_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
+                           r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
+                           r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
+                           r.feasible ? percent(r.utilisation) : "-",
+                           opt_fixed(r.cost_per_million_output_tokens, 4),
+                           !r.feasible  ? "not feasible (no qualified capacity)"
+                           : r.cheapest ? "cheapest"
+                                        : ""});
     }
   }
   out += render_at_demand_markdown(results);
   out += "\n## Steps\n\n";
-  out += md_header({"Target", "Phase", "Step", "Load", "Req/s", "Goodput req/s", "Output tok/s",
-                    "TTFT P50/P95/P99 ms", "TPOT P50/P95/P99 ms", "P95 E2E ms", "Error rate",
-                    "Verdict", "Reasons"},
-                   "llllrrrrrrrll");
+  out += markdown_header({"Target", "Phase", "Step", "Load", "Req/s", "Goodput req/s",
+                          "Output tok/s", "TTFT P50/P95/P99 ms", "TPOT P50/P95/P99 ms",
+                          "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
+                         "llllrrrrrrrll");
   for (const auto& s : step_rows(results)) {
-    out +=
-        md_row({s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
-                goodput_text(s.goodput_rps, s.sla_attainment), opt_fixed(s.output_tokens_per_s, 1),
-                opt_fixed(s.ttft_p50_ms, 0) + " / " + opt_fixed(s.ttft_p95_ms, 0) + " / " +
-                    opt_fixed(s.ttft_p99_ms, 0),
-                opt_fixed(s.tpot_p50_ms, 1) + " / " + opt_fixed(s.tpot_p95_ms, 1) + " / " +
-                    opt_fixed(s.tpot_p99_ms, 1),
-                opt_fixed(s.e2e_p95_ms, 0), percent(s.error_rate),
-                s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
-                join(s.reasons, "; ")});
+    out += markdown_row(
+        {s.target, s.phase, s.label, step_load(s), opt_fixed(s.requests_per_s, 2),
+         goodput_text(s.goodput_rps, s.sla_attainment), opt_fixed(s.output_tokens_per_s, 1),
+         opt_fixed(s.ttft_p50_ms, 0) + " / " + opt_fixed(s.ttft_p95_ms, 0) + " / " +
+             opt_fixed(s.ttft_p99_ms, 0),
+         opt_fixed(s.tpot_p50_ms, 1) + " / " + opt_fixed(s.tpot_p95_ms, 1) + " / " +
+             opt_fixed(s.tpot_p99_ms, 1),
+         opt_fixed(s.e2e_p95_ms, 0), percent(s.error_rate),
+         s.outcome.empty() ? "-" : s.outcome + (s.client_bound ? " (client-bound)" : ""),
+         join(s.reasons, "; ")});
   }
   std::string regions;
   for (const auto& s : step_rows(results)) {
     for (const auto& r : region_table(s)) {
-      regions += md_row({s.target, s.phase, s.label, r.region, opt_fixed(r.requests, 0),
-                         opt_fixed(r.ttft_p50_ms, 0) + " / " + opt_fixed(r.ttft_p95_ms, 0),
-                         opt_fixed(r.tpot_p50_ms, 1) + " / " + opt_fixed(r.tpot_p95_ms, 1),
-                         opt_fixed(r.e2e_p50_ms, 0) + " / " + opt_fixed(r.e2e_p95_ms, 0)});
+      regions += markdown_row({s.target, s.phase, s.label, r.region, opt_fixed(r.requests, 0),
+                               opt_fixed(r.ttft_p50_ms, 0) + " / " + opt_fixed(r.ttft_p95_ms, 0),
+                               opt_fixed(r.tpot_p50_ms, 1) + " / " + opt_fixed(r.tpot_p95_ms, 1),
+                               opt_fixed(r.e2e_p50_ms, 0) + " / " + opt_fixed(r.e2e_p95_ms, 0)});
     }
   }
   out += render_mix_markdown(results);
   out += render_conversation_markdown(results);
   if (!regions.empty()) {
     out += "\n## Client-side latency per region\n\n";
-    out += md_header({"Target", "Phase", "Step", "Region", "Requests", "TTFT P50/P95 ms",
-                      "TPOT P50/P95 ms", "E2E P50/P95 ms"},
-                     "llllrrrr");
+    out += markdown_header({"Target", "Phase", "Step", "Region", "Requests", "TTFT P50/P95 ms",
+                            "TPOT P50/P95 ms", "E2E P50/P95 ms"},
+                           "llllrrrr");
     out += regions;
   }
   return out;
@@ -536,25 +506,25 @@ std::string render_mix_markdown(const json& results) {
   std::string rows;
   for (const auto& s : step_rows(results)) {
     for (const auto& m : s.mix) {
-      rows +=
-          md_row({s.target, s.phase, s.label, m.name, percent(m.weight) + " / " + percent(m.share),
-                  opt_fixed(m.requests, 0),
-                  opt_fixed(m.input_tokens_mean, 0) + " / " + opt_fixed(m.output_tokens_mean, 0),
-                  opt_fixed(m.output_tokens_per_s, 1),
-                  opt_fixed(m.ttft_p50_ms, 0) + " / " + opt_fixed(m.ttft_p95_ms, 0),
-                  opt_fixed(m.tpot_p50_ms, 1) + " / " + opt_fixed(m.tpot_p95_ms, 1),
-                  opt_fixed(m.e2e_p95_ms, 0), percent(m.error_rate),
-                  m.outcome.empty() ? "-" : m.outcome, join(m.reasons, "; ")});
+      rows += markdown_row(
+          {s.target, s.phase, s.label, m.name, percent(m.weight) + " / " + percent(m.share),
+           opt_fixed(m.requests, 0),
+           opt_fixed(m.input_tokens_mean, 0) + " / " + opt_fixed(m.output_tokens_mean, 0),
+           opt_fixed(m.output_tokens_per_s, 1),
+           opt_fixed(m.ttft_p50_ms, 0) + " / " + opt_fixed(m.ttft_p95_ms, 0),
+           opt_fixed(m.tpot_p50_ms, 1) + " / " + opt_fixed(m.tpot_p95_ms, 1),
+           opt_fixed(m.e2e_p95_ms, 0), percent(m.error_rate), m.outcome.empty() ? "-" : m.outcome,
+           join(m.reasons, "; ")});
     }
   }
   if (rows.empty()) return "";
   return "\n## Workload mix: per-class results\n\nEach class of a mix step judged on its own "
          "requests against its SLA; the step passes only when every class passes "
          "(docs/plans.md, \"Workload mixes\").\n\n" +
-         md_header({"Target", "Phase", "Step", "Class", "Weight / share", "Requests",
-                    "In/out tokens", "Output tok/s", "TTFT P50/P95 ms", "TPOT P50/P95 ms",
-                    "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
-                   "llllrrrrrrrrll") +
+         markdown_header({"Target", "Phase", "Step", "Class", "Weight / share", "Requests",
+                          "In/out tokens", "Output tok/s", "TTFT P50/P95 ms", "TPOT P50/P95 ms",
+                          "P95 E2E ms", "Error rate", "Verdict", "Reasons"},
+                         "llllrrrrrrrrll") +
          rows;
 }
 
@@ -568,23 +538,23 @@ std::string render_conversation_markdown(const json& results) {
       ttft.push_back(opt_fixed(t.ttft_p50_ms, 0) + "/" + opt_fixed(t.ttft_p95_ms, 0));
       input.push_back(opt_fixed(t.input_tokens_mean, 0));
     }
-    rows +=
-        md_row({s.target, s.phase, s.label,
-                opt_fixed(c.sessions_started, 0) + " / " + opt_fixed(c.sessions_completed, 0) +
-                    " / " + opt_fixed(c.sessions_failed, 0) + " / " +
-                    opt_fixed(c.sessions_context_limit, 0) + " / " + opt_fixed(c.sessions_cut, 0),
-                opt_fixed(c.turns_per_session_mean, 2),
-                opt_fixed(c.duration_p50_s, 1) + " / " + opt_fixed(c.duration_p95_s, 1),
-                join(ttft, ", "), join(input, ", ")});
+    rows += markdown_row(
+        {s.target, s.phase, s.label,
+         opt_fixed(c.sessions_started, 0) + " / " + opt_fixed(c.sessions_completed, 0) + " / " +
+             opt_fixed(c.sessions_failed, 0) + " / " + opt_fixed(c.sessions_context_limit, 0) +
+             " / " + opt_fixed(c.sessions_cut, 0),
+         opt_fixed(c.turns_per_session_mean, 2),
+         opt_fixed(c.duration_p50_s, 1) + " / " + opt_fixed(c.duration_p95_s, 1), join(ttft, ", "),
+         join(input, ", ")});
   }
   if (rows.empty()) return "";
   return "\n## Conversations: sessions and TTFT by turn\n\nSessions started / completed / "
          "failed / ended at the context limit / cut by the window's end; TTFT by turn index "
          "(turn 1, 2, …) as P50/P95 ms, with each turn's mean prompt length: later turns carry "
          "the history (docs/plans.md, \"Conversations\").\n\n" +
-         md_header({"Target", "Phase", "Step", "Sessions", "Turns/session", "Duration P50/P95 s",
-                    "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
-                   "lllrrrll") +
+         markdown_header({"Target", "Phase", "Step", "Sessions", "Turns/session",
+                          "Duration P50/P95 s", "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
+                         "lllrrrll") +
          rows;
 }
 
