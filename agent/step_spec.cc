@@ -32,6 +32,29 @@ void check_length(const analysis::LengthDistribution& d, const std::string& fiel
   }
 }
 
+// A uniform draw in [0, 1) that is a pure function of (seed, index, salt): splitmix64, with a
+// salt per use so that the draws of abandonment, prefix groups and mix classes are independent
+// of each other and of the lengths.
+double unit_draw(std::uint64_t seed, std::uint64_t index, std::uint64_t salt) {
+  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ salt;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * 0x1.0p-53;
+}
+
+// The index of the share that `u` falls in (shares summing to 1; the last one takes what
+// rounding leaves).
+template <typename Items, typename Share>
+int pick_by_share(const Items& items, double u, Share share) {
+  double cumulative = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    cumulative += share(items[i]);
+    if (u < cumulative) return static_cast<int>(i);
+  }
+  return static_cast<int>(items.size()) - 1;
+}
+
 bool has_ctl(std::string_view s) {
   for (char c : s)
     if (c == '\r' || c == '\n' || c == '\0') return true;
@@ -42,45 +65,20 @@ bool has_ctl(std::string_view s) {
 
 bool abandons(const AbandonSpec& abandon, std::uint64_t seed, std::uint64_t index) {
   if (!abandon.enabled()) return false;
-  // splitmix64 of (seed, index): uniform in [0, 1) and independent of everything else.
-  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0xab5a4d0aULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * 0x1.0p-53 < abandon.share;
+  return unit_draw(seed, index, 0xab5a4d0aULL) < abandon.share;
 }
 
 int prefix_group_of(const std::vector<PrefixGroup>& groups, std::uint64_t seed,
                     std::uint64_t index) {
   if (groups.empty()) return -1;
-  // splitmix64 of (seed, index) with its own salt: independent of abandons() and the lengths.
-  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0x9f3e1d2c5b7a6948ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
-  double cumulative = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    cumulative += groups[g].share;
-    if (u < cumulative) return static_cast<int>(g);
-  }
-  return static_cast<int>(groups.size()) - 1;  // rounding of shares that sum to 1
+  return pick_by_share(groups, unit_draw(seed, index, 0x9f3e1d2c5b7a6948ULL),
+                       [](const PrefixGroup& g) { return g.share; });
 }
 
 int mix_class_of(const std::vector<MixClassSpec>& mix, std::uint64_t seed, std::uint64_t index) {
   if (mix.empty()) return -1;
-  // splitmix64 of (seed, index) with its own salt: independent of groups, abandons and lengths.
-  std::uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (index + 1)) ^ 0x3c6ef372fe94f82bULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
-  double cumulative = 0;
-  for (std::size_t c = 0; c < mix.size(); ++c) {
-    cumulative += mix[c].weight;
-    if (u < cumulative) return static_cast<int>(c);
-  }
-  return static_cast<int>(mix.size()) - 1;  // rounding of weights that sum to 1
+  return pick_by_share(mix, unit_draw(seed, index, 0x3c6ef372fe94f82bULL),
+                       [](const MixClassSpec& c) { return c.weight; });
 }
 
 std::uint64_t mix_class_seed(std::uint64_t seed, std::size_t c) {
