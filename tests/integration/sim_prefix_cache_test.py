@@ -5,7 +5,8 @@
 off. The simulator's own /metrics (vllm:prefix_cache_hits_total / _queries_total), scraped into
 each step's telemetry, must report the groups' expected share of cached prompt tokens,
 (0.7 × 1024 + 0.3 × 512) / 1536 = 0.567, within 3 points; the target without caching reports no
-hits; TTFT is lower with the cache. `llmcapd predict` of the same plan predicts the same hit rate.
+hits; TTFT is lower with the cache. `llmcapd predict` of the same plan predicts the same hit rate
+and less than half the TTFT P50 with the cache.
 The plan's times run 4x faster with the simulator (time_scale 4): about 10 s. The verdicts are not
 what is tested (a busy host may make a step inconclusive), the server's counters are."""
 import json
@@ -71,9 +72,11 @@ class PrefixGroups(unittest.TestCase):
         self.assertAlmostEqual(tc["prefix_cache_hit_rate"], EXPECTED_HIT_RATE, delta=0.03)
         # Caching off: the sim exports the counters but never hits.
         self.assertIn(tu["prefix_cache_hits"], (0, None))
-        # Only the uncached third of the prompt is prefilled: the first token comes sooner.
-        self.assertLess(cached["stats"]["ttft_ms"]["p50"],
-                        0.8 * uncached["stats"]["ttft_ms"]["p50"])
+        # Only the uncached third of the prompt is prefilled: the first token comes sooner. In
+        # real time only the direction is checked: under ASan on a busy 2-core host (x4 time
+        # scale) client and simulator delays add ~120 ms to the cached P50 (200 vs 248 ms seen,
+        # 82 vs 222 ms in a release build); the size of the gain is checked in virtual time.
+        self.assertLess(cached["stats"]["ttft_ms"]["p50"], uncached["stats"]["ttft_ms"]["p50"])
         self.assertIn("prefix caching on", next(
             t for t in measured["targets"] if t["name"] == "cached")["simulator"])
 
@@ -82,9 +85,14 @@ class PrefixGroups(unittest.TestCase):
         predicted = load("predicted.json")
         tc = only_step(predicted, "cached")["telemetry"]
         tu = only_step(predicted, "uncached")["telemetry"]
-        print(f"predicted hit rate {tc['prefix_cache_hit_rate']:.4f}", file=sys.stderr)
+        ttft_c = only_step(predicted, "cached")["stats"]["ttft_ms"]["p50"]
+        ttft_u = only_step(predicted, "uncached")["stats"]["ttft_ms"]["p50"]
+        print(f"predicted hit rate {tc['prefix_cache_hit_rate']:.4f}; TTFT p50 {ttft_c:.1f} ms "
+              f"cached vs {ttft_u:.1f} ms uncached", file=sys.stderr)
         self.assertAlmostEqual(tc["prefix_cache_hit_rate"], EXPECTED_HIT_RATE, delta=0.03)
         self.assertIsNone(tu["prefix_cache_hit_rate"])
+        # A third of the prompt prefilled instead of all of it (queueing included): 82 vs 222 ms.
+        self.assertLess(ttft_c, 0.5 * ttft_u)
 
     def test_bad_groups_are_refused_naming_the_field(self):
         bad = json.loads(json.dumps(PLAN))
