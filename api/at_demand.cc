@@ -157,6 +157,7 @@ std::vector<AtDemandTable> at_demand_tables(const json& results) {
     table.with_headroom = json_member(t, "with_headroom").is_boolean() && t["with_headroom"];
     table.headroom = json_number(t, "headroom").value_or(0);
     table.offered_output_tokens_per_s = json_number(t, "offered_output_tokens_per_s");
+    table.same_config = json_string(results, "comparison_label") != "per-target optimised";
     const json& rows = json_member(t, "targets");
     for (const auto& r : rows.is_array() ? rows : json::array()) {
       AtDemandRow row;
@@ -173,6 +174,7 @@ std::vector<AtDemandTable> at_demand_tables(const json& results) {
       row.kv_cache_usage_max = json_number(r, "kv_cache_usage_max");
       row.memory_headroom_gib = json_number(r, "memory_headroom_gib");
       row.outcome = json_string(r, "outcome");
+      row.partial = json_member(r, "partial").is_boolean() && r["partial"].get<bool>();
       const json& missed = json_member(r, "missed");
       for (const auto& m : missed.is_array() ? missed : json::array())
         if (m.is_string()) row.missed.push_back(m.get<std::string>());
@@ -210,8 +212,23 @@ std::string at_demand_load_text(const AtDemandTable& t) {
   return out;
 }
 
+const char* const kAtDemandLegend =
+    "Each target's step at the same offered rate, judged with the plan's SLA. KV peak: the "
+    "target's highest KV-cache use in the step (its telemetry); KV free: the KV pool left at that "
+    "peak (simulated targets, whose pool is known; not the memory-fit headroom of the capacity "
+    "table); capacity headroom: the target's qualified capacity ÷ the demand (without a demand, "
+    "÷ the offered rate; only with a capacity_search). - where unknown.";
+
+std::string at_demand_equal_text(const AtDemandTable& t) {
+  return t.same_config ? ", the same arrivals and prompts on each"
+                       : ", the same arrival times on each (a per-target optimised plan: prompts "
+                         "and lengths may differ)";
+}
+
 std::string at_demand_verdict_text(const AtDemandRow& r) {
-  std::string out = r.outcome == "pass"   ? "PASS"
+  // A step cut short never passes or fails the comparison (its window is not the planned one).
+  std::string out = r.partial             ? "INCONCLUSIVE (partial)"
+                    : r.outcome == "pass" ? "PASS"
                     : r.outcome == "fail" ? "FAIL"
                     : r.outcome.empty()   ? "-"
                                           : "INCONCLUSIVE";
@@ -229,11 +246,11 @@ std::string render_at_demand_markdown(const json& results) {
   for (const auto& t : at_demand_tables(results)) {
     out += "\n## At equal load: " + markdown_cell(at_demand_title(t)) + "\n\n";
     out += "Every target offered " + markdown_cell(at_demand_load_text(t)) +
-           ", the same arrivals and prompts on each" +
-           (is_predicted(results) ? " (predicted, virtual time)" : "") + ".\n\n";
+           at_demand_equal_text(t) + (is_predicted(results) ? " (predicted, virtual time)" : "") +
+           ".\n\n";
     out += markdown_header({"Target", "Offered rps", "Achieved rps", "Output tok/s", "P95 TTFT ms",
                             "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)",
-                            "Memory headroom GiB", "Verdict", "Capacity headroom"},
+                            "KV free GiB (peak)", "Verdict", "Capacity headroom"},
                            "lrrrrrrrrrlr");
     for (const auto& r : t.rows) {
       out += markdown_row(
@@ -245,6 +262,7 @@ std::string render_at_demand_markdown(const json& results) {
            fixed_or_dash(r.memory_headroom_gib, 1), at_demand_verdict_text(r),
            r.capacity_headroom ? "×" + format_fixed(*r.capacity_headroom, 2) : "-"});
     }
+    out += "\n" + std::string(kAtDemandLegend) + "\n";
   }
   return out;
 }

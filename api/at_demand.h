@@ -37,6 +37,7 @@ struct AtDemandRow {
   std::optional<double> kv_cache_usage_max;   // fraction 0..1, from the target's telemetry
   std::optional<double> memory_headroom_gib;  // KV pool free at the peak (simulated targets)
   std::string outcome;                        // pass | fail | inconclusive
+  bool partial = false;                       // the step was cut short (cancelled, stopped)
   std::vector<std::string> missed;            // missed checks, e.g. "ttft_p95"
   std::optional<double> qualified_rate_rps;   // the target's qualified rate, with a capacity_search
   std::optional<double> capacity_headroom;    // qualified_rate_rps / demand (or offered) rps
@@ -53,6 +54,7 @@ struct AtDemandTable {
   bool with_headroom = false;
   double headroom = 0;
   std::optional<double> offered_output_tokens_per_s;
+  bool same_config = true;  // false: a per-target optimised plan (its workloads may differ)
   std::vector<AtDemandRow> rows;
 };
 
@@ -63,8 +65,14 @@ std::vector<AtDemandTable> at_demand_tables(const nlohmann::json& results);
 std::string at_demand_title(const AtDemandTable& table);
 // "2.50 rps = demand 1.92 rps × 1.30 (headroom), 640 output tok/s": what was offered, and why.
 std::string at_demand_load_text(const AtDemandTable& table);
-// "PASS" | "FAIL (ttft_p95)" | "INCONCLUSIVE", with "predicted" when the row is a prediction.
+// "PASS" | "FAIL (ttft_p95)" | "INCONCLUSIVE" | "INCONCLUSIVE (partial)", with "predicted" when
+// the row is a prediction.
 std::string at_demand_verdict_text(const AtDemandRow& row);
+// ", the same arrivals and prompts on each" (or, in a per-target optimised plan, the same arrival
+// times only): what is equal between the rows.
+std::string at_demand_equal_text(const AtDemandTable& table);
+// The columns' meaning, one sentence per column group (the CLI, Markdown and HTML legends).
+extern const char* const kAtDemandLegend;
 
 // A Markdown section ("## At equal load: ..." per table); "" when there is none.
 std::string render_at_demand_markdown(const nlohmann::json& results);

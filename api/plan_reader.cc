@@ -440,11 +440,17 @@ void read_workload(const json* v, const std::string& path, PlanWorkload& w,
       c.one_of("think_time", conv.think_time, {"fixed", "exponential"});
       c.number("max_context_tokens", conv.max_context_tokens, 2, 1'048'576, true);
       c.finish();
-      if (!w.dataset_path.empty() || w.trace)
-        r.error("conversation", "applies to synthetic prompts only (not with dataset or trace)");
       if (errors.size() == before) w.conversation = conv;
     }
   }
+  // Also when the conversation is inherited (a target's override or a matrix entry that gives a
+  // dataset or trace under the plan's conversation).
+  if (w.conversation && (!w.dataset_path.empty() || w.trace))
+    r.error(r.has("conversation") ? "conversation" : (w.trace ? "trace" : "dataset"),
+            r.has("conversation")
+                ? "applies to synthetic prompts only (not with dataset or trace)"
+                : "not under the plan's workload.conversation (a conversation's prompts are "
+                  "synthetic)");
   r.number("shared_prefix_tokens", w.shared_prefix_tokens, 0, 1'000'000, true);
   if (const json* groups = r.get("prefix_groups")) {
     // Prompts sharing a prefix per group (system prompts, RAG templates); synthetic prompts only.
@@ -522,6 +528,10 @@ void read_workloads(const json& v, const PlanWorkload& base, std::vector<PlanNam
     errors.push_back({"/workloads", "must be an array of 1 to 16 named workloads"});
     return;
   }
+  if (!base.dataset_path.empty() || base.trace || base.conversation)
+    errors.push_back({base.conversation ? "/workload/conversation" : "/workload",
+                      "with workloads, the base workload is synthetic single requests (no "
+                      "dataset, trace or conversation): every matrix entry starts from it"});
   std::set<std::string> names;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string path = "/workloads/" + std::to_string(i);
@@ -531,7 +541,6 @@ void read_workloads(const json& v, const PlanWorkload& base, std::vector<PlanNam
     }
     PlanNamedWorkload nw;
     nw.workload = base;
-    const auto before = errors.size();
     const auto name = v[i].find("name");
     if (name == v[i].end()) {
       errors.push_back({path + "/name", "is required"});
@@ -551,10 +560,6 @@ void read_workloads(const json& v, const PlanWorkload& base, std::vector<PlanNam
     json keys = v[i];
     keys.erase("name");
     read_workload(&keys, path, nw.workload, errors, limits);
-    if (errors.size() == before && (!nw.workload.dataset_path.empty() || nw.workload.trace))
-      errors.push_back({"/workload",
-                        "with workloads, the base workload is synthetic (no dataset "
-                        "or trace)"});
     out.push_back(std::move(nw));
   }
 }
@@ -1000,6 +1005,14 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
   r.finish();
 }
 
+// Whether the plan's workload or a target's override holds conversations.
+bool any_conversation(const TestPlan& plan) {
+  bool conversation = plan.workload.conversation.has_value();
+  for (const auto& t : plan.targets)
+    conversation = conversation || (t.workload && t.workload->conversation);
+  return conversation;
+}
+
 // at_demand (docs/plans.md, "Equal-load comparison"): the one rate every target is offered —
 // rate_rps, else output_tokens_per_s ÷ the demand's mean output tokens, else the demand's
 // requests/s — × (1 + demand.headroom) with with_headroom. Errors name the phase or its key.
@@ -1027,6 +1040,18 @@ void resolve_at_demand(const TestPlan& plan, PlanPhase& p, const std::string& pa
     }
     base_rps = p.output_tokens_per_s / load.mean_output_tokens;
     load.source = "output_tokens_per_s";
+    // A workload matrix offers each workload the same output tok/s: its own request rate from
+    // its own planned output mean (the executor converts per workload; checked here).
+    for (std::size_t i = 0; i < plan.workloads.size(); ++i) {
+      const double rps = p.output_tokens_per_s / plan.workloads[i].workload.planned_output_mean();
+      if (rps > limits.max_rate_rps) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "offers %g rps to workload %s, above the rate limit of %g rps", rps,
+                      plan.workloads[i].name.c_str(), limits.max_rate_rps);
+        errors.push_back({path + "/output_tokens_per_s", buf});
+      }
+    }
   } else if (plan.demand) {
     base_rps = load.demand_rps;
     load.source = "demand";
@@ -1560,7 +1585,7 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
                           "and high_rps, or a starting rate)"});
       if (p.kind == PhaseKind::kConcurrencySweep) sweep_before = true;
       if ((p.kind == PhaseKind::kCapacitySearch || p.kind == PhaseKind::kBurst ||
-           p.kind == PhaseKind::kSoak) &&
+           p.kind == PhaseKind::kSoak || p.kind == PhaseKind::kAtDemand) &&
           plan.sla.bounds.empty() && !root.has("sla"))
         errors.push_back({path + "/kind", std::string(to_string(p.kind)) +
                                               " needs an sla with at least one bound"});
@@ -1578,15 +1603,17 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
                             "trace_replay needs a trace: give workload.trace (every target's "
                             "workload must have one)"});
       }
-      if (p.requests > 0 || p.kind == PhaseKind::kTraceReplay) {
-        // Conversations: a session's turns are not independent requests (docs/plans.md).
-        bool conversation = plan.workload.conversation.has_value();
-        for (const auto& t : plan.targets)
-          conversation = conversation || (t.workload && t.workload->conversation);
-        if (conversation)
-          errors.push_back({path + (p.requests > 0 ? "/requests" : "/kind"),
-                            "does not apply to workload.conversation (give duration_s; "
-                            "sessions arrive by rate or are held by concurrency)"});
+      if (p.requests > 0 || p.kind == PhaseKind::kTraceReplay || p.kind == PhaseKind::kAtDemand) {
+        // Conversations: a session's turns are not independent requests, and an open-loop rate
+        // starts sessions, so a demand in requests cannot be offered (docs/plans.md).
+        if (any_conversation(plan))
+          errors.push_back(
+              {path + (p.requests > 0 ? "/requests" : "/kind"),
+               p.kind == PhaseKind::kAtDemand
+                   ? "at_demand does not apply to workload.conversation (its rate starts "
+                     "sessions of several turns each, not the demand's requests)"
+                   : "does not apply to workload.conversation (give duration_s; sessions "
+                     "arrive by rate or are held by concurrency)"});
       }
       if (p.kind == PhaseKind::kSoak && p.soak_at_qualified) {
         bool search_before = false;
@@ -1602,6 +1629,11 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     errors.push_back({"/demand",
                       "not with workloads: a demand is for one workload (plan it with "
                       "that workload alone)"});
+  if (root.has("demand") && any_conversation(plan))
+    errors.push_back({"/demand",
+                      "not with workload.conversation: a demand counts requests, a "
+                      "conversation's rates start sessions of several turns (plan its capacity "
+                      "without a demand)"});
   if (const json* d = root.get("demand")) {
     PlanDemand dm;
     ObjectReader r(d, "/demand", errors);

@@ -784,13 +784,13 @@ std::string at_demand_section(const json& results) {
   std::string out = "<section id=\"at-demand\"><h2>At equal load</h2>";
   for (const auto& t : tables) {
     out += "<p class=\"meta\">" + esc(at_demand_title(t)) + ": every target offered " +
-           esc(at_demand_load_text(t)) + ", the same arrivals and prompts on each" +
+           esc(at_demand_load_text(t)) + esc(at_demand_equal_text(t)) +
            (is_predicted(results) ? " (predicted, virtual time)" : "") + ".</p>";
     out += "<div class=\"table-wrap\"><table class=\"at-demand-table\" data-phase=\"" +
            esc(t.phase) + "\">" +
            th_row({"Target", "Offered req/s", "Achieved req/s", "Output tok/s", "P95 TTFT ms",
-                   "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)",
-                   "Memory headroom GiB", "Capacity headroom", "Verdict"},
+                   "P95 TPOT ms", "P95 E2E ms", "Error rate", "KV use (peak)", "KV free GiB (peak)",
+                   "Capacity headroom", "Verdict"},
                   "lrrrrrrrrrrl") +
            "<tbody>";
     for (const auto& r : t.rows) {
@@ -809,12 +809,7 @@ std::string at_demand_section(const json& results) {
     }
     out += "</tbody></table></div>";
   }
-  return out +
-         "<p class=\"caption\">Each target's step at the same offered rate, judged with the "
-         "plan's SLA. KV use: the target's highest KV-cache use in the step (its telemetry); "
-         "memory headroom: the KV pool left at that peak (simulated targets, whose pool is "
-         "known); capacity headroom: the target's qualified capacity ÷ the demand (with a "
-         "capacity_search). - where unknown.</p></section>";
+  return out + "<p class=\"caption\">" + esc(kAtDemandLegend) + "</p></section>";
 }
 
 std::string jobs_section(const json& results) {

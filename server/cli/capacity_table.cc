@@ -42,7 +42,7 @@ std::string at_demand_text(const json& results) {
   char line[512];
   for (const auto& t : api::at_demand_tables(results)) {
     out += "at equal load (" + api::at_demand_title(t) + "): " + api::at_demand_load_text(t) +
-           "; the same arrivals on every target\n";
+           api::at_demand_equal_text(t) + "\n";
     std::snprintf(line, sizeof line, "  %-16s %8s %8s %10s %9s %9s %9s %6s %7s %9s %9s  %s\n",
                   "target", "offered", "achieved", "out tok/s", "P95 TTFT", "P95 TPOT", "P95 E2E",
                   "err%", "KV peak", "KV free", "headroom", "verdict");
@@ -65,10 +65,7 @@ std::string at_demand_text(const json& results) {
       out += line;
     }
   }
-  if (!out.empty())
-    out +=
-        "  (KV peak: the target's highest KV-cache use in the step; KV free: its KV pool left at "
-        "that peak; headroom: qualified capacity ÷ demand, with a capacity_search; - unknown)\n";
+  if (!out.empty()) out += "  (" + std::string(api::kAtDemandLegend) + ")\n";
   return out;
 }
 

@@ -946,7 +946,14 @@ std::optional<double> sim_kv_pool_gib(const RunTarget& target, std::uint64_t see
 json TargetRun::run_at_demand(PhaseRun& run) {
   const PlanPhase& phase = run.phase;
   const api::AtDemandLoad& load = phase.at_demand;
-  const double rate = load.rate_rps;
+  double rate = load.rate_rps;
+  double mean_output = load.mean_output_tokens;
+  if (!target_.workload_name.empty() && load.source == "output_tokens_per_s") {
+    // A workload matrix: the same output tok/s for every workload, each at its own request rate
+    // (parse_plan() checked each against the rate limit; a matrix has no demand, no headroom).
+    mean_output = target_.workload.planned_output_mean();
+    rate = phase.output_tokens_per_s / mean_output;
+  }
   StepRequest step;
   step.load = open_load(phase, agent::RateProfile::constant(rate));
   step.duration_s = phase.duration_s;
@@ -962,8 +969,8 @@ json TargetRun::run_at_demand(PhaseRun& run) {
             {"demand_rps", nullable(load.demand_rps)},
             {"with_headroom", phase.with_headroom},
             {"headroom", load.headroom},
-            {"mean_output_tokens", nullable(load.mean_output_tokens)},
-            {"offered_output_tokens_per_s", nullable(rate * load.mean_output_tokens)},
+            {"mean_output_tokens", nullable(mean_output)},
+            {"offered_output_tokens_per_s", nullable(rate * mean_output)},
             {"kv_pool_gib", pool_gib ? json(*pool_gib) : json(nullptr)}};
   run_step(run, std::move(step));
   return json{{"at_demand", info}};

@@ -162,6 +162,38 @@ TEST(AtDemandPlan, ErrorsNameTheField) {
   EXPECT_DOUBLE_EQ(p.plan->phases[0].at_demand.rate_rps, 2);
 }
 
+TEST(AtDemandPlan, RefusedWithoutAnSlaBoundOrWithConversations) {
+  // Judged like a soak: without a bound a pass would qualify the demand on load rules alone.
+  json j = plan_with({{"kind", "at_demand"}}, kDemand);
+  j.erase("sla");
+  auto p = parse(j);
+  EXPECT_ERROR(p, "/phases/0/kind", "needs an sla with at least one bound");
+  // A conversation's open-loop rate starts sessions of several turns: neither the phase nor a
+  // demand (in requests) applies.
+  j = plan_with({{"kind", "at_demand"}, {"rate_rps", 1}});
+  j["workload"]["conversation"] = {{"turns", 3}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/phases/0/kind", "at_demand does not apply to workload.conversation");
+  j = plan_with({{"kind", "concurrency_sweep"}, {"levels", {2}}}, kDemand);
+  j["workload"]["conversation"] = {{"turns", 3}};
+  p = parse(j);
+  EXPECT_ERROR(p, "/demand", "not with workload.conversation");
+}
+
+TEST(AtDemandPlan, AMatrixOffersEachWorkloadTheSameOutputRate) {
+  // 400 output tok/s: 2 rps to a 200-token workload, 8 rps to a 50-token one; each checked
+  // against the rate limit by name.
+  json j = plan_with({{"kind", "at_demand"}, {"output_tokens_per_s", 400}});
+  j["workloads"] = {{{"name", "long-out"}}, {{"name", "short-out"}, {"output_tokens", 50}}};
+  auto p = parse(j);
+  ASSERT_TRUE(p.plan) << describe(p);
+  EXPECT_EQ(p.plan->phases[0].at_demand.source, "output_tokens_per_s");
+  PlanLimits limits;
+  limits.max_rate_rps = 5;
+  p = parse(j, limits);
+  EXPECT_ERROR(p, "/phases/0/output_tokens_per_s", "offers 8 rps to workload short-out");
+}
+
 // A target's document with an at_demand phase (and, optionally, a capacity search).
 json target_doc(const std::string& name, const std::string& outcome, double ttft_p95_ms,
                 json telemetry, std::optional<double> searched_rps) {
@@ -289,6 +321,16 @@ TEST(AtDemandComparison, TablesAndRenderings) {
   ASSERT_EQ(tables[0].rows.size(), 2u);
   EXPECT_EQ(at_demand_verdict_text(tables[0].rows[0]), "FAIL (tpot_p95) predicted");
   EXPECT_EQ(at_demand_verdict_text(tables[0].rows[1]), "PASS predicted");
+  // A step cut short neither passes nor fails the comparison.
+  json cut = results;
+  cut["at_demand"][0]["targets"][1]["partial"] = true;
+  EXPECT_EQ(at_demand_verdict_text(at_demand_tables(cut)[0].rows[1]),
+            "INCONCLUSIVE (partial) predicted");
+  // A per-target optimised plan shares the arrival times, not the prompts.
+  EXPECT_EQ(at_demand_equal_text(tables[0]), ", the same arrivals and prompts on each");
+  cut["comparison_label"] = "per-target optimised";
+  EXPECT_NE(at_demand_equal_text(at_demand_tables(cut)[0]).find("prompts and lengths may differ"),
+            std::string::npos);
 
   const std::string md = render_markdown(results);
   EXPECT_NE(md.find("## At equal load: at-demand"), std::string::npos) << md;

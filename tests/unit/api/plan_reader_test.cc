@@ -171,6 +171,19 @@ TEST(PlanReader, WorkloadMixKeys) {
   j["workload"] = json::parse(R"({"conversation": {"turns": 3}, "mix": [
     {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
   EXPECT_ERROR(parse(j), "/workload/mix", "not with conversation");
+  // An inherited conversation: a target's override giving a dataset under the plan's
+  // conversation, and a matrix over a conversation.
+  j = minimal();
+  j["workload"] = {{"conversation", {{"turns", 3}}}};
+  j["targets"][0]["workload"] = {{"dataset", {{"path", "x.jsonl"}}}};
+  EXPECT_ERROR(parse(j), "/targets/0/workload/dataset", "not under the plan's");
+  j["targets"][0].erase("workload");
+  j["workloads"] = json::parse(R"([{"name": "a"}, {"name": "b"}])");
+  p = parse(j);
+  EXPECT_ERROR(p, "/workload/conversation", "with workloads, the base workload");
+  EXPECT_EQ(std::count_if(p.errors.begin(), p.errors.end(),
+                          [](const FieldError& e) { return e.path == "/workload/conversation"; }),
+            1);
   // A target's override: a mix replaces the plan's; lengths beside the plan's mix are refused.
   j = minimal();
   j["workload"] = json::parse(R"({"mix": [
@@ -1822,6 +1835,12 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     // Conversations (not split over agents), with both forms of turns.
     json c = maximal_synthetic_plan();
     c.erase("agents");
+    // A conversation takes no demand and no at_demand phase (its rates start sessions).
+    c.erase("demand");
+    json phases = json::array();
+    for (const auto& ph : c["phases"])
+      if (ph.value("kind", "") != "at_demand") phases.push_back(ph);
+    c["phases"] = phases;
     const json conversation =
         example_of(schema_["$defs"]["workload"]["properties"]["conversation"]);
     EXPECT_TRUE(conversation.contains("max_context_tokens")) << conversation.dump();
