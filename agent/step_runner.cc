@@ -134,6 +134,7 @@ struct StepRun {
     std::string reply;  // the answer's text as streamed
     bool reply_truncated = false;
     bool ok = false;
+    bool cancelled = false;  // cut by the step's end, a drain timeout or a stop: not a failure
     std::int64_t t_end_abs = 0;
     std::int32_t input_tokens = -1;
     std::int32_t output_tokens = -1;
@@ -353,6 +354,7 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   note_connect_outcome(sample);
   if (turn) {
     turn->ok = sample.ok();
+    turn->cancelled = sample.error == ErrorClass::kCancelled;
     turn->t_end_abs = sample.t_end_ns + epoch;
     turn->input_tokens = sample.input_tokens;
     turn->output_tokens = sample.output_tokens;
@@ -531,7 +533,8 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
     refused = co_await run_one(index, t_intended, kByIndex, &io_turn);
     record.turns_sent = turn;
     if (!io_turn.ok) {
-      record.end = SessionEnd::kFailed;
+      // A turn the step's end cancelled cuts its session like the window's end does.
+      record.end = io_turn.cancelled ? SessionEnd::kWindowEnd : SessionEnd::kFailed;
       break;
     }
     context_tokens = (io_turn.input_tokens >= 0 ? io_turn.input_tokens : planned_input) +

@@ -112,7 +112,7 @@ class VirtualStep {
   };
   void start_session(std::int64_t t_intended);
   void send_turn(Session& session, std::int64_t t_intended);
-  void turn_finished(std::uint64_t engine_id, bool ok, std::int64_t generated);
+  void turn_finished(std::uint64_t engine_id, bool ok, bool cancelled, std::int64_t generated);
   void end_session(std::uint64_t session, agent::SessionEnd end);
   // Appends token ids to the session's history, continuing its chain of block hashes.
   void extend(Session& session, std::vector<std::int64_t> ids);
@@ -355,7 +355,8 @@ void VirtualStep::send_turn(Session& s, std::int64_t t_intended) {
   start_request(t_intended, &r);
 }
 
-void VirtualStep::turn_finished(std::uint64_t engine_id, bool ok, std::int64_t generated) {
+void VirtualStep::turn_finished(std::uint64_t engine_id, bool ok, bool cancelled,
+                                std::int64_t generated) {
   const auto it = session_of_engine_id_.find(engine_id);
   if (it == session_of_engine_id_.end()) return;
   const std::uint64_t id = it->second;
@@ -365,7 +366,8 @@ void VirtualStep::turn_finished(std::uint64_t engine_id, bool ok, std::int64_t g
   if (prompt_it != turn_prompt_of_engine_id_.end()) turn_prompt_of_engine_id_.erase(prompt_it);
   Session& s = sessions_.at(id);
   if (!ok) {
-    end_session(id, agent::SessionEnd::kFailed);
+    // As in the real-time runner: a turn the step's end cancelled cuts its session.
+    end_session(id, cancelled ? agent::SessionEnd::kWindowEnd : agent::SessionEnd::kFailed);
     return;
   }
   s.context_tokens = prompt + generated;
@@ -448,12 +450,14 @@ void VirtualStep::finish(std::uint64_t id, ErrorClass error, std::string message
   }
   if (s.error != ErrorClass::kNone) engine_.cancel(id);  // the client went away
   const bool ok = s.error == ErrorClass::kNone;
+  const bool cancelled = s.error == ErrorClass::kCancelled;
   const std::int64_t generated = r.generated;
   if (session_of_engine_id_.count(id)) turn_prompt_of_engine_id_[id] = s.input_tokens;
   result_.samples.push_back(std::move(s));
   in_flight_.erase(it);
   if (conversation()) {
-    turn_finished(id, ok, generated);  // a closed-loop user restarts when its session ends
+    turn_finished(id, ok, cancelled, generated);  // a closed-loop user restarts when its
+                                                  // session ends
   } else if (!open_loop()) {
     ++closed_restarts_;
   }
