@@ -372,9 +372,11 @@ class MeasurementTest(unittest.TestCase):
                        key=lambda s: s["global_step"])
         self.assertEqual(len(steps), 3)
         lag = [s["client"]["schedule_lag_p99_ms"] for s in steps]
-        # Noise of a P99 of a few ms on a shared 2-core machine under ASan is ~1-2 ms (measured:
-        # quiet 0.9-2.6 ms, abused 3.4-3.9 ms); API work landing on the agent's thread costs tens
-        # of ms. The bound separates the two.
+        # Noise of a P99 of a few ms on a shared 2-core machine is ~1-3 ms (release binary, run
+        # alone in the timing lane: quiet 0.7-3.4 ms, abused 1.0-3.9 ms with 5700-7700 flood
+        # requests); API work landing on the agent's thread costs tens of ms. The bound
+        # separates the two. (Under ASan beside another test the quiet P99 alone varied 3-5 ms
+        # and an abused one read 17.6 ms: why this case is `timing`, tests/integration/CMakeLists.txt.)
         bound = max(lag[0], lag[2]) * 1.5 + 2.0
         sys.stderr.write("schedule lag P99 ms: quiet %.3f, abused %.3f, quiet %.3f (bound %.3f); "
                          "%d flood requests in %.1f s, %d slowloris cut\n" %
