@@ -54,6 +54,12 @@ std::int64_t think_time_ns(const ConversationSpec& spec, std::uint64_t seed, std
   return static_cast<std::int64_t>(std::llround(s * 1e9));
 }
 
+std::uint64_t turn_draw_key(std::uint64_t session, std::int32_t turn) {
+  // Turns are 1..kMaxSessionTurns (< 512): session and turn packed without overlap.
+  static_assert(kMaxSessionTurns < 512);
+  return (session << 9) | static_cast<std::uint64_t>(turn & 511);
+}
+
 std::vector<std::string> validate_conversation(const ConversationSpec& spec) {
   std::vector<std::string> errors;
   if (!spec.enabled()) return errors;

@@ -51,6 +51,11 @@ std::int32_t session_turns(const ConversationSpec& spec, std::uint64_t seed, std
 // The think time (ns) before turn `turn` (≥ 2) of `session`: a pure function of the arguments.
 std::int64_t think_time_ns(const ConversationSpec& spec, std::uint64_t seed, std::uint64_t session,
                            std::int32_t turn);
+// The key of turn `turn` of `session` for the draws made per request (its lengths, its prefix
+// group, whether its user abandons it): a pure function of the two, distinct for every (session,
+// turn), so a turn gets the same draws however sessions interleave (in real time and in
+// virtual time alike). Other workloads key these draws on the request's index.
+std::uint64_t turn_draw_key(std::uint64_t session, std::int32_t turn);
 // Problems with the spec, each naming its field ("workload.conversation.turns: ..."). Empty: ok.
 std::vector<std::string> validate_conversation(const ConversationSpec& spec);
 

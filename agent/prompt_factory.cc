@@ -139,10 +139,19 @@ std::string PromptFactory::group_prefix_text(int group, std::int32_t words) {
   return block_text(static_cast<std::uint64_t>(group), words);
 }
 
+PlannedLengths PromptFactory::lengths_at(std::uint64_t key) const {
+  return {input_.at(key), output_.at(key)};
+}
+
 PromptItem PromptFactory::next(std::uint64_t index, const LengthCalibrator& calibrator,
                                int prefix_group, std::int32_t group_prefix_tokens) {
+  return make(index, next_lengths(), calibrator, prefix_group, group_prefix_tokens);
+}
+
+PromptItem PromptFactory::make(std::uint64_t index, PlannedLengths lengths,
+                               const LengthCalibrator& calibrator, int prefix_group,
+                               std::int32_t group_prefix_tokens) {
   PromptItem item;
-  const PlannedLengths lengths = next_lengths();
   item.planned_input_tokens = lengths.input_tokens;
   item.planned_output_tokens = lengths.output_tokens;
   const std::int32_t total_words = calibrator.words_for(item.planned_input_tokens);

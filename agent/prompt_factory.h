@@ -48,6 +48,10 @@ class PromptFactory {
   // of the shared prefix.
   PromptItem next(std::uint64_t index, const LengthCalibrator& calibrator, int prefix_group = -1,
                   std::int32_t group_prefix_tokens = 0);
+  // A prompt of the given planned lengths (as next() builds it, with lengths drawn elsewhere:
+  // lengths_at()).
+  PromptItem make(std::uint64_t index, PlannedLengths lengths, const LengthCalibrator& calibrator,
+                  int prefix_group = -1, std::int32_t group_prefix_tokens = 0);
   // Prefix group `group`'s text in `words` words: block_text(group, words), so it starts with
   // the group number spelled as a vocabulary word and groups (< 128) differ from the first word;
   // the same on every call, step and target.
@@ -56,6 +60,10 @@ class PromptFactory {
   // server/engine/virtual_step_backend.h): the same draws next() makes, so both see the same
   // lengths for the same seed. Use one or the other on a factory, not both.
   PlannedLengths next_lengths();
+  // Planned lengths that are a pure function of the factory's seed and `key` (not of the draws
+  // before): a conversation's turns, keyed on (session, turn) (conversation.h, turn_draw_key),
+  // so a turn's lengths do not depend on the order in which sessions happen to reach it.
+  PlannedLengths lengths_at(std::uint64_t key) const;
   // A trace request's prompt (see above): the whole blocks of `hash_ids` that fit in
   // `input_tokens` (a trailing partial block becomes part of the tail, as prefix caches keep
   // whole blocks only), then the tail. The block word count is fixed from the calibration at the

@@ -131,7 +131,8 @@ struct StepRun {
   struct TurnIo {
     ConversationTurn tag;
     PromptItem item;
-    std::string reply;  // the answer's text as streamed
+    std::string reply;                // the answer's text as streamed
+    std::size_t reply_max_bytes = 0;  // what the session's history has left (kMaxHistoryBytes)
     bool reply_truncated = false;
     bool ok = false;
     bool cancelled = false;  // cut by the step's end, a drain timeout or a stop: not a failure
@@ -302,9 +303,10 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
     rc.secrets = &secrets;
     if (turn) {
       rc.reply_text = &turn->reply;
-      rc.reply_max_bytes = kMaxHistoryBytes;
+      rc.reply_max_bytes = turn->reply_max_bytes;
     }
-    if (abandons(spec.workload.abandon, spec.seed, index)) {
+    if (abandons(spec.workload.abandon, spec.seed,
+                 turn ? turn_draw_key(turn->tag.session, turn->tag.turn) : index)) {
       // The user leaves: after_ms on the user's clock (from t_intended), or after N tokens.
       if (spec.workload.abandon.after_ms > 0)
         rc.abandon_at_ns = t_intended_abs + spec.workload.abandon.after_ms * kMs;
@@ -504,10 +506,17 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
     const std::uint64_t index = next_index++;
     TurnIo io_turn;
     io_turn.tag = {session, turn};
+    // The turn's lengths and prefix group are keyed on (session, turn), not on the request's
+    // index, which depends on how sessions interleave (virtual_step_backend.cc draws the same).
+    const std::uint64_t key = turn_draw_key(session, turn);
     if (turn == 1) {
-      io_turn.item = next_item(index, kByIndex);
+      const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, key);
+      io_turn.item = prompts->make(
+          index, prompts->lengths_at(key), calibrator, group,
+          group >= 0 ? spec.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
+                     : 0);
     } else {
-      PromptItem user = user_prompts->next(index, calibrator);
+      PromptItem user = user_prompts->make(index, user_prompts->lengths_at(key), calibrator);
       const std::int32_t planned_input = context_tokens + user.planned_input_tokens;
       if ((conv.max_context_tokens > 0 &&
            planned_input + std::max(0, user.planned_output_tokens) > conv.max_context_tokens) ||
@@ -521,6 +530,7 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
       io_turn.item.words = 0;  // the history's words are not all ours: no calibration feedback
     }
     history.add_user(std::move(io_turn.item.prompt));
+    io_turn.reply_max_bytes = kMaxHistoryBytes - std::min(kMaxHistoryBytes, history.bytes());
     if (spec.target.api == ApiKind::kChat) {
       io_turn.item.prompt.clear();
       io_turn.item.messages_json = history.messages_json();

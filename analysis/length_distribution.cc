@@ -40,21 +40,32 @@ std::string_view to_string(LengthDistribution::Kind k) {
 }
 
 LengthSampler::LengthSampler(LengthDistribution spec, std::uint64_t seed)
-    : spec_(std::move(spec)), rng_(seed) {}
+    : spec_(std::move(spec)), seed_(seed), rng_(seed) {}
 
-std::int32_t LengthSampler::next() {
+std::int32_t LengthSampler::next() { return draw(rng_); }
+
+std::int32_t LengthSampler::at(std::uint64_t key) const {
+  // splitmix64 of (seed, key) seeds a generator of its own for this one draw.
+  std::uint64_t z = seed_ ^ (key + 0x9e3779b97f4a7c15ULL) * 0xd1342543de82ef95ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  std::mt19937_64 rng(z ^ (z >> 31));
+  return draw(rng);
+}
+
+std::int32_t LengthSampler::draw(std::mt19937_64& rng) const {
   double v = spec_.mean;
   switch (spec_.kind) {
     case LengthDistribution::Kind::kFixed: break;
     case LengthDistribution::Kind::kUniform: {
       std::uniform_int_distribution<std::int32_t> d(std::min(spec_.low, spec_.high),
                                                     std::max(spec_.low, spec_.high));
-      v = d(rng_);
+      v = d(rng);
       break;
     }
     case LengthDistribution::Kind::kNormal: {
       std::normal_distribution<double> d(spec_.mean, std::max(0.0, spec_.stddev));
-      v = d(rng_);
+      v = d(rng);
       break;
     }
     case LengthDistribution::Kind::kLognormal: {
@@ -64,13 +75,13 @@ std::int32_t LengthSampler::next() {
       const double sigma2 = std::log(1.0 + (s * s) / (m * m));
       const double mu = std::log(m) - sigma2 / 2.0;
       std::lognormal_distribution<double> d(mu, std::sqrt(sigma2));
-      v = d(rng_);
+      v = d(rng);
       break;
     }
     case LengthDistribution::Kind::kEmpirical: {
       if (spec_.values.empty()) break;
       std::uniform_int_distribution<std::size_t> d(0, spec_.values.size() - 1);
-      v = spec_.values[d(rng_)];
+      v = spec_.values[d(rng)];
       break;
     }
   }

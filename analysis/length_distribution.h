@@ -32,10 +32,18 @@ std::string_view to_string(LengthDistribution::Kind k);
 class LengthSampler {
  public:
   LengthSampler(LengthDistribution spec, std::uint64_t seed);
+  // The next draw of the sampler's sequence.
   std::int32_t next();
+  // A draw that is a pure function of (seed, key), whatever was drawn before: for draws that
+  // must not depend on the order events happen in (a conversation's turn, keyed on its session
+  // and turn number).
+  std::int32_t at(std::uint64_t key) const;
 
  private:
+  std::int32_t draw(std::mt19937_64& rng) const;
+
   LengthDistribution spec_;
+  std::uint64_t seed_;
   std::mt19937_64 rng_;
 };
 

@@ -314,11 +314,13 @@ void VirtualStep::send_turn(Session& s, std::int64_t t_intended) {
   TurnRequest r;
   r.session = s.id;
   r.turn = turn;
+  // Lengths and prefix group keyed on (session, turn), as the real-time runner draws them.
+  const std::uint64_t key = agent::turn_draw_key(s.id, turn);
   if (turn == 1) {
     // The first message: the planned input, starting with its prefix group's (or the shared)
     // prefix, whose ids are those prefix_hashes() gives every other prompt with that prefix.
-    const agent::PlannedLengths lengths = prompts_.next_lengths();
-    const int group = agent::prefix_group_of(spec_.workload.prefix_groups, spec_.seed, next_index_);
+    const agent::PlannedLengths lengths = prompts_.lengths_at(key);
+    const int group = agent::prefix_group_of(spec_.workload.prefix_groups, spec_.seed, key);
     const std::int64_t shared =
         group >= 0 ? spec_.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
                    : spec_.workload.shared_prefix_tokens;
@@ -333,7 +335,7 @@ void VirtualStep::send_turn(Session& s, std::int64_t t_intended) {
   } else {
     // The history (the simulator's tokens of the previous prompt and reply) + the new message,
     // whose planned length the runner's calibration makes include its chat template tokens.
-    const agent::PlannedLengths user = user_prompts_.next_lengths();
+    const agent::PlannedLengths user = user_prompts_.lengths_at(key);
     r.planned_input = static_cast<std::int32_t>(s.context_tokens) + user.input_tokens;
     r.planned_output = user.output_tokens;
     if (conv.max_context_tokens > 0 &&

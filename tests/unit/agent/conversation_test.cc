@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/chunk_decoder.h"
@@ -55,6 +57,15 @@ TEST(Conversation, ThinkTimeIsFixedOrExponentialWithItsMean) {
   }
   EXPECT_NEAR(sum / n, 2.5, 0.1);
   EXPECT_NE(think_time_ns(s, 1, 3, 2), think_time_ns(s, 1, 3, 3));
+}
+
+TEST(Conversation, TurnDrawKeysAreDistinctPerSessionAndTurn) {
+  std::set<std::uint64_t> keys;
+  for (std::uint64_t session = 0; session < 200; ++session)
+    for (std::int32_t turn = 1; turn <= kMaxSessionTurns; ++turn)
+      keys.insert(turn_draw_key(session, turn));
+  EXPECT_EQ(keys.size(), 200u * kMaxSessionTurns);
+  EXPECT_EQ(turn_draw_key(3, 2), turn_draw_key(3, 2));
 }
 
 TEST(Conversation, ValidateNamesTheField) {

@@ -108,5 +108,32 @@ TEST(LengthSampler, EmpiricalDrawsFromTheList) {
   EXPECT_EQ(to_string(LengthDistribution::Kind::kEmpirical), "empirical");
 }
 
+TEST(LengthSampler, KeyedDrawsIgnoreOrderAndFollowTheDistribution) {
+  LengthDistribution d;
+  d.kind = LengthDistribution::Kind::kUniform;
+  d.low = 100;
+  d.high = 300;
+  LengthSampler a(d, 5), b(d, 5), other_seed(d, 6);
+  for (int i = 0; i < 7; ++i) b.next();  // a sequence drawn before does not move keyed draws
+  double sum = 0;
+  std::int32_t lo = 1 << 30, hi = -1;
+  int differs = 0, neighbours_differ = 0;
+  for (std::uint64_t key = 0; key < 4000; ++key) {
+    const auto v = a.at(key);
+    ASSERT_EQ(v, b.at(key)) << key;
+    ASSERT_EQ(v, a.at(key)) << key;  // a pure function of (seed, key)
+    differs += v != other_seed.at(key) ? 1 : 0;
+    neighbours_differ += v != a.at(key + 1) ? 1 : 0;
+    sum += v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_NEAR(sum / 4000, 200, 4);  // uniform 100..300: sd of the mean ~0.9
+  EXPECT_EQ(lo, 100);
+  EXPECT_EQ(hi, 300);
+  EXPECT_GT(differs, 3900);  // 1/201 equal by chance
+  EXPECT_GT(neighbours_differ, 3900);
+}
+
 }  // namespace
 }  // namespace llmcap::analysis

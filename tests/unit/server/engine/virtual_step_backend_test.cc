@@ -370,5 +370,62 @@ TEST(VirtualStepBackend, ConversationTurnsGrowTheHistoryAndHitThePreviousPromptA
   EXPECT_EQ(sessions.size(), 20u);  // exactly the planned arrivals of the window
 }
 
+TEST(VirtualStepBackend, ATurnsLengthsDependOnItsSessionAndTurnNotOnTheTargetsSpeed) {
+  // Drawn lengths on two targets of different speed: sessions reach their turns in another
+  // order, yet session s's turn k has the same first message, user message and max_tokens.
+  agent::StepSpec spec = closed(6, 256, 32, 30);
+  analysis::LengthDistribution in, out, user;
+  in.kind = out.kind = user.kind = analysis::LengthDistribution::Kind::kUniform;
+  in.low = 100, in.high = 400, out.low = 8, out.high = 64, user.low = 10, user.high = 90;
+  spec.workload.input_tokens = in;
+  spec.workload.output_tokens = out;
+  spec.workload.conversation.turns_min = 2;
+  spec.workload.conversation.turns_max = 6;
+  spec.workload.conversation.user_tokens = user;
+  spec.workload.conversation.think_time_s = 0.2;
+  spec.workload.conversation.think_time_exponential = true;
+  // (session, turn) → (user message tokens, max_tokens) on one target.
+  using Turns = std::map<std::pair<std::uint64_t, std::int32_t>, std::pair<int, int>>;
+  const auto turns_on = [&](const char* hardware, std::vector<std::uint64_t>* order) {
+    sim::SimOptions o = options();
+    o.hardware = hardware;
+    auto b = backend(o);
+    BackendStep r = b.run(spec, 0, {}, {});
+    EXPECT_EQ(r.result.fatal_error, "");
+    Turns turns;
+    std::map<std::uint64_t, std::size_t> last;
+    for (std::size_t i = 0; i < r.result.samples.size(); ++i) {
+      const auto& s = r.result.samples[i];
+      const auto& t = r.result.conversation.turns[i];
+      int message = s.planned_input_tokens;
+      if (t.turn > 1) {
+        const auto& prev = r.result.samples[last.at(t.session)];
+        message -= prev.input_tokens + prev.output_tokens;
+      }
+      turns[{t.session, t.turn}] = {message, s.planned_output_tokens};
+      last[t.session] = i;
+      order->push_back(t.session);
+    }
+    return turns;
+  };
+  std::vector<std::uint64_t> order_slow, order_fast;
+  const Turns slow = turns_on("rtx4090-48g", &order_slow);
+  const Turns fast = turns_on("h100-sxm", &order_fast);
+  ASSERT_NE(order_slow, order_fast);  // the interleaving differs
+  std::size_t common = 0;
+  std::set<int> messages, outputs;
+  for (const auto& [key, v] : slow) {
+    const auto it = fast.find(key);
+    if (it == fast.end()) continue;
+    ++common;
+    EXPECT_EQ(v, it->second) << "session " << key.first << " turn " << key.second;
+    messages.insert(v.first);
+    outputs.insert(v.second);
+  }
+  EXPECT_GT(common, 60u);
+  EXPECT_GT(messages.size(), 20u);  // the lengths were drawn, not fixed
+  EXPECT_GT(outputs.size(), 20u);
+}
+
 }  // namespace
 }  // namespace llmcap::server
