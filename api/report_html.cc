@@ -983,12 +983,14 @@ std::string conversation_section(const json& results) {
   return "<section id=\"conversations\"><h2>Conversations: sessions and TTFT by turn</h2><div "
          "class=\"table-wrap\"><table id=\"conversation-table\">" +
          th_row({"Target", "Phase", "Step", "Started", "Completed", "Failed", "Context limit",
-                 "Cut", "Turns/session", "Duration P50 s", "Duration P95 s",
+                 "Cut", "Turns/session", "Completed duration P50 s", "Completed duration P95 s",
                  "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
                 "lllrrrrrrrrll") +
          "<tbody>" + rows +
          "</tbody></table></div><p class=\"caption\">Sessions ended by completing every turn, "
-         "by a failed turn, at the context limit, or cut by the window's end. TTFT by turn "
+         "by a failed turn, at the context limit, or cut by the window's end; durations are "
+         "those of the completed sessions (first turn's intended send to last reply's end). "
+         "TTFT by turn "
          "index (1, 2, …) in milliseconds, beside each turn's mean prompt length: later turns "
          "carry the history (docs/plans.md, \"Conversations\").</p></section>";
 }

@@ -549,12 +549,14 @@ std::string render_conversation_markdown(const json& results) {
   }
   if (rows.empty()) return "";
   return "\n## Conversations: sessions and TTFT by turn\n\nSessions started / completed / "
-         "failed / ended at the context limit / cut by the window's end; TTFT by turn index "
+         "failed / ended at the context limit / cut by the window's end; the duration of the "
+         "completed sessions (first turn's intended send → last reply's end); TTFT by turn index "
          "(turn 1, 2, …) as P50/P95 ms, with each turn's mean prompt length: later turns carry "
          "the history (docs/plans.md, \"Conversations\").\n\n" +
-         markdown_header({"Target", "Phase", "Step", "Sessions", "Turns/session",
-                          "Duration P50/P95 s", "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
-                         "lllrrrll") +
+         markdown_header(
+             {"Target", "Phase", "Step", "Sessions", "Turns/session",
+              "Completed duration P50/P95 s", "TTFT P50/P95 ms by turn", "Prompt tokens by turn"},
+             "lllrrrll") +
          rows;
 }
 
