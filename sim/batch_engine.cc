@@ -56,7 +56,7 @@ bool BatchEngine::admit(Seq* seq, std::int64_t budget, std::int64_t* chunk) {
   const std::int64_t need = blocks_for(computed + n) - seq->blocks - hit_blocks;
   if (need + evictable > pool_.available()) return false;
   if (seq->computed_tokens == 0 && seq->blocks == 0 && config_.enable_prefix_caching) {
-    prefix_queries_total_ += seq->prompt_tokens;
+    prefix_queries_total_ += seq->known_tokens();  // vLLM: request.num_tokens
     prefix_hits_total_ += hit_blocks * config_.block_tokens;
   }
   pool_.acquire(seq->block_hashes, hit_blocks);

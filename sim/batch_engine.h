@@ -83,8 +83,10 @@ class BatchEngine {
   // Blocks an allocation may take: free plus cached blocks no request holds.
   std::int64_t free_blocks() const { return pool_.available(); }
   double kv_usage() const;  // (total − free_blocks()) / total, 0..1 (vLLM's definition)
-  // Prompt tokens looked up in the prefix cache at admission, and those found (vLLM's
-  // prefix_cache_queries / prefix_cache_hits); a preempted request counts again when readmitted.
+  // Tokens looked up in the prefix cache at admission, and those found (vLLM's
+  // prefix_cache_queries / prefix_cache_hits): the prompt, and for a preempted request readmitted
+  // (which counts again) its prompt and the tokens it had generated, as vLLM counts
+  // request.num_tokens.
   std::int64_t prefix_cache_queries_total() const { return prefix_queries_total_; }
   std::int64_t prefix_cache_hits_total() const { return prefix_hits_total_; }
   const KvBlockPool& pool() const { return pool_; }

@@ -32,7 +32,7 @@ class SimMetrics {
   void observe_ttft_s(double s);
   void observe_tpot_s(double s);
   void add_request_success();
-  // Prompt tokens looked up in / found in the prefix cache (vllm:prefix_cache_queries_total,
+  // Tokens looked up in / found in the prefix cache at admission (vllm:prefix_cache_queries_total,
   // vllm:prefix_cache_hits_total); also updates vllm:gpu_prefix_cache_hit_rate (cumulative).
   void add_prefix_cache(std::int64_t queries, std::int64_t hits);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 
 #include "sim/batch_engine.h"
@@ -206,6 +207,33 @@ TEST(BatchEnginePrefixCacheTest, CancelReleasesSharedBlocksToTheCache) {
   EXPECT_EQ(e.pool().cached(), 4);
   ASSERT_TRUE(e.add(request(2, 80, 64, 2, 1)));
   EXPECT_EQ(e.step().scheduled_tokens, 16);
+}
+
+TEST(BatchEnginePrefixCacheTest, AReadmittedRequestQueriesItsPromptAndGeneratedTokens) {
+  // 8 blocks = 128 tokens: two 60-token prompts growing to 100 tokens cannot both stay
+  // resident. A preempted request is readmitted with prompt + generated tokens to prefill, and
+  // vLLM counts all of them as queried (request.num_tokens), so hits never exceed queries even
+  // when its blocks, hashed over its output too (as conversations' are), are found again.
+  BatchEngine e(roofline_4090(), config(8));
+  ASSERT_TRUE(e.add(EngineRequest{1, 60, 40, prefix_block_hashes(tokens(100, 0), 16)}));
+  ASSERT_TRUE(e.add(EngineRequest{2, 60, 40, prefix_block_hashes(tokens(100, 5000), 16)}));
+  std::map<std::uint64_t, std::int64_t> generated;
+  std::int64_t expected_queries = 120;
+  int preemptions = 0;
+  while (!e.idle()) {
+    const StepOutcome o = e.step();
+    // A request preempted in this step emitted nothing in it; readmitted, it queries its prompt
+    // again and the tokens it had generated.
+    for (auto id : o.preempted) {
+      expected_queries += 60 + generated[id];
+      ++preemptions;
+    }
+    for (auto id : o.emitted) ++generated[id];
+    EXPECT_LE(e.prefix_cache_hits_total(), e.prefix_cache_queries_total());
+  }
+  ASSERT_GT(preemptions, 0);
+  EXPECT_EQ(e.prefix_cache_queries_total(), expected_queries);
+  EXPECT_GT(e.prefix_cache_hits_total(), 0);  // the readmitted request found its first block
 }
 
 }  // namespace
