@@ -7,6 +7,10 @@ median |error| over all points (<= 6 %, across >= 4 GPUs) and over the TTFT poin
 
   sim_calibration_test.py LLMCAPD              run the test
   sim_calibration_test.py LLMCAPD --table      print the markdown table of sim/README.md
+  sim_calibration_test.py LLMCAPD --measured   print the table with every point measured in
+                                               real time with `llmcapd run` (one at a time,
+                                               sim time_scale 1: about 25 minutes; run it on an
+                                               otherwise idle machine), beside the prediction
 """
 import json
 import os
@@ -15,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,6 +27,9 @@ LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
 TABLE = "--table" in sys.argv
 if TABLE:
     sys.argv.remove("--table")
+MEASURED = "--measured" in sys.argv
+if MEASURED:
+    sys.argv.remove("--measured")
 HERE = os.path.dirname(os.path.abspath(__file__))
 POINTS = os.path.join(os.path.dirname(HERE), "data", "sim_calibration_points.json")
 SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-sim-calibration-")
@@ -44,18 +52,33 @@ def plan_for(point):
     }
 
 
-def predict(point):
-    """Runs the point's plan; returns (predicted figure, GPU profile name)."""
-    path = os.path.join(SCRATCH.name, point["id"] + ".json")
-    out = os.path.join(SCRATCH.name, point["id"] + ".results.json")
-    with open(path, "w") as f:
-        json.dump(plan_for(point), f)
-    r = subprocess.run([LLMCAPD, "predict", path, "--out", out], capture_output=True, text=True,
-                       timeout=120, cwd=SCRATCH.name)
-    if r.returncode != 0:
-        raise RuntimeError(f"{point['id']}: llmcapd predict exited {r.returncode}: {r.stderr}")
-    with open(out) as f:
-        results = json.load(f)
+def predict(point, command="predict", results_cache=None):
+    """Runs the point's plan with `llmcapd predict` (or `run`: command); returns (figure, GPU
+    profile name). results_cache: plan → results, so points that read two figures of one plan
+    (R* and T*) measure it once."""
+    plan = plan_for(point)
+    key = json.dumps(dict(plan, name=""), sort_keys=True)
+    results = results_cache.get(key) if results_cache is not None else None
+    if results is None:
+        path = os.path.join(SCRATCH.name, f"{point['id']}.{command}.json")
+        out = os.path.join(SCRATCH.name, f"{point['id']}.{command}.results.json")
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        r = subprocess.run([LLMCAPD, command, path, "--out", out, "--quiet"], capture_output=True,
+                           text=True, timeout=120 if command == "predict" else 1200,
+                           cwd=SCRATCH.name)
+        # A measured run may read inconclusive (4) or fail (1) where the client or the host
+        # fell behind: the figure is still printed, with the run's own words beside it.
+        if r.returncode != 0 and (command == "predict" or r.returncode not in (1, 4)):
+            raise RuntimeError(f"{point['id']}: llmcapd {command} exited {r.returncode}: "
+                               f"{r.stderr}")
+        if r.returncode != 0:
+            print(f"{point['id']}: llmcapd run exited {r.returncode}:\n{r.stdout}",
+                  file=sys.stderr)
+        with open(out) as f:
+            results = json.load(f)
+        if results_cache is not None:
+            results_cache[key] = results
     target = results["targets"][0]
     steps = [s for p in target["phases"] for s in p["steps"]]
     stats = [s["stats"] for s in steps]
@@ -89,6 +112,44 @@ def run_all():
         err = (value - point["published"]) / point["published"]
         rows.append({"point": point, "predicted": value, "error": err, "gpu": gpu})
     return rows
+
+
+def measure_all():
+    """Every point measured in real time (`llmcapd run`, one plan at a time) and predicted;
+    LLMCAP_POINTS=F1,M1 (ids) measures only those."""
+    with open(POINTS) as f:
+        points = json.load(f)["points"]
+    only = [i for i in os.environ.get("LLMCAP_POINTS", "").split(",") if i]
+    points = [p for p in points if not only or p["id"] in only]
+    cache, rows = {}, []
+    for point in points:
+        started = time.monotonic()
+        value, gpu = predict(point, "run", cache)
+        predicted, _ = predict(point)
+        print(f"{point['id']}: measured {value:.4g}, predicted {predicted:.4g} "
+              f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+        rows.append({"point": point, "measured": value, "predicted": predicted,
+                     "error": (value - point["published"]) / point["published"], "gpu": gpu})
+    return rows
+
+
+def measured_table(rows):
+    out = ["| point | what | published | measured (`llmcapd run`) | error | predicted | "
+           "measured vs predicted |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = r["point"]
+        out.append(f"| {p['id']} | {p['what']} | {fmt(p['published'])} {p['unit']} | "
+                   f"{fmt(r['measured'])} | {r['error']:+.1%} | {fmt(r['predicted'])} | "
+                   f"{r['measured'] / r['predicted'] - 1:+.1%} |")
+    errs = [abs(r["error"]) for r in rows]
+    ttft = [abs(r["error"]) for r in rows if r["point"]["metric"] == "ttft_p50_ms"]
+    apart = [abs(r["measured"] / r["predicted"] - 1) for r in rows]
+    out.append("")
+    out.append(f"measured: median |error| all {len(errs)} points {statistics.median(errs):.1%}, "
+               f"TTFT {statistics.median(ttft):.1%} ({len(ttft)}); measured vs predicted: median "
+               f"{statistics.median(apart):.2%}, largest {max(apart):.2%}; GPUs: "
+               f"{', '.join(sorted({r['gpu'] for r in rows}))}")
+    return "\n".join(out)
 
 
 def fmt(v):
@@ -148,7 +209,9 @@ class SimCalibration(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if TABLE:
+    if MEASURED:
+        print(measured_table(measure_all()))
+    elif TABLE:
         print(table(run_all()))
     else:
         unittest.main()
