@@ -166,6 +166,9 @@ struct StepRun {
   // the plan's first-token timeout; cancelled by on_stop() (cancel, SIGTERM) like any request.
   asio::awaitable<FetchResult> setup_fetch(const OutgoingRequest& req, std::int64_t cap_ns);
   PromptItem next_item(std::uint64_t index, std::size_t trace_record);
+  // A synthetic prompt of the given lengths, its prefix group drawn with `draw_key` (the
+  // request's index, or a conversation turn's key).
+  PromptItem grouped_item(std::uint64_t index, std::uint64_t draw_key, PlannedLengths lengths);
   void on_stop();
   void cancel_all();
   void emit_progress();
@@ -223,6 +226,14 @@ void StepRun::emit_progress() {
   }
 }
 
+PromptItem StepRun::grouped_item(std::uint64_t index, std::uint64_t draw_key,
+                                 PlannedLengths lengths) {
+  const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, draw_key);
+  return prompts->make(
+      index, lengths, calibrator, group,
+      group >= 0 ? spec.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens : 0);
+}
+
 PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
   if (trace) {
     // A trace replay names its record; any other load takes the trace in order (wrapping).
@@ -238,13 +249,7 @@ PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
     return mix_prompts[static_cast<std::size_t>(c)].next(
         index, calibrator, mc.prefix_tokens > 0 ? kMixPrefixGroupBase + c : -1, mc.prefix_tokens);
   }
-  if (prompts) {
-    const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, index);
-    return prompts->next(
-        index, calibrator, group,
-        group >= 0 ? spec.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
-                   : 0);
-  }
+  if (prompts) return grouped_item(index, index, prompts->next_lengths());
   const DatasetEntry& e = cursor->next();
   PromptItem item;
   item.prompt = e.prompt;
@@ -510,11 +515,7 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
     // index, which depends on how sessions interleave (virtual_step_backend.cc draws the same).
     const std::uint64_t key = turn_draw_key(session, turn);
     if (turn == 1) {
-      const int group = prefix_group_of(spec.workload.prefix_groups, spec.seed, key);
-      io_turn.item = prompts->make(
-          index, prompts->lengths_at(key), calibrator, group,
-          group >= 0 ? spec.workload.prefix_groups[static_cast<std::size_t>(group)].prefix_tokens
-                     : 0);
+      io_turn.item = grouped_item(index, key, prompts->lengths_at(key));
     } else {
       PromptItem user = user_prompts->make(index, user_prompts->lengths_at(key), calibrator);
       const std::int32_t planned_input = context_tokens + user.planned_input_tokens;
