@@ -20,20 +20,32 @@ def llmcapd(*args, timeout=300):
     return SCRATCH.run(*args, timeout=timeout)
 
 
-# Small enough to measure in about a minute at time_scale 4; far enough from the SLA at each
+# Small enough to measure in under two minutes at time_scale 2; far enough from the SLA at each
 # level that a measured step and its prediction cannot fall on different sides of it by noise
-# (c=2 and c=8 pass with P95 TPOT about 13 and 14 ms, c=48 fails it at about 26 ms).
+# (c=2 and c=8 pass with P95 TPOT about 11.5 and 14 ms, c=48 fails it at about 31 ms).
+# Lengths are drawn (the same draws in both runs, from the seed), not fixed: with fixed lengths a
+# closed loop locks into one of several phase patterns (which requests' prefills share a step),
+# and real time's sub-millisecond jitter picks the pattern. One run in eight measured c=8's P95
+# TTFT at 266 ms instead of 219 (a second prefill in the step), a property of that workload, not
+# a disagreement between the two clocks. Drawn lengths spread the phases in both runs
+# (bench/RESULTS.md: three runs within 2 %; at time_scale 4 and 40 s steps the c=48 P95 TTFT
+# spread reached 4.8 %).
 PLAN = {
     "version": 1,
     "name": "predict-vs-measure",
     "seed": 11,
     "targets": [{"name": "a100", "base_url": "sim://a100-80g-pcie/llama-3.1-8b",
-                 "price_per_hour": 1.5, "sim": {"time_scale": 4}}],
-    "workload": {"input_tokens": {"fixed": 512}, "output_tokens": {"fixed": 128}},
+                 "price_per_hour": 1.5, "sim": {"time_scale": 2}}],
+    "workload": {"input_tokens": {"distribution": "uniform", "low": 384, "high": 640},
+                 "output_tokens": {"distribution": "uniform", "low": 96, "high": 160}},
     "sla": {"ttft_ms": {"p95": 1000}, "tpot_ms": {"p95": 22}, "min_requests": 20},
-    "phases": [{"kind": "concurrency_sweep", "levels": [2, 8, 48], "duration_s": 40,
+    "phases": [{"kind": "concurrency_sweep", "levels": [2, 8, 48], "duration_s": 60,
                 "warmup_s": 8}],
 }
+# A measured step the run itself calls client-bound (the host was too busy to keep the load
+# generator or the simulated GPU on time) says nothing about the prediction: measure again, at
+# most this many times in all, and skip, naming the reasons, if the host never lets it measure.
+MEASURE_ATTEMPTS = 3
 
 
 def steps_by_label(results):
@@ -77,17 +89,30 @@ class Predict(unittest.TestCase):
     def test_prediction_agrees_with_the_measured_run(self):
         plan = write("agree.json", PLAN)
         p = llmcapd("predict", plan, "--out", "predicted.json")
-        m = llmcapd("run", plan, "--out", "measured.json")
+        for attempt in range(1, MEASURE_ATTEMPTS + 1):
+            m = llmcapd("run", plan, "--out", "measured.json")
+            measured = load("measured.json")
+            busy = [f"{s['label']}: {r['text']}" for s in steps_by_label(measured).values()
+                    if s.get("client_bound") for r in s["verdict"]["reasons"]
+                    if r.get("status") == "missed"]
+            if not busy:
+                break
+            print(f"measured run {attempt} client-bound, not compared: {busy}", file=sys.stderr)
+        else:
+            self.skipTest(f"the host kept the measured run client-bound {MEASURE_ATTEMPTS} "
+                          f"times: {busy}")
         self.assertEqual(p.returncode, m.returncode, p.stderr + m.stderr)
-        predicted, measured = load("predicted.json"), load("measured.json")
+        predicted = load("predicted.json")
         self.assertFalse(measured["predicted"])
         ps, ms = steps_by_label(predicted), steps_by_label(measured)
         self.assertEqual(sorted(ps), sorted(ms))
         report = []
         for label in sorted(ps):
             a, b = ps[label]["stats"], ms[label]["stats"]
+            missed = [r["text"] for r in ms[label]["verdict"]["reasons"]
+                      if r.get("status") == "missed"]
             self.assertEqual(ps[label]["verdict"]["outcome"], ms[label]["verdict"]["outcome"],
-                             label)
+                             f"{label}: measured misses {missed}")
             for key in ("output_tokens_per_s", "ttft_ms.p95", "tpot_ms.p95", "e2e_ms.p95"):
                 x, y = a, b
                 for k in key.split("."):
