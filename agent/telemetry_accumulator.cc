@@ -269,12 +269,14 @@ TelemetrySummary TelemetryAccumulator::summary() const {
     s.server_ttft_count = d.count;
     s.server_ttft_p50_s = histogram_quantile(0.50, d);
     s.server_ttft_p95_s = histogram_quantile(0.95, d);
+    if (d.count > 0) s.server_ttft_mean_s = d.sum / d.count;
   }
   if (tpot_first_ && tpot_last_ && scrapes_ok_ >= 2) {
     const HistogramData d = histogram_delta(*tpot_first_, *tpot_last_);
     s.server_tpot_count = d.count;
     s.server_tpot_p50_s = histogram_quantile(0.50, d);
     s.server_tpot_p95_s = histogram_quantile(0.95, d);
+    if (d.count > 0) s.server_tpot_mean_s = d.sum / d.count;
   }
   return s;
 }
@@ -308,9 +310,11 @@ std::string telemetry_summary_json(const TelemetrySummary& s) {
   }
   put(j, "server_ttft_p50_s", s.server_ttft_p50_s);
   put(j, "server_ttft_p95_s", s.server_ttft_p95_s);
+  put(j, "server_ttft_mean_s", s.server_ttft_mean_s);
   put(j, "server_ttft_count", s.server_ttft_count);
   put(j, "server_tpot_p50_s", s.server_tpot_p50_s);
   put(j, "server_tpot_p95_s", s.server_tpot_p95_s);
+  put(j, "server_tpot_mean_s", s.server_tpot_mean_s);
   put(j, "server_tpot_count", s.server_tpot_count);
   return j.dump();
 }

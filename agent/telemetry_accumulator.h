@@ -61,11 +61,15 @@ struct TelemetrySummary {
   std::optional<double> fb_used_mib_max;
   std::optional<std::uint64_t> clock_throttle_reasons;  // OR of every DCGM bitmask seen
   // Server-side latency from histograms (first→last scrape delta); observation counts too.
+  // Quantiles are interpolated within buckets (as PromQL's histogram_quantile, so only as fine
+  // as the server's bucket bounds); the mean is exact (the _sum increase over the _count one).
   std::optional<double> server_ttft_p50_s;
   std::optional<double> server_ttft_p95_s;
+  std::optional<double> server_ttft_mean_s;
   std::optional<double> server_ttft_count;
   std::optional<double> server_tpot_p50_s;
   std::optional<double> server_tpot_p95_s;
+  std::optional<double> server_tpot_mean_s;
   std::optional<double> server_tpot_count;
 };
 

@@ -1,5 +1,7 @@
 #include "sim/sim_engine_runner.h"
 
+#include <algorithm>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -36,8 +38,11 @@ std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
   // Capacity for every token update plus slack, so try_send never blocks the runner.
   auto channel =
       std::make_shared<TokenChannel>(consumer, static_cast<std::size_t>(max_output_tokens) + 2);
+  // The moment the server handed the request over, before the hop onto the runner's strand:
+  // an idle GPU would start on it now (loop()), and the server-side TTFT counts from here.
+  const Clock::time_point submitted = Clock::now();
   asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel,
-                       hashes = std::move(block_hashes)]() mutable {
+                       submitted, hashes = std::move(block_hashes)]() mutable {
     if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens,
                                                            std::move(hashes)})) {
       channel->close();
@@ -46,7 +51,8 @@ std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
     Pending p;
     p.channel = channel;
     p.max_output_tokens = max_output_tokens;
-    p.arrival = Clock::now();
+    p.arrival = submitted;
+    if (!self->idle_arrival_) self->idle_arrival_ = submitted;
     self->pending_.emplace(id, std::move(p));
     self->publish_state();
     self->wake_timer_.cancel();
@@ -115,6 +121,7 @@ asio::awaitable<void> SimEngineRunner::loop() {
   while (!stopped_) {
     if (engine_.idle()) {
       busy = false;
+      idle_arrival_.reset();
       wake_timer_.expires_at(Clock::time_point::max());
       co_await wake_timer_.async_wait(use_nothrow);
       continue;
@@ -125,6 +132,7 @@ asio::awaitable<void> SimEngineRunner::loop() {
       // Nothing could be scheduled (cannot happen for requests that passed admission checks);
       // wait for a change instead of spinning.
       busy = false;
+      idle_arrival_.reset();
       wake_timer_.expires_at(Clock::time_point::max());
       co_await wake_timer_.async_wait(use_nothrow);
       continue;
@@ -137,8 +145,14 @@ asio::awaitable<void> SimEngineRunner::loop() {
     // simulated GPU's throughput does not shrink with the host's load. Only a loop more than
     // kMaxCatchUp behind gives the time up (and counts it), so a stalled host cannot make the
     // engine burst through a long backlog of steps.
+    // An idle engine starts at the arrival that woke it, not when this loop got round to it
+    // (the hop onto the strand and the wake-up are the host's time, not the GPU's), as virtual
+    // time does (server/engine/virtual_step_backend.cc).
     if (busy && deadline + step + kMaxCatchUp > now) {
       deadline += step;
+    } else if (!busy && idle_arrival_ && *idle_arrival_ <= now &&
+               *idle_arrival_ + kMaxCatchUp > now) {
+      deadline = *idle_arrival_ + step;
     } else {
       if (busy && deadline + step < now)
         lost_ns_.fetch_add(
@@ -146,10 +160,20 @@ asio::awaitable<void> SimEngineRunner::loop() {
             std::memory_order_relaxed);
       deadline = now + step;
     }
+    idle_arrival_.reset();
     busy = true;
-    step_timer_.expires_at(deadline);
+    // Timers fire late by the host's wake-up latency (tens to hundreds of µs on a VM), which
+    // would add to every first token and every step a client sees: aim that much earlier, by a
+    // running average of how late the previous wake-ups were, so deliveries centre on the
+    // engine's clock. The average is bounded (kMaxWakeLead): a stalled host is catch-up's and
+    // lost time's business, not this.
+    const Clock::time_point aim = deadline - wake_lead_;
+    step_timer_.expires_at(aim);
     co_await step_timer_.async_wait(use_nothrow);
     if (stopped_) break;
+    const Clock::duration late =
+        std::clamp<Clock::duration>(Clock::now() - aim, Clock::duration::zero(), kMaxWakeLead);
+    wake_lead_ += (late - wake_lead_) / 8;
     deliver(outcome, Clock::now());
     publish_state();
   }

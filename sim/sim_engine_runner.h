@@ -4,7 +4,9 @@
 // drift, and a late wake-up is caught up by the next steps within kMaxCatchUp), then delivers the
 // step's tokens: each request has a thread-safe channel that receives the cumulative count of
 // tokens generated so far. Requests that arrive during a step join the next one, as in a real
-// engine. Updates SimMetrics after every step.
+// engine; a request that finds the engine idle starts a step at the moment it was submitted.
+// The timer is set early by the host's measured wake-up latency, so deliveries centre on the
+// engine's clock instead of trailing it. Updates SimMetrics after every step.
 //
 // Ownership: created with create() and held by a shared_ptr (its loop coroutine keeps it alive
 // until stop()). Threading: all engine state lives on the runner's strand; submit()/cancel()/
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -58,6 +61,9 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   // thread.
   std::int64_t lost_ns() const { return lost_ns_.load(std::memory_order_relaxed); }
   static constexpr std::chrono::milliseconds kMaxCatchUp{25};
+  // Bound of how much earlier than a step's end the loop sets its timer to make up for the
+  // host's timer wake-up latency (loop()).
+  static constexpr std::chrono::microseconds kMaxWakeLead{500};
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -86,7 +92,12 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   std::int64_t reported_prefix_queries_ = 0;            // strand only
   std::int64_t reported_prefix_hits_ = 0;               // strand only
   bool stopped_ = false;                                // strand only
-  std::atomic<std::int64_t> lost_ns_{0};                // written on the strand, read anywhere
+  // When the first request since the engine went idle was submitted (loop() starts the step
+  // there); reset whenever the loop goes idle. Strand only.
+  std::optional<Clock::time_point> idle_arrival_;
+  // Running average of the step timer's wake-up lateness; the timer is set this much early.
+  Clock::duration wake_lead_{0};          // strand only
+  std::atomic<std::int64_t> lost_ns_{0};  // written on the strand, read anywhere
 };
 
 }  // namespace llmcap::sim

@@ -10,7 +10,8 @@ namespace llmcap::agent {
 namespace {
 
 std::string vllm_scrape(double running, double waiting, double kv, double preemptions,
-                        const std::string& ttft_counts /* le=0.1,0.5,1,+Inf */) {
+                        const std::string& ttft_counts /* le=0.1,0.5,1,+Inf */,
+                        double ttft_sum = 1) {
   std::string s =
       "# TYPE vllm:num_requests_running gauge\n"
       "vllm:num_requests_running{model_name=\"m\"} " +
@@ -37,7 +38,7 @@ std::string vllm_scrape(double running, double waiting, double kv, double preemp
     s += "vllm:time_to_first_token_seconds_bucket{le=\"" + std::string(les[i]) +
          "\",model_name=\"m\"} " + std::to_string(c[i]) + "\n";
   }
-  s += "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 1\n";
+  s += "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} " + std::to_string(ttft_sum) + "\n";
   s += "vllm:time_to_first_token_seconds_count{model_name=\"m\"} " + std::to_string(c[3]) + "\n";
   return s;
 }
@@ -66,6 +67,7 @@ TEST(TelemetryAccumulator, SummarisesVllmScrapes) {
   EXPECT_NEAR(*s.server_ttft_p95_s, 0.875, 1e-12);
   EXPECT_FALSE(s.power_w_mean);
   EXPECT_FALSE(s.server_tpot_p50_s);
+  EXPECT_FALSE(s.server_tpot_mean_s);
 
   // Points: the known gauges/counter and the histogram's _sum/_count, not buckets, not others.
   std::size_t running_points = 0;
@@ -112,10 +114,29 @@ TEST(TelemetryAccumulator, PrefixCacheHitRateFromCounterIncreases) {
   EXPECT_FALSE(idle.summary().prefix_cache_hit_rate);
 }
 
+TEST(TelemetryAccumulator, ServerMeanIsTheSumIncreaseOverTheCountIncrease) {
+  // Exact, whatever the buckets: 10 first tokens observed during the step took 2.5 s in all.
+  TelemetryAccumulator acc;
+  acc.add_scrape(0, parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "2 5 6 6", 1.5)));
+  acc.add_scrape(1'000'000'000,
+                 parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "2 13 16 16", 4.0)));
+  const TelemetrySummary s = acc.summary();
+  ASSERT_TRUE(s.server_ttft_mean_s);
+  EXPECT_DOUBLE_EQ(*s.server_ttft_mean_s, 0.25);
+  EXPECT_NE(telemetry_summary_json(s).find("\"server_ttft_mean_s\":0.25"), std::string::npos);
+  // Nothing observed during the step: no mean (not 0/0).
+  TelemetryAccumulator idle;
+  idle.add_scrape(0, parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "2 5 6 6", 1.5)));
+  idle.add_scrape(1'000'000'000, parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "2 5 6 6", 1.5)));
+  EXPECT_FALSE(idle.summary().server_ttft_mean_s);
+  EXPECT_DOUBLE_EQ(*idle.summary().server_ttft_count, 0.0);
+}
+
 TEST(TelemetryAccumulator, OneScrapeGivesNoServerLatency) {
   TelemetryAccumulator acc;
   acc.add_scrape(0, parse_prometheus_text(vllm_scrape(1, 0, 0.1, 0, "1 2 3 3")));
   EXPECT_FALSE(acc.summary().server_ttft_p50_s);
+  EXPECT_FALSE(acc.summary().server_ttft_mean_s);
   EXPECT_DOUBLE_EQ(*acc.summary().preemptions, 0.0);
 }
 
