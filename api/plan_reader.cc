@@ -1,6 +1,8 @@
 #include "api/plan_reader.h"
 
+#include "analysis/capacity_search.h"
 #include "analysis/fnv1a.h"
+#include "analysis/sla.h"
 #include "analysis/summary.h"
 #include "net/http_message.h"
 
@@ -40,8 +42,146 @@ std::string escape_pointer(std::string_view key) {
   return out;
 }
 
+// "Did you mean" (docs/plans.md, "Validation and warnings"). Names are compared in lower case
+// with '-' and ' ' read as '_'.
+std::string folded(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(l == '-' || l == ' ' ? '_' : l);
+  }
+  return out;
+}
+
+// Optimal string alignment distance: insertions, deletions, substitutions and transpositions of
+// adjacent characters each cost 1 ("duraton_s" → "duration_s" is 1, "lveels" → "levels" is 1).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i) {
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+// Names users give for a plan key (other tools' spellings, the unit left off): each maps to the
+// keys it may mean, tried in order among the keys known where it was written ("rate" is
+// rates_rps in a rate_sweep and rate_rps in a soak).
+const std::vector<std::pair<std::string_view, std::vector<std::string_view>>>& key_aliases() {
+  static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> aliases = {
+      {"ttft", {"ttft_ms"}},
+      {"time_to_first_token", {"ttft_ms"}},
+      {"tpot", {"tpot_ms"}},
+      {"time_per_output_token", {"tpot_ms"}},
+      {"itl", {"itl_ms"}},
+      {"inter_token_latency", {"itl_ms"}},
+      {"e2e", {"e2e_ms"}},
+      {"latency", {"e2e_ms"}},
+      {"e2e_latency", {"e2e_ms"}},
+      {"ttft_service", {"ttft_service_ms"}},
+      {"error_rate", {"max_error_rate"}},
+      {"max_errors", {"max_error_rate"}},
+      {"errors", {"max_error_rate"}},
+      {"min_samples", {"min_requests"}},
+      {"concurrency", {"levels"}},
+      {"concurrencies", {"levels"}},
+      {"concurrency_levels", {"levels"}},
+      {"users", {"levels"}},
+      {"rate", {"rates_rps", "rate_rps", "base_rps"}},
+      {"rates", {"rates_rps", "rate_rps"}},
+      {"rps", {"rates_rps", "rate_rps", "base_rps", "requests_per_minute"}},
+      {"qps", {"rates_rps", "rate_rps", "base_rps", "requests_per_minute"}},
+      {"request_rate", {"rates_rps", "rate_rps", "base_rps"}},
+      {"requests_per_second", {"rates_rps", "rate_rps", "requests_per_minute"}},
+      {"rpm", {"requests_per_minute"}},
+      {"num_prompts", {"requests"}},
+      {"request_count", {"requests"}},
+      {"duration", {"duration_s"}},
+      {"warmup", {"warmup_s"}},
+      {"type", {"kind"}},
+      {"min_rps", {"low_rps"}},
+      {"max_rps", {"high_rps"}},
+      {"steps", {"max_steps"}},
+      {"url", {"base_url"}},
+      {"endpoint", {"base_url"}},
+      {"api_key", {"secrets"}},
+      {"token", {"secrets"}},
+      {"model_name", {"model"}},
+      {"prompt_tokens", {"input_tokens"}},
+      {"input_len", {"input_tokens"}},
+      {"input_length", {"input_tokens"}},
+      {"prompt_len", {"input_tokens"}},
+      {"isl", {"input_tokens"}},
+      {"max_tokens", {"output_tokens"}},
+      {"completion_tokens", {"output_tokens"}},
+      {"output_len", {"output_tokens"}},
+      {"output_length", {"output_tokens"}},
+      {"osl", {"output_tokens"}},
+      {"price", {"price_per_hour"}},
+      {"cost_per_hour", {"price_per_hour"}},
+      {"tp", {"tensor_parallel"}},
+      {"tensor_parallel_size", {"tensor_parallel"}},
+  };
+  return aliases;
+}
+
+// The known name nearest to one typed wrong, or nullopt when none is near enough to suggest:
+// the same name in another case or with '-' for '_'; a known alias of a key (only with
+// `aliases`); a known name that extends it at a '_' ("warmup" → "warmup_s"); else the nearest by
+// edit distance, within 1 for names up to 4 characters, 2 up to 8, 3 beyond.
+std::optional<std::string> nearest_name(std::string_view typed,
+                                        const std::vector<std::string>& known, bool aliases) {
+  const std::string t = folded(typed);
+  for (const auto& k : known)
+    if (folded(k) == t) return k;
+  if (aliases) {
+    for (const auto& [alias, keys] : key_aliases()) {
+      if (alias != t) continue;
+      for (const auto key : keys)
+        if (std::find(known.begin(), known.end(), key) != known.end()) return std::string(key);
+    }
+  }
+  std::optional<std::string> best;
+  for (const auto& k : known) {
+    const std::string f = folded(k);
+    if (!t.empty() && f.size() > t.size() && f.compare(0, t.size(), t) == 0 && f[t.size()] == '_' &&
+        (!best || k.size() < best->size()))
+      best = k;
+  }
+  if (best) return best;
+  const std::size_t limit = t.size() <= 4 ? 1 : (t.size() <= 8 ? 2 : 3);
+  // Ties go to the name closest in length ("llama-3.1-7b": llama-3.1-8b, not llama-3.1-70b).
+  const auto length_gap = [&t](const std::string& k) {
+    return k.size() > t.size() ? k.size() - t.size() : t.size() - k.size();
+  };
+  std::size_t best_distance = limit + 1;
+  for (const auto& k : known) {
+    const std::size_t d = edit_distance(t, folded(k));
+    if (d < best_distance || (d == best_distance && best && length_gap(k) < length_gap(*best))) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  return best;
+}
+
+// The suffix an error message gets: " (did you mean X?)", or "" when nothing is near.
+std::string did_you_mean(std::string_view typed, const std::vector<std::string>& known,
+                         bool aliases) {
+  const auto near = nearest_name(typed, known, aliases);
+  return near ? " (did you mean " + *near + "?)" : "";
+}
+
 // Reads one JSON object at a path: typed getters record errors with paths, remember which
-// keys were read, and finish() reports every key nobody read as unknown.
+// keys were read, and finish() reports every key nobody read as unknown, with the nearest key
+// known at this level (asked for with get() or has(), and not refused as not applicable).
 class ObjectReader {
  public:
   ObjectReader(const json* value, std::string path, std::vector<FieldError>& errors)
@@ -60,10 +200,14 @@ class ObjectReader {
   const json* get(std::string_view key) {
     if (!value_) return nullptr;
     read_.insert(std::string(key));
+    known_.insert(std::string(key));
     auto it = value_->find(key);
     return it == value_->end() ? nullptr : &*it;
   }
-  bool has(std::string_view key) const { return value_ && value_->contains(key); }
+  bool has(std::string_view key) const {
+    known_.insert(std::string(key));
+    return value_ && value_->contains(key);
+  }
 
   template <typename T>
   void number(std::string_view key, T& out, double lo, double hi, bool integer = false,
@@ -142,6 +286,7 @@ class ObjectReader {
 
   // A key that exists in the format but not in this context (e.g. "levels" on a rate_sweep).
   void not_applicable(std::string_view key, const std::string& why) {
+    inapplicable_.insert(std::string(key));
     if (!value_ || !value_->contains(key)) return;
     read_.insert(std::string(key));
     error(key, "does not apply " + why);
@@ -149,8 +294,12 @@ class ObjectReader {
 
   void finish() {
     if (!value_) return;
+    std::vector<std::string> known;
+    for (const auto& k : known_)
+      if (inapplicable_.count(k) == 0 && !value_->contains(k)) known.push_back(k);
     for (const auto& [k, v] : value_->items()) {
-      if (read_.count(k) == 0) errors_.push_back({path(k), "unknown key"});
+      if (read_.count(k) == 0)
+        errors_.push_back({path(k), "unknown key" + did_you_mean(k, known, true)});
     }
   }
 
@@ -159,6 +308,9 @@ class ObjectReader {
   std::string path_;
   std::vector<FieldError>& errors_;
   std::set<std::string> read_;
+  // Keys this level knows (for "did you mean"), and those refused here as not applicable.
+  mutable std::set<std::string> known_;
+  std::set<std::string> inapplicable_;
 };
 
 // RFC 9110 §5.6.2 token.
@@ -597,6 +749,24 @@ void read_string_map(const json* v, const std::string& path,
   }
 }
 
+// A sim:// URL's names against the simulator's profiles (PlanLimits::sim_hardware and
+// sim_models; not checked when empty): each unknown one is an error at base_url naming the
+// nearest known profile and the list, so a misspelt GPU is refused before a job starts.
+void sim_profile_errors(const std::string& hardware, const std::string& model,
+                        const PlanLimits& limits, ObjectReader& r) {
+  const auto check = [&r](const std::string& name, const std::vector<std::string>& known,
+                          const std::string& what) {
+    if (known.empty() || std::find(known.begin(), known.end(), name) != known.end()) return;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    r.error("base_url", "unknown simulator " + what + " profile '" + name + "'" +
+                            did_you_mean(name, known, false) + "; known " + what +
+                            " profiles: " + list + " (GET /v1/profiles, llmcapd sim --list)");
+  };
+  check(hardware, limits.sim_hardware, "GPU");
+  check(model, limits.sim_models, "model");
+}
+
 // `base`: the plan's workload, which a target's "workload" override starts from.
 void read_target(const json& v, const std::string& path, const PlanWorkload& base, PlanTarget& t,
                  std::vector<FieldError>& errors, const PlanLimits& limits) {
@@ -613,10 +783,22 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
       const auto rest = t.base_url.substr(6);
       const auto slash = rest.find('/');
       if (slash == std::string::npos || !valid_name(rest.substr(0, slash)) ||
-          !valid_name(rest.substr(slash + 1)))
+          !valid_name(rest.substr(slash + 1))) {
+        // "sim://RTX4090-48G/Llama-3.1-8B": suggest the known names it folds to.
+        std::string hint;
+        if (slash != std::string::npos && !limits.sim_hardware.empty() &&
+            !limits.sim_models.empty()) {
+          const auto hw = nearest_name(rest.substr(0, slash), limits.sim_hardware, false);
+          const auto model = nearest_name(rest.substr(slash + 1), limits.sim_models, false);
+          if (hw && model) hint = " (did you mean sim://" + *hw + "/" + *model + "?)";
+        }
         r.error("base_url",
                 "a simulator URL is sim://<hardware>/<model> with lower-case names, e.g. "
-                "sim://rtx4090-48g/llama-3.1-8b");
+                "sim://rtx4090-48g/llama-3.1-8b" +
+                    hint);
+      } else {
+        sim_profile_errors(rest.substr(0, slash), rest.substr(slash + 1), limits, r);
+      }
     } else {
       auto u = boost::urls::parse_uri(t.base_url);
       if (!u) {
@@ -1310,6 +1492,226 @@ void cap_errors(std::vector<FieldError>& errors) {
   errors.push_back({"", "and " + std::to_string(more) + " more errors"});
 }
 
+// Warnings for values that are legal but almost certainly a slip, and for windows too thin for
+// sla.min_requests (docs/plans.md, "Validation and warnings"). Each starts with the JSON path of
+// the value it concerns. The floors are below what any GPU and serving engine delivers at any
+// load, so a bound under one is a bound in seconds written as milliseconds far more often than
+// a real target:
+// - a first token needs the request's round trip, a scheduler step and a prefill: 20 ms;
+// - an output token is one decode step, which reads every weight of the model once (an 8B model
+//   in BF16 is 16 GB: 4.8 ms at an H100's 3.35 TB/s), plus the engine's per-step work: 2 ms;
+// - a whole request is at least its first token and its last: 50 ms.
+constexpr double kTtftFloorMs = 20;
+constexpr double kTpotFloorMs = 2;
+constexpr double kE2eFloorMs = 50;
+// An SLA that passes with half the requests failed qualifies nothing; `1` (meant 1 %) is 100 %.
+constexpr double kErrorRateCeiling = 0.5;
+// A demand above this many requests/s is more often a count per hour or per day written in the
+// per-minute key than a real one; and one that needs more instances than this at the highest
+// rate the plan tries is more often a unit slip than a fleet.
+constexpr double kDemandCeilingRps = 1000;
+constexpr double kInstancesCeiling = 1000;
+// Rate-sweep rates warned about per phase before one line sums up the rest.
+constexpr int kMaxWindowWarningsPerPhase = 5;
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, std::abs(v) >= 100 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
+// An `sla` object as written (the plan's or a mix class's), at `path`.
+void sla_warnings(const json& sla, const std::string& path, std::vector<std::string>& out) {
+  if (!sla.is_object()) return;
+  struct Floor {
+    const char* key;
+    double floor_ms;
+    const char* what;
+  };
+  static constexpr Floor kFloors[] = {{"ttft_ms", kTtftFloorMs, "a TTFT"},
+                                      {"ttft_service_ms", kTtftFloorMs, "a TTFT"},
+                                      {"tpot_ms", kTpotFloorMs, "a TPOT"},
+                                      {"itl_ms", kTpotFloorMs, "an inter-token latency"},
+                                      {"e2e_ms", kE2eFloorMs, "an E2E latency"}};
+  for (const Floor& f : kFloors) {
+    const auto bounds = sla.find(f.key);
+    if (bounds == sla.end() || !bounds->is_object()) continue;
+    for (const auto& [percentile, limit] : bounds->items()) {
+      if (!limit.is_number() || limit.get<double>() >= f.floor_ms) continue;
+      const double ms = limit.get<double>();
+      out.push_back(path + "/" + f.key + "/" + escape_pointer(percentile) + ": " + number_text(ms) +
+                    " ms is below what any GPU delivers (" + f.what + " bound under " +
+                    number_text(f.floor_ms) + " ms); bounds are in milliseconds: did you mean " +
+                    number_text(ms * 1000) + " (" + number_text(ms) + " s)?");
+    }
+  }
+  const auto rate = sla.find("max_error_rate");
+  if (rate != sla.end() && rate->is_number() && rate->get<double>() >= kErrorRateCeiling) {
+    const double r = rate->get<double>();
+    out.push_back(path + "/max_error_rate: " + number_text(r) + " lets " + number_text(r * 100) +
+                  " % of requests fail and still pass; it is a fraction (0.01 = 1 %)" +
+                  (r >= 1 ? ": did you mean " + number_text(r / 100) + "?" : ""));
+  }
+}
+
+// Every `sla` object of the document: the plan's and each mix class's (in the plan's workload,
+// the matrix's workloads and the targets' overrides).
+void document_sla_warnings(const json& doc, std::vector<std::string>& out) {
+  if (doc.contains("sla")) sla_warnings(doc["sla"], "/sla", out);
+  const auto mix = [&out](const json& workload, const std::string& path) {
+    if (!workload.is_object() || !workload.contains("mix") || !workload["mix"].is_array()) return;
+    for (std::size_t i = 0; i < workload["mix"].size(); ++i) {
+      const json& c = workload["mix"][i];
+      if (c.is_object() && c.contains("sla"))
+        sla_warnings(c["sla"], path + "/mix/" + std::to_string(i) + "/sla", out);
+    }
+  };
+  if (doc.contains("workload")) mix(doc["workload"], "/workload");
+  for (const char* list : {"workloads", "targets"}) {
+    if (!doc.contains(list) || !doc[list].is_array()) continue;
+    for (std::size_t i = 0; i < doc[list].size(); ++i) {
+      const json& entry = doc[list][i];
+      const std::string path = "/" + std::string(list) + "/" + std::to_string(i);
+      if (std::string_view(list) == "workloads")
+        mix(entry, path);
+      else if (entry.is_object() && entry.contains("workload"))
+        mix(entry["workload"], path + "/workload");
+    }
+  }
+}
+
+// One open-loop step rate of a phase against sla.min_requests. The executor lengthens a
+// time-mode window that would hold fewer than min_requests, up to max_duration_s; a window that
+// cannot hold them even then reads inconclusive (insufficient-samples). `note_lengthening`:
+// also warn when a window will be lengthened (false for a rate the plan may never try).
+// Returns whether it warned.
+bool window_warning(const PlanPhase& p, const std::string& path, double rate,
+                    std::int64_t min_requests, bool note_lengthening,
+                    std::vector<std::string>& out) {
+  if (!(rate > 0)) return false;
+  const auto needed = static_cast<double>(min_requests);
+  const std::string rate_text = number_text(rate) + " rps";
+  if (rate * p.max_duration_s < needed) {
+    out.push_back(path + ": the window at " + rate_text + " holds about " +
+                  number_text(rate * p.max_duration_s) + " requests < sla.min_requests " +
+                  std::to_string(min_requests) + " even at max_duration_s " +
+                  number_text(p.max_duration_s) +
+                  " s; steps at that rate read inconclusive (insufficient-samples): lower "
+                  "sla.min_requests or try higher rates");
+    return true;
+  }
+  if (note_lengthening && p.requests == 0 && rate * p.duration_s < needed) {
+    // The executor aims at min_requests + 3√min_requests, so that a window falls short of
+    // min_requests about once in a thousand steps.
+    const double lengthened_s =
+        std::min(std::ceil((needed + 3 * std::sqrt(needed)) / rate), p.max_duration_s);
+    out.push_back(path + ": steps at " + rate_text + " will be lengthened to about " +
+                  number_text(lengthened_s) + " s to hold sla.min_requests " +
+                  std::to_string(min_requests) + " (duration_s " + number_text(p.duration_s) +
+                  " s holds about " + number_text(rate * p.duration_s) + ")");
+    return true;
+  }
+  return false;
+}
+
+// Every phase's open-loop rates that the plan states: a rate sweep's rates, a capacity search's
+// numeric start_from and low_rps (else its floor, which it reaches only if every rate above
+// fails: warned only when even max_duration_s is too short there), an at_demand's rate and a
+// soak's rate.
+void phase_window_warnings(const TestPlan& plan, std::int64_t min_requests,
+                           std::vector<std::string>& out) {
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const PlanPhase& p = plan.phases[i];
+    const std::string path = "/phases/" + std::to_string(i);
+    switch (p.kind) {
+      case PhaseKind::kRateSweep: {
+        int warned = 0, more = 0;
+        for (std::size_t k = 0; k < p.rates_rps.size(); ++k) {
+          std::vector<std::string> one;
+          if (!window_warning(p, path + "/rates_rps/" + std::to_string(k), p.rates_rps[k],
+                              min_requests, true, one))
+            continue;
+          if (warned++ < kMaxWindowWarningsPerPhase)
+            out.push_back(one.front());
+          else
+            ++more;
+        }
+        if (more > 0)
+          out.push_back(path + "/rates_rps: and " + std::to_string(more) +
+                        " more rates whose windows are short of sla.min_requests");
+        break;
+      }
+      case PhaseKind::kCapacitySearch:
+        if (p.start_rps > 0)
+          window_warning(p, path + "/start_from", p.start_rps, min_requests, true, out);
+        if (p.low_rps > 0) {
+          window_warning(p, path + "/low_rps", p.low_rps, min_requests, true, out);
+        } else {
+          const double floor_rps = analysis::CapacitySearchOptions{}.min_rate_rps;
+          std::vector<std::string> one;
+          if (window_warning(p, path, floor_rps, min_requests, false, one))
+            out.push_back(one.front() + " (" + number_text(floor_rps) +
+                          " rps is the search's lowest rate without low_rps)");
+        }
+        break;
+      case PhaseKind::kAtDemand:
+        window_warning(
+            p, path + (p.at_demand.source == "demand" ? std::string() : "/" + p.at_demand.source),
+            p.at_demand.rate_rps, min_requests, true, out);
+        break;
+      case PhaseKind::kSoak:
+        if (!p.soak_at_qualified)
+          window_warning(p, path + "/rate_rps", p.rate_rps, min_requests, true, out);
+        break;
+      default: break;
+    }
+  }
+}
+
+// The highest rate any of the plan's open-loop phases may offer (a capacity search without
+// high_rps: its ceiling), which bounds the capacity it can qualify; nullopt with none (a
+// closed-loop sweep's rate is known only once it runs; a trace replay qualifies no capacity).
+std::optional<double> highest_planned_rate(const TestPlan& plan) {
+  std::optional<double> highest;
+  const auto offer = [&highest](double rate) {
+    if (rate > 0) highest = std::max(highest.value_or(0), rate);
+  };
+  for (const PlanPhase& p : plan.phases) {
+    switch (p.kind) {
+      case PhaseKind::kRateSweep:
+        for (const double r : p.rates_rps) offer(r);
+        break;
+      case PhaseKind::kCapacitySearch:
+        offer(p.high_rps > 0 ? p.high_rps : analysis::CapacitySearchOptions{}.max_rate_rps);
+        break;
+      case PhaseKind::kBurst: offer(p.base_rps * p.multiplier); break;
+      case PhaseKind::kSoak: offer(p.rate_rps); break;
+      case PhaseKind::kAtDemand: offer(p.at_demand.rate_rps); break;
+      default: break;
+    }
+  }
+  return highest;
+}
+
+void demand_warnings(const TestPlan& plan, std::vector<std::string>& out) {
+  if (!plan.demand) return;
+  const double rpm = plan.demand->requests_per_minute;
+  const double rps = rpm / 60;
+  const std::string path = "/demand/requests_per_minute: ";
+  if (rps > kDemandCeilingRps)
+    out.push_back(path + number_text(rpm) + " requests per minute is " + number_text(rps) +
+                  " requests/s; the key counts per minute (a count per hour divides by 60, per "
+                  "day by 1440)");
+  const auto highest = highest_planned_rate(plan);
+  if (!highest) return;
+  const double instances = std::ceil(rps * (1 + plan.demand->headroom) / *highest);
+  if (instances > kInstancesCeiling)
+    out.push_back(path + "the demand with its headroom needs at least " + number_text(instances) +
+                  " instances even if each carried " + number_text(*highest) +
+                  " rps, the highest rate this plan tries; check its unit (requests per minute) "
+                  "and the rates' (requests per second)");
+}
+
 }  // namespace
 
 int json_nesting_depth(std::string_view text) {
@@ -1733,7 +2135,8 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     return out;
   }
 
-  const std::int64_t min_requests = plan.sla.min_requests.value_or(100);
+  const auto min_requests =
+      plan.sla.min_requests.value_or(static_cast<std::int64_t>(analysis::SlaSpec{}.min_requests));
   for (const auto& p : plan.phases) {
     if (p.kind == PhaseKind::kTraceReplay) {
       if (trace_s <= 0)
@@ -1753,6 +2156,9 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
       out.warnings.push_back("phase " + p.name + ": steps of " + std::to_string(int(p.duration_s)) +
                              " s give few samples for tail percentiles");
   }
+  document_sla_warnings(doc, out.warnings);
+  phase_window_warnings(plan, min_requests, out.warnings);
+  demand_warnings(plan, out.warnings);
   out.estimated_duration_s = duration;
   // Fingerprint: what must be equal for two runs to be comparable (docs/metrics.md §8.1).
   json fp{{"workload", workload_json(plan.workload)}};

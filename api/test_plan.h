@@ -280,6 +280,12 @@ struct PlanLimits {
   int max_list_items = 256;         // levels, rates, empirical values, headers
   int max_depth = 32;               // JSON nesting
   std::size_t max_bytes = 1 << 20;  // plan text
+  // The simulator profiles a sim://<hardware>/<model> URL may name: an unknown one is refused
+  // at /targets/<i>/base_url with the list and the nearest name. api/ cannot read sim/'s
+  // catalogue, so server/ fills these from it (sim::ProfileCatalog). Empty: not checked (only
+  // the URL's form).
+  std::vector<std::string> sim_hardware;
+  std::vector<std::string> sim_models;
 
   // No limit: for re-reading a plan the daemon accepted earlier (under limits that may have
   // been lowered since), never for a submitted one.
