@@ -36,11 +36,11 @@ std::size_t PromptFactory::vocabulary_size() { return kWords.size(); }
 
 PromptFactory::PromptFactory(analysis::LengthDistribution input,
                              analysis::LengthDistribution output, std::int32_t shared_prefix_tokens,
-                             std::uint64_t seed)
+                             std::uint64_t seed, std::uint64_t content_seed)
     : input_(std::move(input), seed ^ 0x9e3779b97f4a7c15ULL),
       output_(std::move(output), seed ^ 0xc2b2ae3d27d4eb4fULL),
       shared_prefix_tokens_(shared_prefix_tokens),
-      rng_(seed) {}
+      rng_(content_seed != 0 ? content_seed : seed) {}
 
 void PromptFactory::append_words(std::string& out, std::int32_t count) {
   std::uniform_int_distribution<std::size_t> pick(0, kWords.size() - 1);

@@ -41,7 +41,8 @@ struct PlannedLengths {
 class PromptFactory {
  public:
   PromptFactory(analysis::LengthDistribution input, analysis::LengthDistribution output,
-                std::int32_t shared_prefix_tokens, std::uint64_t seed);
+                std::int32_t shared_prefix_tokens, std::uint64_t seed,
+                std::uint64_t content_seed = 0);  // the words' seed; 0: seed
 
   // The next prompt (index = its order of intention in the step). prefix_group >= 0: the prompt
   // starts with that group's prefix of group_prefix_tokens tokens (group_prefix_text()) instead

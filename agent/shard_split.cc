@@ -40,6 +40,7 @@ std::vector<StepSpec> split_step(const StepSpec& step, std::int32_t shards) {
   for (std::int32_t k = 0; k < shards; ++k) {
     StepSpec s = spec;
     s.seed = shard_seed(spec.seed, k);
+    if (spec.content_seed != 0) s.content_seed = shard_seed(spec.content_seed, k);
     if (spec.load.kind == LoadKind::kClosed) {
       s.load.concurrency = shard_share(spec.load.concurrency, shards, k);
     } else {

@@ -929,17 +929,21 @@ StepResult StepRunner::run(const StepSpec& spec, std::stop_token stop,
       return std::move(run.result);
     }
     // Synthetic text for the trace's lengths and blocks (calibrated like synthetic prompts).
-    run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens, 0, spec.seed);
+    run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens, 0, spec.seed,
+                        spec.content_seed);
   } else if (spec.workload.source == WorkloadSource::kSynthetic) {
     run.prompts.emplace(spec.workload.input_tokens, spec.workload.output_tokens,
-                        spec.workload.shared_prefix_tokens, spec.seed);
+                        spec.workload.shared_prefix_tokens, spec.seed, spec.content_seed);
+    const auto content = [&](std::uint64_t salted) {
+      return spec.content_seed != 0 ? spec.content_seed ^ salted : 0;
+    };
     if (spec.workload.conversation.enabled())
       run.user_prompts.emplace(spec.workload.conversation.user_tokens, spec.workload.output_tokens,
-                               0, spec.seed ^ 0x7573657273ULL);
+                               0, spec.seed ^ 0x7573657273ULL, content(0x7573657273ULL));
     for (std::size_t c = 0; c < spec.workload.mix.size(); ++c)
       run.mix_prompts.emplace_back(spec.workload.mix[c].input_tokens,
                                    spec.workload.mix[c].output_tokens, 0,
-                                   mix_class_seed(spec.seed, c));
+                                   mix_class_seed(spec.seed, c), content(mix_class_seed(1, c)));
     run.result.itl_ns_by_class.resize(spec.workload.mix.size());
   } else {
     DatasetLimits limits;

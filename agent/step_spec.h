@@ -168,6 +168,10 @@ struct StepSpec {
   DrainPolicy drain = DrainPolicy::kWait;
   double drain_timeout_s = 60;
   std::uint64_t seed = 1;
+  // Seeds the prompts' words only (0: seed). Steps that share their draws (arrivals, lengths,
+  // classes: the same seed at every rate of a capacity search, for common random numbers) still
+  // send text no server has seen, so prefix caches cannot make a later step fast.
+  std::uint64_t content_seed = 0;
   bool record_token_times = false;
   std::int64_t progress_interval_ms = 1000;
   std::int64_t in_flight_sample_ms = 100;

@@ -22,6 +22,7 @@ std::string_view to_string(SearchEnd e) {
     case SearchEnd::kNoPassingRate: return "no_passing_rate";
     case SearchEnd::kConfirmFailed: return "confirm_failed";
     case SearchEnd::kStepLimit: return "step_limit";
+    case SearchEnd::kInsufficientSamples: return "insufficient_samples";
   }
   return "running";
 }
@@ -38,6 +39,10 @@ CapacitySearch::CapacitySearch(CapacitySearchOptions o) : options_(o) {
   if (!(o.expand_factor > 1) || !std::isfinite(o.expand_factor)) {
     throw std::invalid_argument("expand_factor: must be > 1");
   }
+  if (o.first_step_factor != 0 &&
+      (!(o.first_step_factor > 1) || !(o.first_step_factor <= o.expand_factor))) {
+    throw std::invalid_argument("first_step_factor: must be 0 or in (1, expand_factor]");
+  }
   if (!(o.relative_resolution >= 0) || !(o.absolute_resolution_rps >= 0) ||
       (o.relative_resolution == 0 && o.absolute_resolution_rps == 0)) {
     throw std::invalid_argument(
@@ -47,16 +52,38 @@ CapacitySearch::CapacitySearch(CapacitySearchOptions o) : options_(o) {
   if (!positive(o.confirm_duration_factor)) {
     throw std::invalid_argument("confirm_duration_factor: must be positive");
   }
-  if (!(o.confirm_step_down > 0 && o.confirm_step_down < 1)) {
-    throw std::invalid_argument("confirm_step_down: must be in (0, 1)");
-  }
-  if (o.max_confirm_attempts < 1) throw std::invalid_argument("max_confirm_attempts: must be ≥ 1");
   if (o.max_steps < 1) throw std::invalid_argument("max_steps: must be ≥ 1");
+  step_factor_ = o.first_step_factor > 0 ? o.first_step_factor : o.expand_factor;
+}
+
+bool CapacitySearch::narrow(double lo, double hi) const {
+  const double width =
+      std::max(options_.relative_resolution * lo, options_.absolute_resolution_rps);
+  return hi - lo <= width * (1 + 1e-9);
 }
 
 void CapacitySearch::finish(SearchEnd end) {
+  if (confirmed_ && (end == SearchEnd::kStepLimit || end == SearchEnd::kInsufficientSamples ||
+                     end == SearchEnd::kConfirmFailed))
+    end = SearchEnd::kConfirmed;  // the highest confirmed pass stands, at a coarser resolution
   result_.end = end;
   pending_.reset();
+  if (!confirmed_) {
+    result_.at_max_rate = false;
+    return;
+  }
+  result_.qualified_rate_rps = confirmed_;
+  result_.bracket_low_rps = confirmed_;
+  for (const auto& t : result_.trials) {
+    const bool failed = t.outcome == Outcome::kFail || t.treated_as_fail;
+    if (failed && t.step.rate_rps > *confirmed_)
+      result_.bracket_high_rps =
+          std::min(result_.bracket_high_rps.value_or(t.step.rate_rps), t.step.rate_rps);
+  }
+  result_.at_max_rate = *confirmed_ >= options_.max_rate_rps;
+  result_.resolution_reached =
+      result_.at_max_rate ||
+      (result_.bracket_high_rps && narrow(*confirmed_, *result_.bracket_high_rps));
 }
 
 std::optional<SearchStep> CapacitySearch::next_rate() {
@@ -65,56 +92,129 @@ std::optional<SearchStep> CapacitySearch::next_rate() {
   return pending_;
 }
 
+std::optional<double> CapacitySearch::next_long_rate() {
+  // Every step is confirm-length; the bracket is [highest confirmed pass, lowest fail].
+  if (confirmed_) {
+    if (!hi_ || narrow(*confirmed_, *hi_)) {
+      finish(SearchEnd::kConfirmed);
+      return std::nullopt;
+    }
+    return (*confirmed_ + *hi_) / 2;
+  }
+  const double min = options_.min_rate_rps;
+  if (*hi_ <= min) {
+    finish(SearchEnd::kConfirmFailed);
+    return std::nullopt;
+  }
+  // Just below the lowest fail: a pass there is already within the resolution of it.
+  const double just_below =
+      std::min(*hi_ / (1 + options_.relative_resolution), *hi_ - options_.absolute_resolution_rps);
+  double r = just_below;
+  if (just_below_tried_) {
+    std::optional<double> best;  // the highest short pass below, else a step down
+    for (const double p : short_passes_) {
+      if (p <= just_below * (1 + 1e-12)) best = std::max(best.value_or(p), p);
+    }
+    r = best ? *best : *hi_ / options_.expand_factor;
+  }
+  just_below_tried_ = true;
+  r = std::max(r, min);
+  if (thin_ && r <= *thin_) {
+    finish(SearchEnd::kInsufficientSamples);
+    return std::nullopt;
+  }
+  return r;
+}
+
 std::optional<SearchStep> CapacitySearch::plan_next() {
   if (result_.steps >= options_.max_steps) {
     finish(SearchEnd::kStepLimit);
     return std::nullopt;
   }
+  const int left = options_.max_steps - result_.steps;
   const double min = options_.min_rate_rps, max = options_.max_rate_rps;
   SearchStep step;
-  if (!confirming_) {
+  if (long_mode_) {
+    const auto r = next_long_rate();
+    if (!r) return std::nullopt;
+    step.rate_rps = *r;
+    step.confirm = true;
+    step.duration_factor = options_.confirm_duration_factor;
+    return step;
+  }
+  if (!confirm_now_) {
     if (!lo_ && !hi_) {
-      step.rate_rps = std::clamp(options_.initial_rate_rps, min, max);
+      if (!thin_) {
+        step.rate_rps = std::clamp(options_.initial_rate_rps, min, max);
+      } else if (*thin_ >= max) {  // higher rates hold more requests; none is left
+        finish(SearchEnd::kInsufficientSamples);
+        return std::nullopt;
+      } else {
+        step.rate_rps = std::min(*thin_ * step_factor_, max);
+      }
     } else if (lo_ && !hi_) {
       if (*lo_ >= max) {
-        confirming_ = true;
-        confirm_rate_ = *lo_;
+        confirm_now_ = true;
         result_.at_max_rate = true;
+      } else if (left <= 1) {
+        confirm_now_ = true;
       } else {
-        step.rate_rps = std::min(*lo_ * options_.expand_factor, max);
+        step.rate_rps = std::min(*lo_ * step_factor_, max);
       }
     } else if (!lo_ && hi_) {
       if (*hi_ <= min) {
         finish(SearchEnd::kNoPassingRate);
         return std::nullopt;
       }
-      step.rate_rps = std::max(*hi_ / options_.expand_factor, min);
-    } else {
-      const double width = *hi_ - *lo_;
-      if (width <=
-          std::max(options_.relative_resolution * *lo_, options_.absolute_resolution_rps)) {
-        confirming_ = true;
-        confirm_rate_ = *lo_;
-      } else {
-        step.rate_rps = (*lo_ + *hi_) / 2;
+      const double r = std::max(*hi_ / step_factor_, min);
+      if (thin_ && r <= *thin_) {
+        finish(SearchEnd::kInsufficientSamples);
+        return std::nullopt;
       }
+      step.rate_rps = r;
+    } else if (narrow(*lo_, *hi_) || left <= 1) {
+      confirm_now_ = true;
+    } else {
+      step.rate_rps = (*lo_ + *hi_) / 2;
     }
   }
-  if (confirming_) {
-    step.rate_rps = confirm_rate_;
+  if (confirm_now_) {
+    step.rate_rps = *lo_;
     step.confirm = true;
     step.duration_factor = options_.confirm_duration_factor;
   }
   return step;
 }
 
-void CapacitySearch::report(double rate_rps, Outcome outcome) {
+void CapacitySearch::record_fail(double rate_rps) {
+  hi_ = std::min(hi_.value_or(rate_rps), rate_rps);
+  result_.lowest_fail_rps = hi_;
+}
+
+void CapacitySearch::report(double rate_rps, Outcome outcome, bool insufficient_samples) {
   if (done()) throw std::logic_error("CapacitySearch::report: the search is over");
   if (!pending_ || std::fabs(pending_->rate_rps - rate_rps) > 1e-9 * std::max(1.0, rate_rps)) {
     throw std::logic_error("CapacitySearch::report: rate was not the one next_rate() asked for");
   }
   ++result_.steps;
-  SearchTrial trial{*pending_, outcome, false};
+  SearchTrial trial{*pending_, outcome, false, false};
+  const SearchStep step = *pending_;
+
+  if (outcome == Outcome::kInconclusive && insufficient_samples) {
+    // Never a fail: this rate (and every lower one) cannot be judged on its window.
+    trial.insufficient_samples = true;
+    result_.trials.push_back(trial);
+    retries_used_ = 0;
+    pending_.reset();
+    thin_ = std::max(thin_.value_or(rate_rps), rate_rps);
+    result_.insufficient_samples_at_rps = thin_;
+    if (step.confirm) {
+      finish(SearchEnd::kInsufficientSamples);  // kConfirmed when a lower rate was confirmed
+    } else if (lo_) {
+      confirm_now_ = true;  // nothing between the pass and here can be judged better
+    }
+    return;
+  }
   if (outcome == Outcome::kInconclusive) {
     if (retries_used_ < options_.inconclusive_retries) {
       ++retries_used_;
@@ -128,43 +228,39 @@ void CapacitySearch::report(double rate_rps, Outcome outcome) {
   }
   result_.trials.push_back(trial);
   retries_used_ = 0;
-  const SearchStep step = *pending_;
   pending_.reset();
   const bool passed = outcome == Outcome::kPass;
 
   if (!step.confirm) {
     if (passed) {
-      lo_ = lo_ ? std::max(*lo_, rate_rps) : rate_rps;
+      if (direction_ == 1)
+        step_factor_ = std::min(step_factor_ * step_factor_, options_.expand_factor);
+      direction_ = 1;
+      lo_ = std::max(lo_.value_or(rate_rps), rate_rps);
       short_passes_.push_back(rate_rps);
       result_.highest_pass_rps = std::max(result_.highest_pass_rps.value_or(rate_rps), rate_rps);
     } else {
-      hi_ = hi_ ? std::min(*hi_, rate_rps) : rate_rps;
-      result_.lowest_fail_rps = hi_;
+      if (direction_ == -1)
+        step_factor_ = std::min(step_factor_ * step_factor_, options_.expand_factor);
+      direction_ = -1;
+      record_fail(rate_rps);
     }
     return;
   }
   if (passed) {
-    result_.qualified_rate_rps = rate_rps;
-    result_.at_max_rate = rate_rps >= options_.max_rate_rps;
-    finish(SearchEnd::kConfirmed);
+    confirmed_ = std::max(confirmed_.value_or(rate_rps), rate_rps);
+    if (!long_mode_) {
+      finish(SearchEnd::kConfirmed);
+      return;
+    }
+    if (!hi_ || narrow(*confirmed_, *hi_)) finish(SearchEnd::kConfirmed);
     return;
   }
-  ++confirm_attempts_;
-  result_.lowest_fail_rps = std::min(result_.lowest_fail_rps.value_or(rate_rps), rate_rps);
-  result_.at_max_rate = false;
-  // Everything above a step down from the failed confirm counts as failed; the search resumes
-  // below it from the short-step evidence there (see the header).
-  const double ceiling = rate_rps * (1 - options_.confirm_step_down);
-  if (confirm_attempts_ >= options_.max_confirm_attempts || ceiling < options_.min_rate_rps) {
-    finish(SearchEnd::kConfirmFailed);
-    return;
-  }
-  hi_ = ceiling;
-  lo_.reset();
-  for (const double r : short_passes_) {
-    if (r <= ceiling) lo_ = lo_ ? std::max(*lo_, r) : r;
-  }
-  confirming_ = false;
+  // A failed confirm: short steps overstate what a long run holds at this load. Every later
+  // step is confirm-length, starting just below this rate (see the header).
+  record_fail(rate_rps);
+  long_mode_ = true;
+  confirm_now_ = false;
 }
 
 }  // namespace llmcap::analysis

@@ -1,35 +1,46 @@
-// CapacitySearch: a pure state machine that finds the highest passing offered rate
-// (docs/metrics.md §5.2: bracketing and bisection, confirmed by a longer repeat).
-// It never runs anything: the caller runs each step it asks for and reports the verdict.
+// CapacitySearch: a pure state machine that finds the highest offered rate whose CONFIRMING
+// (longer) step passes (docs/metrics.md §5.2). It never runs anything: the caller runs each step
+// it asks for and reports the verdict.
 //
 //   CapacitySearch search(options);
 //   while (auto step = search.next_rate()) {
 //     Outcome o = run_step(step->rate_rps, base_duration × step->duration_factor);
-//     search.report(step->rate_rps, o);
+//     search.report(step->rate_rps, o, insufficient_samples);
 //   }
 //   CapacitySearchResult r = search.result();
 //
-// Algorithm:
+// Algorithm (every rule keeps "the answer is a rate whose confirm passed"):
 // 1. Start at initial_rate_rps (clamped to [min, max]); rate_from_knee() gives it by Little's
-//    law from a concurrency sweep's knee: rate ≈ concurrency / mean E2E.
-// 2. Expand: while nothing failed, multiply the highest pass by expand_factor (capped at
-//    max_rate_rps); while nothing passed, divide the lowest fail (floored at min_rate_rps).
-//    A fail at min_rate_rps ends with kNoPassingRate; a pass at max_rate_rps goes to confirm
-//    (result flags at_max_rate: the true capacity may be higher).
+//    law from a concurrency sweep's knee: rate ≈ concurrency / mean E2E. A search planned from a
+//    prediction starts at the predicted rate with first_step_factor = 1 + resolution.
+// 2. Expand with short steps: while nothing failed, multiply the highest pass by the step
+//    factor (capped at max_rate_rps); while nothing passed, divide the lowest fail (floored at
+//    min_rate_rps). The factor starts at first_step_factor and squares on every further move in
+//    the same direction, up to expand_factor (galloping: a good start costs two steps, a bad one
+//    a few more). A fail at min_rate_rps ends with kNoPassingRate; a pass at max_rate_rps goes to
+//    confirm (at_max_rate: the true capacity may be higher).
 // 3. Bisect (arithmetic midpoint) while hi − lo > max(relative_resolution × lo,
-//    absolute_resolution_rps).
-// 4. Confirm: repeat the best pass with duration_factor = confirm_duration_factor. Pass →
-//    kConfirmed. Fail at r → the bracket was wrong (the short pass at r was noise near the
-//    SLA boundary, or short steps overstate what a longer run holds): every rate above
-//    r × (1 − confirm_step_down) now counts as failed (hi), lo becomes the highest short-step
-//    pass at or below that, and the search resumes from step 2 — expanding down when no such
-//    pass is known, bisecting otherwise — to confirm again. At most max_confirm_attempts
-//    confirms in all, then kConfirmFailed (no qualified rate). So one lucky short step cannot
-//    leave the search stepping down 5 % at a time from a rate far above the capacity.
-// Inconclusive steps: the same step is retried up to inconclusive_retries times (attempt
-// counts up); if still inconclusive it is TREATED AS A FAIL (conservative: capacity is never
-// claimed from a step we could not judge) and counted in inconclusive_treated_as_fail, which
-// reports must show. max_steps bounds the total number of reported steps (kStepLimit).
+//    absolute_resolution_rps). With one step left, confirm at once.
+// 4. Confirm: repeat the best short pass with duration_factor = confirm_duration_factor. A pass
+//    ends the search (kConfirmed). A FAILED confirm at r means short steps overstate what a long
+//    run holds here: from then on every step is confirm-length. It tries just below the failed
+//    rate first, r / (1 + resolution) (a pass there is already within the resolution), then the
+//    highest short pass below that, else r / expand_factor, and bisects between the highest
+//    confirmed pass and the lowest fail with confirm-length steps until the resolution holds.
+// The answer (qualified_rate_rps) is always the highest CONFIRMED pass; bracket_low/high_rps are
+// that rate and the lowest failing rate above it (the answer's resolution). A search that runs
+// out of steps with a confirmed pass still answers it (resolution_reached = false).
+//
+// Evidence rules:
+// * Insufficient samples (the window held fewer than min_requests; report(..., true)): never a
+//   fail. Lower rates hold even fewer requests, so the search cannot go below such a rate:
+//   it confirms what it has, or ends kInsufficientSamples (an answer needs longer windows).
+// * Other inconclusive steps (client-bound, no data): retried up to inconclusive_retries times
+//   (attempt counts up); still inconclusive → treated as a fail for the bracket only
+//   (inconclusive_treated_as_fail; capacity is never claimed from a step we could not judge).
+//   The target's verdict is judged from the steps themselves (target_verdict.h), so such a step
+//   never makes a target FAIL.
+// max_steps bounds the total number of reported steps (kStepLimit when nothing was confirmed).
 //
 // Not thread-safe (one owner drives it). Constructor throws std::invalid_argument naming the
 // field for invalid options; report() throws std::logic_error when the rate is not the one
@@ -50,13 +61,14 @@ struct CapacitySearchOptions {
   double initial_rate_rps = 1;
   double min_rate_rps = 0.1;
   double max_rate_rps = 10000;
-  double expand_factor = 2.0;          // > 1
+  double expand_factor = 2.0;  // > 1: the largest step factor of the bracketing
+  // The first bracketing step factor (> 1, ≤ expand_factor); 0: expand_factor. A search
+  // planned from a prediction uses 1 + relative_resolution.
+  double first_step_factor = 0;
   double relative_resolution = 0.05;   // bracket width relative to the passing rate
   double absolute_resolution_rps = 0;  // or absolute width; whichever is larger stops
   int inconclusive_retries = 1;
   double confirm_duration_factor = 3.0;  // confirm step length relative to a search step
-  double confirm_step_down = 0.05;       // relative step down after a failed confirm
-  int max_confirm_attempts = 3;
   int max_steps = 40;
 };
 
@@ -67,31 +79,42 @@ std::optional<double> rate_from_knee(const Knee& knee);
 
 struct SearchStep {
   double rate_rps = 0;
-  bool confirm = false;
+  bool confirm = false;          // a confirm-length step (duration × confirm_duration_factor)
   int attempt = 1;               // 2, 3, ... when retrying an inconclusive step
   double duration_factor = 1.0;  // multiply the plan's step duration by this
 };
 
 enum class SearchEnd : std::uint8_t {
   kRunning,
-  kConfirmed,      // qualified_rate_rps holds the confirmed rate
-  kNoPassingRate,  // even min_rate_rps failed
-  kConfirmFailed,  // every confirm attempt failed
-  kStepLimit,      // max_steps reached before confirming
+  kConfirmed,            // qualified_rate_rps holds the highest confirmed rate
+  kNoPassingRate,        // even min_rate_rps failed
+  kConfirmFailed,        // every confirm failed down to min_rate_rps
+  kStepLimit,            // max_steps reached before any confirm passed
+  kInsufficientSamples,  // the rates left to try cannot hold min_requests in their windows
 };
-std::string_view to_string(SearchEnd e);  // "running", "confirmed", "no_passing_rate", ...
+// "running", "confirmed", "no_passing_rate", "confirm_failed", "step_limit",
+// "insufficient_samples".
+std::string_view to_string(SearchEnd e);
 
 struct SearchTrial {
   SearchStep step;
   Outcome outcome = Outcome::kInconclusive;
-  bool treated_as_fail = false;  // inconclusive after its retries
+  bool treated_as_fail = false;       // inconclusive after its retries
+  bool insufficient_samples = false;  // too few requests in the window (never a fail)
 };
 
 struct CapacitySearchResult {
   SearchEnd end = SearchEnd::kRunning;
-  std::optional<double> qualified_rate_rps;  // only when kConfirmed
+  std::optional<double> qualified_rate_rps;  // the highest confirmed pass
   std::optional<double> highest_pass_rps;    // best short-step pass seen
-  std::optional<double> lowest_fail_rps;
+  std::optional<double> lowest_fail_rps;     // lowest failing rate (short or confirm)
+  // The answer's resolution: the highest confirmed pass and the lowest failing rate above it
+  // (nullopt: none failed above it, e.g. at max_rate_rps).
+  std::optional<double> bracket_low_rps;
+  std::optional<double> bracket_high_rps;
+  bool resolution_reached = false;  // bracket narrower than the resolution (or at max rate)
+  // The highest rate whose window held too few requests: rates at or below it were not judged.
+  std::optional<double> insufficient_samples_at_rps;
   bool at_max_rate = false;  // qualified rate equals max_rate_rps
   int steps = 0;
   int inconclusive_treated_as_fail = 0;
@@ -104,22 +127,31 @@ class CapacitySearch {
 
   // The next step to run; the same step again until it is reported. nullopt when done.
   std::optional<SearchStep> next_rate();
-  void report(double rate_rps, Outcome outcome);
+  // insufficient_samples: the step was inconclusive only because its window held fewer than
+  // min_requests (StepVerdict::insufficient_samples).
+  void report(double rate_rps, Outcome outcome, bool insufficient_samples = false);
   bool done() const { return result_.end != SearchEnd::kRunning; }
   const CapacitySearchResult& result() const { return result_; }
 
  private:
   std::optional<SearchStep> plan_next();
+  std::optional<double> next_long_rate();
+  bool narrow(double lo, double hi) const;
   void finish(SearchEnd end);
+  void record_fail(double rate_rps);
 
   CapacitySearchOptions options_;
   CapacitySearchResult result_;
-  std::optional<double> lo_;          // highest pass (search phase)
-  std::optional<double> hi_;          // lowest fail
+  std::optional<double> lo_;          // highest short pass (short phase)
+  std::optional<double> hi_;          // lowest fail, short or confirm
+  std::optional<double> confirmed_;   // highest confirmed pass
+  std::optional<double> thin_;        // highest rate judged to hold too few requests
   std::vector<double> short_passes_;  // every passing short step's rate
-  bool confirming_ = false;
-  double confirm_rate_ = 0;
-  int confirm_attempts_ = 0;
+  bool long_mode_ = false;            // a confirm failed: every step is confirm-length now
+  bool confirm_now_ = false;          // the short phase is over: confirm lo_ next
+  bool just_below_tried_ = false;
+  double step_factor_ = 2;  // the current bracketing factor (galloping)
+  int direction_ = 0;       // +1 expanding up, −1 down, 0 not yet
   int retries_used_ = 0;
   std::optional<SearchStep> pending_;
 };

@@ -52,27 +52,69 @@ HistogramQuantiles quantiles_of(const LogHistogram& h, const std::vector<double>
   return q;
 }
 
-std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& points,
-                                          std::int64_t start_ns, std::int64_t end_ns) {
+std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& points,
+                                             std::int64_t start_ns, std::int64_t end_ns) {
   // Centre times on the window start (in seconds) to keep the sums well conditioned.
-  double n = 0, sum_t = 0, sum_y = 0;
+  std::vector<double> t, y;
   for (const auto& p : points) {
     if (!in_window(p.t_ns, start_ns, end_ns)) continue;
-    n += 1;
-    sum_t += static_cast<double>(p.t_ns - start_ns) / 1e9;
-    sum_y += p.in_flight;
+    t.push_back(static_cast<double>(p.t_ns - start_ns) / 1e9);
+    y.push_back(p.in_flight);
   }
+  const std::size_t n = t.size();
   if (n < 2) return std::nullopt;
-  const double mean_t = sum_t / n, mean_y = sum_y / n;
+  double mean_t = 0, mean_y = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    mean_t += t[i];
+    mean_y += y[i];
+  }
+  mean_t /= static_cast<double>(n);
+  mean_y /= static_cast<double>(n);
   double sxx = 0, sxy = 0;
-  for (const auto& p : points) {
-    if (!in_window(p.t_ns, start_ns, end_ns)) continue;
-    const double dt = static_cast<double>(p.t_ns - start_ns) / 1e9 - mean_t;
-    sxx += dt * dt;
-    sxy += dt * (p.in_flight - mean_y);
+  for (std::size_t i = 0; i < n; ++i) {
+    sxx += (t[i] - mean_t) * (t[i] - mean_t);
+    sxy += (t[i] - mean_t) * (y[i] - mean_y);
   }
   if (sxx <= 0) return std::nullopt;
-  return sxy / sxx;
+  InFlightTrend trend;
+  trend.slope_rps = sxy / sxx;
+  if (n < 8) return trend;
+  std::vector<double> e(n);
+  double ss = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    e[i] = y[i] - (mean_y + trend.slope_rps * (t[i] - mean_t));
+    ss += e[i] * e[i];
+  }
+  double tau = 1;
+  if (ss > 0) {
+    // Geyer's initial positive sequence: τ = −1 + 2 Σ Γ_m, Γ_m = ρ_2m + ρ_2m+1, summed while
+    // Γ_m > 0. Lags stop at kMaxLag (a few minutes of a 100 ms series): a queue correlated
+    // longer than that is not stationary over any window this check judges.
+    constexpr std::size_t kMaxLag = 2048;
+    const auto rho = [&](std::size_t k) {
+      double c = 0;
+      for (std::size_t i = 0; i + k < n; ++i) c += e[i] * e[i + k];
+      return c / ss;
+    };
+    tau = -1 + 2 * (1 + rho(1));
+    for (std::size_t k = 2; k + 1 < n / 2 && k + 1 <= kMaxLag; k += 2) {
+      const double pair = rho(k) + rho(k + 1);
+      if (!(pair > 0)) break;
+      tau += 2 * pair;
+    }
+    tau = std::max(tau, 1.0);
+  }
+  trend.autocorrelation_samples = tau;
+  const double variance = ss / static_cast<double>(n - 2);
+  trend.se_rps = std::sqrt(variance / sxx * tau);
+  return trend;
+}
+
+std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& points,
+                                          std::int64_t start_ns, std::int64_t end_ns) {
+  const auto trend = in_flight_trend(points, start_ns, end_ns);
+  if (!trend) return std::nullopt;
+  return trend->slope_rps;
 }
 
 double output_tokens_in_window(const RequestSample& s, std::int64_t start_ns, std::int64_t end_ns) {
@@ -119,7 +161,10 @@ StepStats compute_step_stats(const StepInput& in) {
     const bool finished = s.t_end_ns >= 0 && s.error != ErrorClass::kCancelled;
     if (finished && in_window(end_time_ns(s), in.window_start_ns, in.window_end_ns)) {
       ++finished_in_window;
-      if (s.ok()) ++ok_ended_in_window;
+      if (s.ok()) {
+        ++ok_ended_in_window;
+        if (meets_slos(s, in.sla)) ++st.met_slo_ended;
+      }
     }
     if (s.ok() && s.t_end_ns >= 0) {
       output_in_window += output_tokens_in_window(s, in.window_start_ns, in.window_end_ns);
@@ -184,7 +229,9 @@ StepStats compute_step_stats(const StepInput& in) {
   st.requests_per_s = static_cast<double>(ok_ended_in_window) / st.window_s;
   st.completion_rate_rps = static_cast<double>(finished_in_window) / st.window_s;
   st.achieved_rate_rps = static_cast<double>(sent_in_window) / st.window_s;
-  st.goodput_rps = static_cast<double>(st.met_slo) / st.window_s;
+  // Goodput counts the same completions as requests_per_s (those that ended in the window), so
+  // goodput ≤ throughput always; met_slo (the window's own requests) is attainment's numerator.
+  st.goodput_rps = static_cast<double>(st.met_slo_ended) / st.window_s;
   const auto attainment_base = st.intended - st.abandoned + st.dropped_arrivals;
   if (attainment_base > 0) {
     st.sla_attainment = static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
@@ -194,7 +241,10 @@ StepStats compute_step_stats(const StepInput& in) {
     st.error_rate = static_cast<double>(st.failed + st.timed_out) / n;
     st.incomplete_rate = static_cast<double>(st.incomplete) / n;
   }
-  st.in_flight_slope_rps = in_flight_slope_rps(in.in_flight, in.window_start_ns, in.window_end_ns);
+  if (const auto trend = in_flight_trend(in.in_flight, in.window_start_ns, in.window_end_ns)) {
+    st.in_flight_slope_rps = trend->slope_rps;
+    st.in_flight_slope_se_rps = trend->se_rps;
+  }
   if (planned_output_known > 0) {
     st.short_output_share =
         static_cast<double>(short_output) / static_cast<double>(planned_output_known);

@@ -42,8 +42,10 @@
 //   requests whose end (last token, else t_end) lies in the window / window length.
 //   completion_rate_rps counts every finished request (ok or error, not cancelled) likewise.
 // * achieved_rate_rps = requests whose t_send lies in the window / window length.
-// * goodput_rps = belonging requests that meet every per-request SLO (sla.h meets_slos) /
-//   window length; sla_attainment = that count / (belonging requests − abandoned + dropped
+// * goodput_rps = successful requests that ENDED in the window (the requests requests_per_s
+//   counts) and met every per-request SLO (sla.h meets_slos) / window length, so goodput ≤
+//   throughput always; sla_attainment = met_slo (the BELONGING requests that met every SLO) /
+//   (belonging requests − abandoned + dropped
 //   arrivals): errors, timeouts, incomplete and dropped arrivals are misses (docs/metrics.md
 //   §3.3).
 // * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended
@@ -135,6 +137,8 @@ struct StepStats {
   std::uint64_t dropped_arrivals = 0;
   std::array<std::uint64_t, kErrorClassCount> errors_by_class{};  // index: ErrorClass value
   std::uint64_t met_slo = 0;  // completed and met every per-request SLO
+  // Successful requests that ended in the window and met every SLO (goodput's numerator).
+  std::uint64_t met_slo_ended = 0;
 
   Summary ttft_ns;          // from t_intended
   Summary ttft_service_ns;  // from t_send
@@ -155,6 +159,9 @@ struct StepStats {
   double error_rate = 0;      // 0 when nothing was intended
   double incomplete_rate = 0;
   std::optional<double> in_flight_slope_rps;
+  // Standard error of that slope, corrected for the series' autocorrelation (see
+  // in_flight_trend below); nullopt with fewer than 8 points.
+  std::optional<double> in_flight_slope_se_rps;
 
   double short_output_share = 0;
   bool short_output_warning = false;
@@ -177,6 +184,21 @@ StepStats compute_step_stats(const StepInput& input);
 // Least-squares slope of in_flight over t_ns for points in [start_ns, end_ns), in requests/s.
 std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& points,
                                           std::int64_t start_ns, std::int64_t end_ns);
+
+// The slope with its standard error. A stationary queue's in-flight count is autocorrelated
+// over about one request lifetime, so the ordinary least-squares error (which assumes
+// independent residuals) understates the slope's noise by √τ, τ the residuals' integrated
+// autocorrelation time in samples: τ = 1 + 2 Σ ρ_k, summed over lags k while ρ_k > 0 (Geyer's
+// initial positive sequence). se = √(σ²/Sxx × τ), σ² the residual variance. Points are assumed
+// evenly spaced (the agent samples the count on a fixed period). se is nullopt with fewer
+// than 8 points in the window.
+struct InFlightTrend {
+  double slope_rps = 0;
+  std::optional<double> se_rps;
+  double autocorrelation_samples = 1;  // τ
+};
+std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& points,
+                                             std::int64_t start_ns, std::int64_t end_ns);
 
 // Output tokens of one request counted inside [start_ns, end_ns) (apportioning rule above).
 double output_tokens_in_window(const RequestSample& sample, std::int64_t start_ns,

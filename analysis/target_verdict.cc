@@ -85,12 +85,21 @@ TargetVerdict judge_target(std::span<const JudgedStep> steps, std::span<const St
   std::stable_partition(shown.begin(), shown.end(),
                         [](const LevelFailure& f) { return f.confirming; });
   bool anything_passed = false;
-  for (const auto& s : steps) {
-    if (s.role != StepRole::kExcluded && s.outcome == Outcome::kPass &&
-        open == (s.planned_rate_rps > 0))
-      anything_passed = true;
+  // The lowest failing level, and whether a level below it could not be judged: the SLA may
+  // hold there, so the target is not proven to fail (docs/metrics.md §5.4).
+  double lowest_fail = 0;
+  for (const auto& f : v.failures) {
+    const double level = open ? f.rate_rps : f.concurrency;
+    if (lowest_fail == 0 || level < lowest_fail) lowest_fail = level;
   }
-  if (!v.failures.empty() && !anything_passed) {
+  bool unjudged_below = false;
+  for (const auto& s : steps) {
+    if (s.role == StepRole::kExcluded || open != (s.planned_rate_rps > 0)) continue;
+    if (s.outcome == Outcome::kPass) anything_passed = true;
+    const double level = open ? s.planned_rate_rps : s.stats.concurrency;
+    if (s.outcome == Outcome::kInconclusive && level < lowest_fail) unjudged_below = true;
+  }
+  if (!v.failures.empty() && !anything_passed && !unjudged_below) {
     v.outcome = Outcome::kFail;
     v.statement =
         "no qualified capacity: the SLA failed at every level tried: " + failures_text(shown);
@@ -108,6 +117,9 @@ TargetVerdict judge_target(std::span<const JudgedStep> steps, std::span<const St
       v.statement += buf;
     }
     v.statement += " (more search steps or longer windows may confirm a lower rate)";
+  } else if (unjudged_below && !anything_passed) {
+    v.statement = "no qualified capacity: " + failures_text(shown) +
+                  "; lower levels could not be judged (inconclusive), so the SLA may hold there";
   } else {
     v.statement = "no qualified capacity: " + cap.statement;
   }

@@ -4,9 +4,10 @@
 // Basis: open loop when the target ran any open-loop level (a rate sweep, capacity search or
 // soak), else closed loop (a concurrency sweep alone). Then:
 //   pass          the basis has a qualified point (open loop: a passing confirm, capacity.h).
-//   fail          no qualified point and the SLA held at no level tried: steps failed and none
-//                 of the basis passed, not even a short step. The statement names which checks
-//                 failed at which levels.
+//   fail          no qualified point and the SLA held at no level tried: steps failed, none
+//                 of the basis passed (not even a short step), and no level below the lowest
+//                 failed one was left unjudged (inconclusive). The statement names which
+//                 checks failed at which levels.
 //   inconclusive  no qualified point, but no proof that the SLA holds nowhere: short-step
 //                 passes whose confirms failed (named, confirms first: noise at the SLA
 //                 boundary or a search out of steps must not read as "this server fails"),

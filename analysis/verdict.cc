@@ -191,10 +191,19 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
       const double little = st.offered_rate_rps * st.e2e_ns.mean / 1e9;
       const double floor_requests =
           std::max(sla.backlog_growth_min_requests, little > 0 ? 3.0 * std::sqrt(little) : 0.0);
-      if (slope * st.window_s <= floor_requests) {
+      if (r.status == CheckStatus::kMissed && slope * st.window_s <= floor_requests) {
         r.status = CheckStatus::kHeld;
         r.text += " (net growth " + fmt(slope * st.window_s, 1) + " requests ≤ noise floor " +
                   fmt(floor_requests, 1) + ", held)";
+      }
+      // A trend within kBacklogSignificance standard errors of zero is a stationary queue's
+      // wander, not growth: its requests live long enough that the count drifts for tens of
+      // seconds either way (step_stats.h, in_flight_trend).
+      if (r.status == CheckStatus::kMissed && st.in_flight_slope_se_rps &&
+          slope <= kBacklogSignificance * *st.in_flight_slope_se_rps) {
+        r.status = CheckStatus::kHeld;
+        r.text += " (within " + fmt(kBacklogSignificance, 0) + " standard errors, ±" +
+                  fmt(*st.in_flight_slope_se_rps, 3) + " req/s: not significant, held)";
       }
       v.reasons.push_back(std::move(r));
     } else {

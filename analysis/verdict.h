@@ -7,8 +7,11 @@
 //   incomplete_rate  incomplete / intended ≤ max_error_rate (unfinished is not success).
 //   completion_rate  open loop: successful+failed completions/s ≥ offered × (1 − tol).
 //                    docs/metrics.md §4.1, "achieved rate within tolerance": the server kept up.
-//   backlog          open loop: in-flight slope not growing (SlaSpec backlog_* thresholds);
-//                    not evaluated without in-flight points.
+//   backlog          open loop: in-flight slope not growing (SlaSpec backlog_* thresholds). A
+//                    miss needs all three: slope > backlog_growth_fraction × offered, net
+//                    growth over the window > the noise floor, and slope > kBacklogSignificance
+//                    × its autocorrelation-corrected standard error (step_stats.h); not
+//                    evaluated without in-flight points.
 //   -- client-side checks (a miss makes the step inconclusive, docs/metrics.md §4.2) --
 //   send_rate        open loop: sent/s within tol of offered (the agent delivered the load).
 //   schedule_lag     P99 DISPATCH lag of the window's requests ≤ max_schedule_lag_p99_ms, in
@@ -72,6 +75,10 @@ enum class CheckKind : std::uint8_t {
   kTargetClock,
 };
 inline constexpr CheckKind kLastCheckKind = CheckKind::kTargetClock;
+// How many standard errors an in-flight slope must exceed to count as growth (backlog). At 3 a
+// stationary queue reads growing about once in 700 steps (one-sided normal tail), measured on
+// the twin by tests/unit/server/engine/search_property_test.cc.
+inline constexpr double kBacklogSignificance = 3.0;
 // Most of a step's window a simulated target may lose to a busy host (see target_clock).
 inline constexpr double kMaxTargetClockLostShare = 0.01;
 // "bound", "error_rate", "incomplete_rate", "completion_rate", "backlog", "send_rate",

@@ -176,7 +176,9 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
     if (!comparison_label.empty()) r.labels.push_back(comparison_label);
     if (json_number(t, "client_bound_steps").value_or(0) > 0)
       r.labels.push_back("client-bound steps present");
-    if (json_number(t, "insufficient_sample_steps").value_or(0) > 0)
+    // A PASS rests on a confirmed step with enough samples (a pass needs them): thin steps
+    // elsewhere are labelled only where they leave the answer open.
+    if (json_number(t, "insufficient_sample_steps").value_or(0) > 0 && r.outcome != "pass")
       r.labels.push_back("insufficient-samples");
     if (json_member(q, "non_monotonic").is_boolean() && q["non_monotonic"].get<bool>())
       r.labels.push_back("non-monotonic");

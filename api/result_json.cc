@@ -189,7 +189,9 @@ json target_verdict_json(const analysis::TargetVerdict& v) {
   }
   json labels = json::array();
   if (v.client_bound_steps > 0) labels.push_back("client-bound-steps");
-  if (v.insufficient_sample_steps > 0) labels.push_back("insufficient-samples");
+  // A pass rests on a confirmed step with enough samples; thin steps elsewhere do not label it.
+  if (v.insufficient_sample_steps > 0 && v.outcome != analysis::Outcome::kPass)
+    labels.push_back("insufficient-samples");
   return json{{"outcome", std::string(analysis::to_string(v.outcome))},
               {"basis", v.basis.empty() ? json(nullptr) : json(v.basis)},
               {"statement", v.statement},
@@ -206,12 +208,18 @@ json search_json(const analysis::CapacitySearchResult& r) {
                           {"confirm", t.step.confirm},
                           {"attempt", t.step.attempt},
                           {"outcome", std::string(analysis::to_string(t.outcome))},
-                          {"treated_as_fail", t.treated_as_fail}});
+                          {"treated_as_fail", t.treated_as_fail},
+                          {"insufficient_samples", t.insufficient_samples}});
   }
   return json{{"end", std::string(analysis::to_string(r.end))},
               {"qualified_rate_rps", opt(r.qualified_rate_rps)},
               {"highest_pass_rps", opt(r.highest_pass_rps)},
               {"lowest_fail_rps", opt(r.lowest_fail_rps)},
+              // The answer's resolution: the highest confirmed pass and the lowest fail above.
+              {"bracket_low_rps", opt(r.bracket_low_rps)},
+              {"bracket_high_rps", opt(r.bracket_high_rps)},
+              {"resolution_reached", r.resolution_reached},
+              {"insufficient_samples_at_rps", opt(r.insufficient_samples_at_rps)},
               {"at_max_rate", r.at_max_rate},
               {"steps", r.steps},
               {"inconclusive_treated_as_fail", r.inconclusive_treated_as_fail},

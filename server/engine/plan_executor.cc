@@ -50,6 +50,9 @@ std::string rate_label(double rps) {
   return buf;
 }
 
+// Draw keys (StepRequest::draw_key) start here, apart from step indices.
+constexpr int kDrawKeyBase = 1 << 20;
+
 // Seeds differ per step but are equal across targets, so every target sees the same prompts.
 std::uint64_t step_seed(std::uint64_t plan_seed, std::size_t phase, int repeat, int step) {
   std::uint64_t x = plan_seed ^ (0x9e3779b97f4a7c15ULL * (phase + 1)) ^
@@ -173,6 +176,11 @@ class TargetRun {
     analysis::StepRole role = analysis::StepRole::kLevel;
     double planned_rate_rps = 0;  // the capacity level it measures (analysis/capacity.h)
     bool keep_samples = false;    // burst and soak analyses read them
+    // ≥ 0: the step's draws (arrivals, lengths, classes) are seeded by this key instead of
+    // step_index, so the steps of a rate sweep or capacity search that share it see the same
+    // requests at every rate (common random numbers: a verdict changes with the rate, not with
+    // the luck of the draw). The prompts' words stay per step (StepSpec::content_seed).
+    int draw_key = -1;
   };
 
   // The phase's steps, one function per kind; each returns the keys it adds to the phase
@@ -189,6 +197,21 @@ class TargetRun {
   static agent::LoadSpec open_load(const PlanPhase& phase, agent::RateProfile rate);
   // Request-count mode: an open-loop step at `rate` holds phase.requests in a window of
   // requests / rate s (at most max_duration_s). No-op in time mode.
+  // Open-loop time windows hold the SLA's min_requests: a window that would hold fewer at its
+  // rate is lengthened (up to the phase's max_duration_s) to hold min_requests + 3√min_requests
+  // on average, so a Poisson count falls short about once in a thousand steps. A rate too low
+  // for even that reads inconclusive (insufficient samples), never failed.
+  void lengthen_for_samples(const PlanPhase& phase, double rate, StepRequest& step) const {
+    if (step.window_requests > 0 || !(rate > 0)) return;
+    const double m = static_cast<double>(plan_.sla.min_requests);
+    const double needed_s = (m + 3 * std::sqrt(m)) / rate;
+    if (needed_s <= step.duration_s) return;
+    const double lengthened =
+        std::min(std::ceil(needed_s), std::max(phase.max_duration_s, step.duration_s));
+    if (lengthened <= step.duration_s) return;
+    step.params["lengthened_from_s"] = step.duration_s;
+    step.duration_s = lengthened;
+  }
   static void set_requests_window(const PlanPhase& phase, double rate, StepRequest& step) {
     if (phase.requests <= 0) return;
     step.duration_s = api::planned_window_s(phase, rate, 0, 0);
@@ -284,7 +307,11 @@ agent::StepSpec TargetRun::build_spec(const PhaseRun& run, const StepRequest& re
     spec.workload.conversation.think_time_s /= k;  // the users think in compressed time too
   }
   spec.drain = to_drain_policy(run.phase.drain);
-  spec.seed = step_seed(plan_.seed, run.index, run.repeat, request.step_index);
+  spec.seed =
+      step_seed(plan_.seed, run.index, run.repeat,
+                request.draw_key >= 0 ? kDrawKeyBase + request.draw_key : request.step_index);
+  if (request.draw_key >= 0)
+    spec.content_seed = step_seed(plan_.seed, run.index, run.repeat, request.step_index);
   return spec;
 }
 
@@ -434,7 +461,7 @@ void TargetRun::judge_mix(const Measured& m, const analysis::StepInput& input,
     whole.max_error_rate = std::max(whole.max_error_rate, sla.max_error_rate);
   record.verdict = analysis::judge_step(record.judged.stats, whole);
   analysis::StepVerdict combined = record.verdict;
-  std::uint64_t met_slo = 0;
+  std::uint64_t met_slo = 0, met_slo_ended = 0;
   for (std::size_t c = 0; c < mix.size(); ++c) {
     const analysis::SlaSpec& sla = c < target_.mix_slas.size() ? target_.mix_slas[c] : plan_.sla;
     analysis::StepInput in;
@@ -464,6 +491,7 @@ void TargetRun::judge_mix(const Measured& m, const analysis::StepInput& input,
       reason.text = "in-flight trend: judged on the whole step";
     }
     met_slo += cr.stats.met_slo;
+    met_slo_ended += cr.stats.met_slo_ended;
     // A mix step passes only when every class passes: a class fail fails it, else a class
     // inconclusive (too few requests, client-bound, no data for a bound) makes it inconclusive.
     const auto rank = [](analysis::Outcome o) {
@@ -487,7 +515,8 @@ void TargetRun::judge_mix(const Measured& m, const analysis::StepInput& input,
   // Goodput: requests that met their own class's SLOs.
   auto& st = record.judged.stats;
   st.met_slo = met_slo;
-  st.goodput_rps = st.window_s > 0 ? static_cast<double>(met_slo) / st.window_s : 0;
+  st.met_slo_ended = met_slo_ended;
+  st.goodput_rps = st.window_s > 0 ? static_cast<double>(met_slo_ended) / st.window_s : 0;
   const double eligible = static_cast<double>(st.intended - st.abandoned + st.dropped_arrivals);
   st.sla_attainment = eligible > 0 ? static_cast<double>(met_slo) / eligible : 0;
   record.verdict = std::move(combined);
@@ -714,7 +743,9 @@ json TargetRun::run_rate_sweep(PhaseRun& run) {
     step.load = open_load(phase, agent::RateProfile::constant(rate));
     step.duration_s = phase.duration_s;
     step.params = json{{"rate_rps", rate}};
+    step.draw_key = 0;  // the same requests at every rate (common random numbers)
     set_requests_window(phase, rate, step);
+    lengthen_for_samples(phase, rate, step);
     step.label = rate_label(rate);
     step.planned_rate_rps = rate;
     if (!run_step(run, std::move(step))) break;
@@ -759,12 +790,16 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     step.label = (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
                  (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
     step.params = json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}};
+    // Every step of the search draws the same requests (a retry its own), as a rate sweep
+    // does: outcomes then change with the rate alone, and bisection sees a monotone target.
+    step.draw_key = next->attempt - 1;
     if (!next->confirm) set_requests_window(phase, next->rate_rps, step);
+    lengthen_for_samples(phase, next->rate_rps, step);
     step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
     step.planned_rate_rps = next->rate_rps;
     auto r = run_step(run, std::move(step));
     if (!r) break;
-    search.report(next->rate_rps, r->judged.outcome);
+    search.report(next->rate_rps, r->judged.outcome, r->verdict.insufficient_samples);
   }
   const auto& res = search.result();
   if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;

@@ -256,6 +256,7 @@ json step_spec_to_json(const agent::StepSpec& s) {
               {"drain", static_cast<int>(s.drain)},
               {"drain_timeout_s", s.drain_timeout_s},
               {"seed", s.seed},
+              {"content_seed", s.content_seed},
               {"record_token_times", s.record_token_times},
               {"progress_interval_ms", s.progress_interval_ms},
               {"in_flight_sample_ms", s.in_flight_sample_ms}};
@@ -311,6 +312,7 @@ std::string step_spec_from_json(const json& j, agent::StepSpec& out) {
     s.drain = static_cast<agent::DrainPolicy>(integer<int>(j.at("drain")));
     s.drain_timeout_s = j.at("drain_timeout_s").get<double>();
     s.seed = integer<std::uint64_t>(j.at("seed"));
+    if (j.contains("content_seed")) s.content_seed = integer<std::uint64_t>(j.at("content_seed"));
     s.record_token_times = j.at("record_token_times").get<bool>();
     s.progress_interval_ms = integer<std::int64_t>(j.at("progress_interval_ms"));
     s.in_flight_sample_ms = integer<std::int64_t>(j.at("in_flight_sample_ms"));

@@ -83,6 +83,27 @@ TEST(TargetVerdict, FailingFromTheLowestRateIsAFail) {
   EXPECT_NE(v.statement.find("error_rate failed at 1.00 rps"), std::string::npos) << v.statement;
 }
 
+TEST(TargetVerdict, AFailAboveRatesThatCouldNotBeJudgedIsInconclusive) {
+  // Issue 32, case 1: 1.85 rps failed, every lower rate held too few requests. The SLA was
+  // never shown to fail where it was judged thin: inconclusive, not FAIL.
+  Steps r;
+  r.add(1.85, Outcome::kFail);
+  r.add(0.93, Outcome::kInconclusive);
+  r.verdicts.back().insufficient_samples = true;
+  r.add(0.46, Outcome::kInconclusive);
+  r.verdicts.back().insufficient_samples = true;
+  const TargetVerdict v = r.judge();
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_EQ(v.insufficient_sample_steps, 2);
+  EXPECT_NE(v.statement.find("lower levels could not be judged"), std::string::npos) << v.statement;
+  // An inconclusive step ABOVE the lowest fail leaves it a fail.
+  Steps above;
+  above.add(1, Outcome::kFail);
+  above.add(0.5, Outcome::kFail);
+  above.add(2, Outcome::kInconclusive);
+  EXPECT_EQ(above.judge().outcome, Outcome::kFail);
+}
+
 TEST(TargetVerdict, UnconfirmedPassesAreInconclusiveNeverAPass) {
   Steps r;
   r.add(2, Outcome::kPass);
