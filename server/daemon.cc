@@ -167,8 +167,10 @@ void Daemon::start() {
   runner_->set_shard_hub(shards_.get());
   runner_->set_database_file(config_.database, storage::file_identity(config_.database));
   JobRunner* runner = runner_.get();
+  // Predictions get their own worker (JobScheduler::Lane::kPrediction): they never wait behind
+  // a measured job.
   scheduler_ = std::make_unique<JobScheduler>(
-      JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs},
+      JobScheduler::Options{config_.max_concurrent_jobs, config_.max_queued_jobs, 1},
       [runner](const std::string& id, std::stop_token stop) { runner->run(id, std::move(stop)); });
   storage::JobFilter queued;
   queued.state = storage::JobState::kQueued;
@@ -177,9 +179,13 @@ void Daemon::start() {
     auto jobs = page.value().jobs;
     std::reverse(jobs.begin(), jobs.end());  // oldest first
     for (const auto& j : jobs) {
-      std::vector<std::string> keys;
-      for (const auto& t : j.targets) keys.push_back(t.base_url);
-      scheduler_->submit(j.id, keys, j.priority);
+      const bool predicted = j.kind == "predicted";
+      std::vector<std::string> keys;  // a prediction loads no target
+      if (!predicted)
+        for (const auto& t : j.targets) keys.push_back(t.base_url);
+      scheduler_->submit(
+          j.id, keys, j.priority,
+          predicted ? JobScheduler::Lane::kPrediction : JobScheduler::Lane::kMeasured);
     }
   }
 

@@ -21,8 +21,12 @@ void DaemonConfig::bind(Settings& s) {
         &min_free_disk_mib);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log_level);
   s.add("log_json", "write logs as JSON lines", &log_json);
-  s.add("max_concurrent_jobs", "jobs running at once", &max_concurrent_jobs);
-  s.add("max_queued_jobs", "queued jobs before POST /v1/jobs answers 429", &max_queued_jobs);
+  s.add("max_concurrent_jobs",
+        "measured jobs running at once (predictions have a worker of their own)",
+        &max_concurrent_jobs);
+  s.add("max_queued_jobs",
+        "queued jobs of each kind (measured, predictions) before a submission answers 429",
+        &max_queued_jobs);
   s.add("max_targets", "targets per plan", &max_targets);
   s.add("max_concurrency", "in-flight requests per step", &max_concurrency);
   s.add("max_rate_rps", "arrival rate per step", &max_rate_rps);

@@ -41,8 +41,9 @@ struct DaemonConfig {
   bool log_json = false;           // JSON-lines logs for log shippers
 
   // --- scheduler and limits ---
-  int max_concurrent_jobs = 1;         // jobs running at once (never two on one target)
-  int max_queued_jobs = 64;            // POST /v1/jobs answers 429 beyond this
+  int max_concurrent_jobs = 1;         // measured jobs running at once (never two on one
+                                       // target); predictions have a worker of their own
+  int max_queued_jobs = 64;            // per kind (measured, predicted): 429 beyond this
   int max_targets = 16;                // per plan
   int max_concurrency = 4096;          // per step
   double max_rate_rps = 10'000;        // per step

@@ -61,7 +61,10 @@ HttpResponse create(RestContext& c, const HttpRequest& req, const std::string& k
   const auto key = req.header("idempotency-key");
   if (key && (key->empty() || key->size() > 200))
     return problem_response(ApiErrorCode::kBadRequest, "Idempotency-Key must be 1-200 characters");
-  if (!key && c.deps.scheduler.queued() >= static_cast<std::size_t>(c.options.max_queued_jobs))
+  // Predictions have a queue and workers of their own (server/jobs/job_scheduler.h): they never
+  // wait behind measured jobs, and a full queue of one kind refuses nothing of the other.
+  const auto lane = predicted ? JobScheduler::Lane::kPrediction : JobScheduler::Lane::kMeasured;
+  if (!key && c.deps.scheduler.queued(lane) >= static_cast<std::size_t>(c.options.max_queued_jobs))
     return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
         .with_header("Retry-After", "30");
 
@@ -101,7 +104,7 @@ HttpResponse create(RestContext& c, const HttpRequest& req, const std::string& k
   std::vector<std::string> keys;
   if (!predicted)
     for (const auto& t : parse.plan->targets) keys.push_back(t.base_url);
-  const auto submitted = c.deps.scheduler.submit(job.id, keys);
+  const auto submitted = c.deps.scheduler.submit(job.id, keys, 0, lane);
   if (submitted == JobScheduler::SubmitResult::kQueueFull ||
       submitted == JobScheduler::SubmitResult::kShuttingDown) {
     // Nothing may stay stored for a job that was refused.
@@ -233,14 +236,17 @@ HttpResponse resume_job(RestContext& c, const HttpRequest&, const PathParams& pa
     return problem_response(ApiErrorCode::kConflict,
                             "only interrupted jobs can be resumed (this one is " +
                                 std::string(storage::to_string(job.value().state)) + ")");
-  if (c.deps.scheduler.queued() >= static_cast<std::size_t>(c.options.max_queued_jobs))
+  const bool predicted = job.value().kind == "predicted";
+  const auto lane = predicted ? JobScheduler::Lane::kPrediction : JobScheduler::Lane::kMeasured;
+  if (c.deps.scheduler.queued(lane) >= static_cast<std::size_t>(c.options.max_queued_jobs))
     return problem_response(ApiErrorCode::kQueueFull, "the job queue is full; retry later")
         .with_header("Retry-After", "30");
   auto queued = c.deps.store.update_state(id, storage::JobState::kQueued);
   if (!queued.ok()) return storage_problem(queued.status());
-  std::vector<std::string> keys;
-  for (const auto& t : job.value().targets) keys.push_back(t.base_url);
-  c.deps.scheduler.submit(id, keys, job.value().priority);
+  std::vector<std::string> keys;  // a prediction loads no target
+  if (!predicted)
+    for (const auto& t : job.value().targets) keys.push_back(t.base_url);
+  c.deps.scheduler.submit(id, keys, job.value().priority, lane);
   (void)c.deps.store.append_audit({0, 0, "api", "job.resume", id, ""});
   return json_response(202, c.job_json(queued.value()));
 }

@@ -10,6 +10,7 @@
 #include "api/problem_json.h"
 #include "server/engine/dataset_policy.h"
 #include "server/jobs/job_events.h"
+#include "server/jobs/job_scheduler.h"
 #include "storage/disk_space.h"
 
 namespace llmcap::server {
@@ -129,6 +130,17 @@ json RestContext::live_progress(const storage::JobRecord& j) const {
   return stored;
 }
 
+json RestContext::queue_json(const storage::JobRecord& j) const {
+  if (j.state != storage::JobState::kQueued) return nullptr;
+  const auto st = deps.scheduler.queue_status(j.id);
+  if (!st) return nullptr;  // started a moment ago, or not in this process's queue
+  return json{{"lane", st->lane == JobScheduler::Lane::kPrediction ? "prediction" : "measured"},
+              {"position", st->position},
+              {"ahead", st->ahead},
+              {"waiting_for", st->waiting_for},
+              {"reason", st->reason}};
+}
+
 json RestContext::job_json(const storage::JobRecord& j) const {
   json targets = json::array();
   for (const auto& t : j.targets) targets.push_back({{"name", t.name}, {"base_url", t.base_url}});
@@ -150,6 +162,7 @@ json RestContext::job_json(const storage::JobRecord& j) const {
       {"cancel_requested", j.cancel_requested},
       {"last_completed_step", j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},
       {"targets", targets},
+      {"queue", queue_json(j)},
       {"progress", live_progress(j)},
       {"links",
        {{"self", self},

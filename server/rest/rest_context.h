@@ -60,6 +60,8 @@ struct RestContext {
   // The stored progress is written at step boundaries only (the agent's progress callback must
   // not block on SQLite); while a job runs, the newest in-memory progress event is fresher.
   nlohmann::json live_progress(const storage::JobRecord& j) const;
+  // A queued job's place and what it waits for (JobScheduler::queue_status); null otherwise.
+  nlohmann::json queue_json(const storage::JobRecord& j) const;
 };
 
 // Helpers shared by the resource files.

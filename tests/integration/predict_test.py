@@ -196,6 +196,37 @@ class DaemonPredictions(unittest.TestCase):
         self.assertIn('llmcap_predicted_output_tokens_per_second{target="a100"}', metrics)
         self.assertIn('llmcap_qualified_output_tokens_per_second{target="a100"}', metrics)
 
+    def test_a_prediction_never_waits_behind_a_measured_job(self):
+        """Issue 32 #7: a prediction waited 7 min behind a measured job. Predictions have a
+        worker of their own; a job that does wait says for what (`queue`)."""
+        from llmcapd_harness import plan
+        d = self.daemon
+        # One 600 s step: this measured job holds the (only) measured-job worker far longer
+        # than the test runs, so a prediction that finishes while it runs did not wait for it.
+        long_plan = plan(name="long-measured", levels=(1,), duration_s=600, warmup_s=0)
+        mid = d.submit(long_plan)
+        d.wait_state(mid, "running", 30)
+        self.assertIsNone(d.job(mid)["queue"])
+        # A second measured job on the same target waits, and names the job it waits for.
+        qid = d.submit(long_plan)
+        queue = d.job(qid)["queue"]
+        self.assertEqual(queue["lane"], "measured", queue)
+        self.assertEqual(queue["position"], 1, queue)
+        self.assertEqual(queue["waiting_for"], [mid], queue)
+        self.assertIn(mid, queue["reason"])
+
+        r = d.request("POST", "/v1/predictions", self.plan)
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["id"]
+        d.wait_state(pid, "succeeded", 120)
+        self.assertEqual(d.job(mid)["state"], "running")
+        self.assertEqual(d.job(qid)["state"], "queued")
+
+        self.assertEqual(d.request("POST", "/v1/jobs/%s:cancel" % qid).status, 200)
+        self.assertIsNone(d.job(qid)["queue"])
+        self.assertEqual(d.request("POST", "/v1/jobs/%s:cancel" % mid).status, 202)
+        d.wait_state(mid, "cancelled", 60)
+
     def test_a_plan_it_cannot_predict_is_refused_naming_the_field(self):
         bad = json.loads(json.dumps(self.plan))
         bad["targets"].append({"name": "real", "base_url": "http://127.0.0.1:9"})

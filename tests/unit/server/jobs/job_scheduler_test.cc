@@ -161,5 +161,138 @@ TEST(JobScheduler, ShutdownStopsRunningJobsAfterGrace) {
   EXPECT_EQ(s.submit("x", {"t"}), JobScheduler::SubmitResult::kShuttingDown);
 }
 
+using Lane = JobScheduler::Lane;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Issue 32 #7: a prediction waited 7 minutes behind a measured job. Predictions have a worker of
+// their own: one starts while the measured job still runs (that job is held by the gate until
+// released, so the prediction cannot have run after it).
+TEST(JobScheduler, APredictionRunsWhileAMeasuredJobHoldsTheOnlyWorker) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  ASSERT_EQ(s.submit("measured", {"http://gpu1"}), JobScheduler::SubmitResult::kQueued);
+  ASSERT_TRUE(g.wait_running("measured"));
+  ASSERT_EQ(s.submit("prediction", {}, 0, Lane::kPrediction), JobScheduler::SubmitResult::kQueued);
+  ASSERT_TRUE(g.wait_running("prediction"));
+  g.release("prediction");
+  ASSERT_TRUE(g.wait_done("prediction"));
+  {
+    std::lock_guard lock(g.mu);
+    EXPECT_EQ(g.running.count("measured"), 1u);  // still running: nothing was waited for
+    EXPECT_TRUE(g.stopped.empty());
+  }
+  EXPECT_EQ(g.max_parallel, 2);
+  g.release("measured");
+  ASSERT_TRUE(g.wait_done("measured"));
+}
+
+// And the other way: a long prediction never holds back a measured job.
+TEST(JobScheduler, AMeasuredJobNeverWaitsForAPrediction) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  s.submit("prediction", {}, 0, Lane::kPrediction);
+  ASSERT_TRUE(g.wait_running("prediction"));
+  s.submit("measured", {"http://gpu1"});
+  ASSERT_TRUE(g.wait_running("measured"));
+  g.release("measured");
+  g.release("prediction");
+  ASSERT_TRUE(g.wait_done("measured"));
+  ASSERT_TRUE(g.wait_done("prediction"));
+}
+
+TEST(JobScheduler, EachLaneHasItsOwnQueueLimit) {
+  Gate g;
+  JobScheduler s({1, 1}, g.fn());
+  s.submit("a", {"t"});
+  ASSERT_TRUE(g.wait_running("a"));
+  EXPECT_EQ(s.submit("b", {"t"}), JobScheduler::SubmitResult::kQueued);
+  EXPECT_EQ(s.submit("c", {"t"}), JobScheduler::SubmitResult::kQueueFull);
+  // The measured queue is full; predictions are still taken (and run).
+  EXPECT_EQ(s.submit("p", {}, 0, Lane::kPrediction), JobScheduler::SubmitResult::kQueued);
+  ASSERT_TRUE(g.wait_running("p"));
+  EXPECT_EQ(s.submit("p2", {}, 0, Lane::kPrediction), JobScheduler::SubmitResult::kQueued);
+  EXPECT_EQ(s.submit("p3", {}, 0, Lane::kPrediction), JobScheduler::SubmitResult::kQueueFull);
+  // An id is one job whatever the lane.
+  EXPECT_EQ(s.submit("b", {}, 0, Lane::kPrediction), JobScheduler::SubmitResult::kDuplicate);
+  EXPECT_EQ(s.queued(), 2u);
+  EXPECT_EQ(s.queued(Lane::kMeasured), 1u);
+  EXPECT_EQ(s.queued(Lane::kPrediction), 1u);
+  for (const char* id : {"a", "b", "p", "p2"}) g.release(id);
+  for (const char* id : {"a", "b", "p", "p2"}) ASSERT_TRUE(g.wait_done(id)) << id;
+}
+
+// GET /v1/jobs/{id} shows why a queued job waits: the jobs ahead of it and the running jobs it
+// waits for, named.
+TEST(JobScheduler, QueueStatusNamesWhatAJobWaitsFor) {
+  Gate g;
+  JobScheduler s({1, 10}, g.fn());
+  s.submit("a", {"gpu1"});
+  ASSERT_TRUE(g.wait_running("a"));
+  EXPECT_FALSE(s.queue_status("a"));  // running, not queued
+  EXPECT_FALSE(s.queue_status("nope"));
+  s.submit("b", {"gpu2"});
+  s.submit("c", {"gpu1"}, 0);
+  s.submit("d", {"gpu3"}, 7);  // higher priority: ahead of b and c
+
+  const auto b = s.queue_status("b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->lane, Lane::kMeasured);
+  EXPECT_EQ(b->ahead, std::vector<std::string>{"d"});
+  EXPECT_EQ(b->position, 2u);
+  EXPECT_EQ(b->waiting_for, std::vector<std::string>{"a"});
+  EXPECT_TRUE(contains(b->reason,
+                       "waits for a free worker: the 1 measured-job worker(s) "
+                       "(max_concurrent_jobs) run job a"))
+      << b->reason;
+  EXPECT_TRUE(contains(b->reason, "behind 1 queued measured job(s)")) << b->reason;
+
+  const auto c = s.queue_status("c");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->ahead, (std::vector<std::string>{"d", "b"}));
+  EXPECT_EQ(c->position, 3u);
+  EXPECT_EQ(c->waiting_for, std::vector<std::string>{"a"});  // named once
+  EXPECT_TRUE(contains(c->reason, "waits for job a to finish: it loads the same target"))
+      << c->reason;
+
+  const auto d = s.queue_status("d");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->position, 1u);
+  EXPECT_TRUE(d->ahead.empty());
+
+  // A queued prediction waits only for the prediction worker, never for job a.
+  s.submit("p1", {}, 0, Lane::kPrediction);
+  ASSERT_TRUE(g.wait_running("p1"));
+  s.submit("p2", {}, 0, Lane::kPrediction);
+  const auto p2 = s.queue_status("p2");
+  ASSERT_TRUE(p2);
+  EXPECT_EQ(p2->lane, Lane::kPrediction);
+  EXPECT_EQ(p2->waiting_for, std::vector<std::string>{"p1"});
+  EXPECT_TRUE(p2->ahead.empty());
+  EXPECT_TRUE(contains(p2->reason, "the 1 prediction worker(s) run job p1")) << p2->reason;
+  for (const char* id : {"a", "b", "c", "d", "p1", "p2"}) g.release(id);
+  for (const char* id : {"a", "b", "c", "d", "p1", "p2"}) ASSERT_TRUE(g.wait_done(id)) << id;
+}
+
+// With a free worker, only a shared target holds a job back.
+TEST(JobScheduler, QueueStatusOfAJobBlockedByItsTargetAlone) {
+  Gate g;
+  JobScheduler s({2, 10}, g.fn());
+  s.submit("a", {"gpu1"});
+  ASSERT_TRUE(g.wait_running("a"));
+  s.submit("b", {"gpu1", "gpu2"});
+  const auto b = s.queue_status("b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->waiting_for, std::vector<std::string>{"a"});
+  EXPECT_EQ(b->reason, "waits for job a to finish: it loads the same target");
+  g.release("a");
+  ASSERT_TRUE(g.wait_running("b"));
+  EXPECT_FALSE(s.queue_status("b"));
+  g.release("b");
+  ASSERT_TRUE(g.wait_done("b"));
+}
+
 }  // namespace
 }  // namespace llmcap::server
