@@ -9,6 +9,7 @@
 #include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/report_tables.h"
+#include "server/engine/catalog_plan.h"
 
 namespace llmcap::server {
 
@@ -203,58 +204,66 @@ std::string capacity_table_text(const json& results) {
 }
 
 std::string catalog_ranking_text(const json& results) {
-  auto rows = api::capacity_rows(results);
-  std::map<std::string, api::DemandRow> demand;
-  for (auto& d : api::demand_rows(results)) demand[d.target] = d;
-  // Rank: qualified with a cost (cheapest first), qualified without a price (most tokens/s
-  // first), then the rest by name. Ties keep the catalogue's order.
-  auto group = [](const api::CapacityRow& r) {
-    return r.qualified && r.cost_per_million_output_tokens ? 0 : r.qualified ? 1 : 2;
+  const json ranking = catalog_ranking(results);
+  std::map<std::string, api::CapacityRow> rows;
+  for (auto& r : api::capacity_rows(results)) rows[r.target] = r;
+  const bool with_demand = ranking["ranked_by"] == "monthly_cost";
+  auto number = [](const json& c, const char* key) -> std::optional<double> {
+    return c.contains(key) && c[key].is_number() ? std::optional(c[key].get<double>())
+                                                 : std::nullopt;
   };
-  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    if (group(a) != group(b)) return group(a) < group(b);
-    if (group(a) == 0) return *a.cost_per_million_output_tokens < *b.cost_per_million_output_tokens;
-    if (group(a) == 1) return a.output_tokens_per_s.value_or(0) > b.output_tokens_per_s.value_or(0);
-    return false;
-  });
-  const bool with_demand = api::json_member(results, "demand_plan").is_object();
-  std::string out;
+  std::string out = ranking["basis"].get<std::string>() + "\n";
   char line[768];
-  std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
-                "rank", "hardware", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT", "price/h",
-                "cost/M out tok", "instances", "per month", "verdict");
+  // With a demand the ranking figure (the fleet's monthly cost) comes before cost/M.
+  const char* head = "%-4s %-18s %-22s %8s %10s %9s %9s %11s %9s %14s %14s  %s\n";
+  if (with_demand)
+    std::snprintf(line, sizeof line, head, "rank", "hardware", "load", "req/s", "out tok/s",
+                  "P95 TTFT", "P95 TPOT", "price/h", "instances", "per month", "cost/M out tok",
+                  "verdict");
+  else
+    std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s  %s\n", "rank",
+                  "hardware", "load", "req/s", "out tok/s", "P95 TTFT", "P95 TPOT", "price/h",
+                  "cost/M out tok", "verdict");
   out += line;
-  int rank = 0;
   std::string notes;
-  for (const auto& r : rows) {
-    const bool ranked = r.qualified;
-    const auto d = demand.find(r.target);
-    const bool demand_ok =
-        with_demand && d != demand.end() && d->second.feasible && d->second.instances.has_value();
-    const bool figures = r.qualified || r.evidence_only;
-    std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s %9s %16s  %s\n",
-                  ranked ? std::to_string(++rank).c_str() : "-", r.target.c_str(),
-                  figures ? api::load_text(r, false).c_str() : "-",
-                  figures ? fixed_or_dash(r.requests_per_s, 2).c_str() : "-",
-                  figures ? fixed_or_dash(r.output_tokens_per_s, 1).c_str() : "-",
-                  figures ? fixed_or_dash(r.ttft_p95_ms, 0, "ms").c_str() : "-",
-                  figures ? fixed_or_dash(r.tpot_p95_ms, 1, "ms").c_str() : "-",
-                  money(r.price_per_hour, 2, r.currency).c_str(),
-                  money(r.cost_per_million_output_tokens, 4, r.currency).c_str(),
-                  demand_ok ? std::to_string(*d->second.instances).c_str() : "-",
-                  demand_ok ? money(d->second.monthly_cost, 0, r.currency).c_str() : "-",
-                  verdict_word(r).c_str());
+  for (const auto& c : ranking["candidates"]) {
+    const std::string name = c["name"].get<std::string>();
+    const std::string status = c["status"].get<std::string>();
+    const std::string currency = c["currency"].get<std::string>();
+    const auto it = rows.find(name);
+    const api::CapacityRow* r = it != rows.end() ? &it->second : nullptr;
+    const bool figures = r && (r->qualified || r->evidence_only);
+    const std::string rank = c["rank"].is_number() ? std::to_string(c["rank"].get<int>()) : "-";
+    const std::string verdict = status == "qualified"      ? "PASS"
+                                : status == "fail"         ? "FAIL"
+                                : status == "inconclusive" ? "INCONCLUSIVE"
+                                                           : "CANNOT SERVE";
+    const std::string load = figures ? api::load_text(*r, false) : "-";
+    const std::string rps = figures ? fixed_or_dash(r->requests_per_s, 2) : "-";
+    const std::string tps = figures ? fixed_or_dash(r->output_tokens_per_s, 1) : "-";
+    const std::string ttft = figures ? fixed_or_dash(r->ttft_p95_ms, 0, "ms") : "-";
+    const std::string tpot = figures ? fixed_or_dash(r->tpot_p95_ms, 1, "ms") : "-";
+    const std::string price = money(number(c, "price_per_hour"), 2, currency);
+    const std::string per_m = money(number(c, "cost_per_million_output_tokens"), 4, currency);
+    if (with_demand) {
+      const auto instances = number(c, "instances");
+      std::snprintf(line, sizeof line, head, rank.c_str(), name.c_str(), load.c_str(), rps.c_str(),
+                    tps.c_str(), ttft.c_str(), tpot.c_str(), price.c_str(),
+                    instances ? api::format_fixed(*instances, 0).c_str() : "-",
+                    money(number(c, "monthly_cost"), 0, currency).c_str(), per_m.c_str(),
+                    verdict.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "%-4s %-18s %-22s %8s %10s %9s %9s %11s %14s  %s\n",
+                    rank.c_str(), name.c_str(), load.c_str(), rps.c_str(), tps.c_str(),
+                    ttft.c_str(), tpot.c_str(), price.c_str(), per_m.c_str(), verdict.c_str());
+    }
     out += line;
-    if (!r.qualified && !r.statement.empty()) notes += "  " + r.target + ": " + r.statement + "\n";
+    if (c["reason"].is_string())
+      notes += "  " + name + ": " + c["reason"].get<std::string>() + "\n";
   }
-  out += notes;
-  const auto& catalog = api::json_member(results, "catalog");
-  const auto& excluded = api::json_member(catalog, "excluded");
-  if (excluded.is_array() && !excluded.empty()) {
-    out += "cannot serve this plan:\n";
-    for (const auto& e : excluded)
-      out += "  " + api::json_string(e, "hardware") + ": " + api::json_string(e, "reason") + "\n";
-  }
+  if (!notes.empty()) out += "not ranked, or ranked last, and why:\n" + notes;
+  if (ranking["currencies"].size() > 1)
+    out += "  (prices in different currencies: the ranking compares the figures as they are)\n";
   if (const auto& d = api::json_member(results, "demand_plan"); d.is_object()) {
     std::snprintf(line, sizeof line,
                   "demand: %.0f output tok/s (with headroom: %.0f tok/s), %.0f h/month; an "

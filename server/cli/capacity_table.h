@@ -18,11 +18,11 @@ std::string capacity_table_text(const nlohmann::json& results);
 // capacity_table_text() ends with it.
 std::string at_demand_text(const nlohmann::json& results);
 
-// `llmcapd predict --catalog`: the catalogue plan's results (server/engine/catalog_plan.h) ranked
-// by cost per million output tokens at each profile's qualified capacity (priced and qualified
-// first, cheapest first; then qualified without a price, by output tok/s; then profiles without
-// a qualified capacity), with the instances and monthly cost the plan's demand needs, then the
-// profiles that cannot serve the plan and why (results["catalog"]["excluded"]).
+// `llmcapd predict --catalog`: the catalogue plan's results (server/engine/catalog_plan.h) as
+// the ranking catalog_ranking() makes of them: first what it is ranked by (the monthly cost of
+// the fleet the plan's demand needs, or without a demand cost per million output tokens), then
+// one line per candidate (ranked ones first, then those that cannot qualify, then those that
+// cannot serve the plan), then why each unranked (or last-ranked) candidate is where it is.
 std::string catalog_ranking_text(const nlohmann::json& results);
 
 // "P95 ttft <= 1000 ms; P95 tpot <= 35 ms; errors <= 1%" from a plan's normalised `sla`.

@@ -159,10 +159,13 @@ int load_catalog_plan(const std::string& who, const std::string& plan_path,
         {"file", prices_path}, {"currency", prices->currency}, {"source", prices->source}};
   }
   for (const auto& e : cat.excluded)
-    info["excluded"].push_back({{"hardware", e.hardware}, {"reason", e.reason}});
+    info["excluded"].push_back({{"hardware", e.hardware},
+                                {"name", e.name},
+                                {"tensor_parallel", e.tensor_parallel},
+                                {"reason", e.reason}});
   if (cat.hardware.empty()) {
     std::cerr << who << ": no GPU profile can serve " << cat.model << " " << cat.dtype << "\n";
-    for (const auto& e : cat.excluded) std::cerr << "  " << e.hardware << ": " << e.reason << "\n";
+    for (const auto& e : cat.excluded) std::cerr << "  " << e.name << ": " << e.reason << "\n";
     return kExitSlaFailed;
   }
   api::PlanLimits limits;
@@ -214,8 +217,10 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   std::string tp_list = "1,2,4,8";
   if (predict) {
     s.add("catalog",
-          "rank every GPU profile that can serve the plan's model and precision by cost per "
-          "million output tokens at its predicted qualified capacity",
+          "rank every GPU profile at every tensor-parallel degree by the monthly cost of the "
+          "fleet the plan's demand needs (without a demand: by cost per million output tokens) "
+          "at its predicted qualified capacity; candidates that cannot qualify are listed with "
+          "the reason",
           &catalog);
     s.add("prices",
           "with --catalog: a price file {\"currency\": \"USD\", \"prices_per_hour\": "
@@ -239,8 +244,10 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                 "simulated engine share one discrete-event clock (no sockets, no sleeping), and "
                 "the same statistics, verdicts, capacity search and cost code judge it. Same plan "
                 "and seed, same results on any machine. Results are marked \"predicted\".\n"
-                "--catalog ranks every GPU profile that fits the plan's model by cost per million "
-                "output tokens at its predicted qualified capacity (docs/prediction.md)." +
+                "--catalog ranks every GPU profile, alone and split over 2/4/8 GPUs, by the "
+                "monthly cost of the fleet the plan's demand needs at its predicted qualified "
+                "capacity (without a demand: by cost per million output tokens), and says why "
+                "each candidate that cannot qualify does not (docs/prediction.md)." +
                     exits + " With --catalog: 0 when at least one profile qualified, else 1."
               : "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
                 "and prints the qualified-capacity table." +
@@ -343,6 +350,7 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   result.results = api::report_document(std::move(result.results), parse.normalized);
   if (catalog) {
     result.results["catalog"] = catalog_info;
+    result.results["catalog"]["ranking"] = catalog_ranking(result.results);
     std::cout << "\nCatalogue ranking, predicted (virtual time): "
               << catalog_info["model"].get<std::string>() << " "
               << catalog_info["dtype"].get<std::string>()

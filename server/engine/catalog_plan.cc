@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
+#include "analysis/cost.h"
 #include "analysis/memory_fit.h"
 #include "api/plan_reader.h"
+#include "api/report_format.h"
+#include "api/report_tables.h"
 #include "server/engine/embedded_sims.h"
 #include "server/engine/plan_conversion.h"
 #include "server/engine/plan_executor.h"
@@ -36,6 +40,18 @@ std::optional<std::string> load_catalog(const json& sim, sim::ProfileCatalog& ca
   }
   return std::nullopt;
 }
+
+// "<profile>-tp<N>" -> (profile, N); any other name is a profile at TP 1.
+std::pair<std::string, int> split_candidate(const std::string& name) {
+  const auto at = name.rfind("-tp");
+  if (at == std::string::npos || at + 3 >= name.size() || name.size() - at > 5) return {name, 1};
+  const std::string digits = name.substr(at + 3);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return {name, 1};
+  return {name.substr(0, at), std::stoi(digits)};
+}
+
+json number_or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 }  // namespace
 
@@ -167,11 +183,19 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
     std::string name;
   };
   std::vector<Candidate> candidates;
+  // Every candidate that cannot serve the plan, by (profile index, degree): catalogue order.
+  std::map<std::pair<std::size_t, int>, CatalogExclusion> excluded;
   const auto model_spec = catalog.model(out.model);
-  for (const auto& name : names) {
+  for (std::size_t n = 0; n < names.size(); ++n) {
+    const std::string& name = names[n];
     for (int tp : tensor_parallel.empty() ? std::vector<int>{1} : tensor_parallel) {
-      if (model_spec && analysis::tensor_parallel_problem(*model_spec, tp)) continue;
-      candidates.push_back({name, tp, tp == 1 ? name : name + "-tp" + std::to_string(tp)});
+      const std::string cand = tp == 1 ? name : name + "-tp" + std::to_string(tp);
+      if (const auto problem =
+              model_spec ? analysis::tensor_parallel_problem(*model_spec, tp) : std::nullopt) {
+        excluded[{n, tp}] = {name, *problem, cand, tp};
+        continue;
+      }
+      candidates.push_back({name, tp, cand});
     }
   }
   for (const auto& cand : candidates) {
@@ -206,7 +230,13 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
     plan["targets"].push_back(std::move(t));
   }
 
-  // Which profiles can serve the plan: the same checks a prediction makes before it runs.
+  if (candidates.empty()) {  // no degree the model's layout takes: nothing to run
+    for (auto& [key, e] : excluded) out.excluded.push_back(std::move(e));
+    plan["targets"] = json::array();
+    out.plan = std::move(plan);
+    return out;
+  }
+  // Which candidates can serve the plan: the same checks a prediction makes before it runs.
   api::PlanLimits limits;
   limits.max_targets = std::max<int>(limits.max_targets, static_cast<int>(candidates.size()));
   const auto parse = api::parse_plan(plan.dump(), limits);
@@ -220,7 +250,6 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
     return out;
   }
   std::set<std::size_t> drop;
-  std::map<std::string, std::string> why;  // profile -> why its last candidate cannot serve
   for (const auto& problem : PlanExecutor::prediction_problems(run)) {
     // "/targets/<i>/<field>: <reason>"
     const std::string prefix = "/targets/";
@@ -235,22 +264,142 @@ CatalogPlan build_catalog_plan(const json& normalized_plan, const CatalogPrices*
       reason = field.substr(field.find('/') + 1) + ": " + reason;
     if (reason.starts_with("simulator cannot start: "))
       reason = reason.substr(std::string("simulator cannot start: ").size());
-    if (drop.insert(i).second) why[candidates[i].profile] = reason;
+    if (i >= candidates.size() || !drop.insert(i).second) continue;  // its first problem
+    const auto& c = candidates[i];
+    const auto n =
+        static_cast<std::size_t>(std::find(names.begin(), names.end(), c.profile) - names.begin());
+    excluded[{n, c.tp}] = {c.profile, reason, c.name, c.tp};
   }
   json kept = json::array();
-  std::set<std::string> served;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (drop.contains(i)) continue;
     kept.push_back(plan["targets"][i]);
     out.hardware.push_back(candidates[i].name);
-    served.insert(candidates[i].profile);
   }
-  // A profile is excluded when no degree serves the plan; the reason is its largest degree's.
-  for (const auto& name : names)
-    if (!served.contains(name) && why.contains(name)) out.excluded.push_back({name, why[name]});
+  for (auto& [key, e] : excluded) out.excluded.push_back(std::move(e));
   plan["targets"] = std::move(kept);
   out.plan = std::move(plan);
   return out;
+}
+
+json catalog_ranking(const json& results) {
+  const bool with_demand = api::json_member(results, "demand_plan").is_object();
+  std::map<std::string, api::DemandRow> demand;
+  for (auto& d : api::demand_rows(results)) demand[d.target] = d;
+  // Groups, in ranking order: 0 priced and qualified, 1 qualified without a price, 2 no
+  // qualified capacity, 3 cannot serve the plan.
+  struct Entry {
+    json doc;
+    int group = 0;
+    double cost = 0;       // the ranking figure of group 0
+    double tie_break = 0;  // cost per million output tokens (demand) or -tok/s (group 1)
+  };
+  std::vector<Entry> entries;
+  std::set<std::string> currencies;
+  for (const auto& r : api::capacity_rows(results)) {
+    const auto [profile, tp] = split_candidate(r.target);
+    Entry e;
+    e.doc = {{"rank", nullptr},
+             {"name", r.target},
+             {"hardware", profile},
+             {"tensor_parallel", tp},
+             {"status", "qualified"},
+             {"reason", nullptr},
+             {"output_tokens_per_s", r.qualified ? number_or_null(r.output_tokens_per_s) : json()},
+             {"price_per_hour", number_or_null(r.price_per_hour)},
+             {"currency", r.currency},
+             {"cost_per_million_output_tokens", number_or_null(r.cost_per_million_output_tokens)},
+             {"instances", nullptr},
+             {"hourly_cost", nullptr},
+             {"monthly_cost", nullptr}};
+    const auto d = demand.find(r.target);
+    const bool fleet = r.qualified && d != demand.end() && d->second.feasible &&
+                       d->second.instances && d->second.monthly_cost;
+    if (r.qualified && d != demand.end() && d->second.feasible && d->second.instances)
+      e.doc["instances"] = *d->second.instances;
+    if (fleet) {
+      e.doc["hourly_cost"] = number_or_null(d->second.hourly_cost);
+      e.doc["monthly_cost"] = *d->second.monthly_cost;
+    }
+    if (r.qualified && (with_demand ? fleet : r.cost_per_million_output_tokens.has_value())) {
+      e.group = 0;
+      e.cost = with_demand ? *d->second.monthly_cost : *r.cost_per_million_output_tokens;
+      e.tie_break = r.cost_per_million_output_tokens.value_or(0);
+      currencies.insert(r.currency);
+    } else if (r.qualified) {
+      e.group = 1;
+      e.tie_break = -r.output_tokens_per_s.value_or(0);
+      e.doc["reason"] = r.cost_per_million_output_tokens
+                            ? "no monthly cost in the demand plan: ranked after those with one"
+                            : "no price: ranked after the priced candidates, by output tok/s";
+    } else {
+      e.group = 2;
+      const bool failed = r.outcome == "fail" || r.outcome.empty();
+      e.doc["status"] = failed ? "fail" : "inconclusive";
+      e.doc["reason"] = std::string(failed ? "fail: " : "inconclusive: ") +
+                        (r.statement.empty() ? "no qualified capacity" : r.statement);
+      e.doc["cost_per_million_output_tokens"] = nullptr;  // nothing qualified to price
+    }
+    entries.push_back(std::move(e));
+  }
+  const auto& excluded = api::json_member(api::json_member(results, "catalog"), "excluded");
+  for (const auto& x : excluded.is_array() ? excluded : json::array()) {
+    const std::string profile = api::json_string(x, "hardware");
+    const std::string name = api::json_string(x, "name", profile);
+    Entry e;
+    e.group = 3;
+    e.doc = {
+        {"rank", nullptr},
+        {"name", name},
+        {"hardware", profile},
+        {"tensor_parallel", api::json_number(x, "tensor_parallel")
+                                ? json(static_cast<int>(*api::json_number(x, "tensor_parallel")))
+                                : json(split_candidate(name).second)},
+        {"status", "cannot_serve"},
+        {"reason", "cannot serve the plan: " + api::json_string(x, "reason")},
+        {"output_tokens_per_s", nullptr},
+        {"price_per_hour", nullptr},
+        {"currency", ""},
+        {"cost_per_million_output_tokens", nullptr},
+        {"instances", nullptr},
+        {"hourly_cost", nullptr},
+        {"monthly_cost", nullptr}};
+    entries.push_back(std::move(e));
+  }
+  // Ties keep the catalogue's order.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.group == 0 && a.cost != b.cost) return a.cost < b.cost;
+    if (a.group <= 1) return a.tie_break < b.tie_break;
+    return false;
+  });
+  json candidates = json::array();
+  int rank = 0;
+  for (auto& e : entries) {
+    if (e.group <= 1) e.doc["rank"] = ++rank;
+    candidates.push_back(std::move(e.doc));
+  }
+  std::string basis;
+  if (with_demand) {
+    const auto& d = results["demand_plan"];
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "ranked by the monthly cost of the fleet the demand needs (%.0f output tok/s "
+                  "with headroom, %.0f h/month: instances x price per hour x hours), cost per "
+                  "million output tokens beside it",
+                  api::json_number(d, "required_output_tokens_per_s").value_or(0),
+                  api::json_number(d, "hours_per_month").value_or(analysis::kHoursPerMonth));
+    basis = buf;
+  } else {
+    basis =
+        "the plan has no demand: ranked by cost per million output tokens at each candidate's "
+        "qualified capacity (add `demand` to the plan to rank by the monthly cost of the fleet "
+        "it needs)";
+  }
+  return json{{"ranked_by", with_demand ? "monthly_cost" : "cost_per_million_output_tokens"},
+              {"basis", basis},
+              {"currencies", currencies},
+              {"candidates", std::move(candidates)}};
 }
 
 }  // namespace llmcap::server

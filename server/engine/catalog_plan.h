@@ -1,15 +1,14 @@
 // The hardware catalogue as one plan (`llmcapd predict --catalog`): the user's plan with its
-// targets replaced by one sim://<profile>/<model> target per GPU profile the simulator knows,
-// each with the plan's model, precision, sim options, workload, SLA, phases and demand, and its
-// hourly price from a price file. Profiles that cannot serve the plan (the model does not fit
-// the card's memory, FP8 on a card without FP8, a sim option it refuses) are left out with the
-// reason. The plan then runs in virtual time like any prediction; ranking its results is the
-// caller's (server/cli/capacity_table.h: catalog_ranking_text).
+// targets replaced by one sim://<profile>/<model> target per candidate, each with the plan's
+// model, precision, sim options, workload, SLA, phases and demand, and its hourly price from a
+// price file. The plan then runs in virtual time like any prediction, and catalog_ranking()
+// ranks its results.
 //
-// Each profile is offered at every tensor-parallel degree asked for (default 1, 2, 4, 8) that
-// the model's layout takes (analysis::tensor_parallel_problem), as target "<profile>" (TP 1) or
-// "<profile>-tp<N>", priced N × the GPU-hour; degrees whose instance cannot serve the plan drop
-// out, and a profile is excluded only when none serves it.
+// A candidate is a GPU profile at one tensor-parallel degree of those asked for (default 1, 2,
+// 4, 8), target "<profile>" (TP 1) or "<profile>-tp<N>", priced N × the GPU-hour. A candidate
+// that cannot serve the plan (the model's heads do not split N ways, the weights and one
+// request's KV do not fit, FP8 on a card without FP8, a sim option the profile refuses) is left
+// out of the plan and listed in `excluded` with the reason, so no candidate disappears unsaid.
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -46,6 +45,8 @@ CatalogPricesParse parse_catalog_prices(std::string_view text,
 struct CatalogExclusion {
   std::string hardware;  // profile name
   std::string reason;    // why it cannot serve the plan, with numbers
+  std::string name;      // the candidate ("<profile>" or "<profile>-tp<N>")
+  int tensor_parallel = 1;
 };
 
 struct CatalogPlan {
@@ -53,6 +54,7 @@ struct CatalogPlan {
   std::string model;                  // the model every target serves
   std::string dtype;                  // its weight precision
   std::vector<std::string> hardware;  // the plan's target names ("h100-sxm", "h100-sxm-tp2")
+  // Every other candidate, in catalogue order (profile, then degree).
   std::vector<CatalogExclusion> excluded;
   std::string error;  // "/targets: ..." when the plan names no sim:// target to start from
 };
@@ -65,5 +67,23 @@ struct CatalogPlan {
 CatalogPlan build_catalog_plan(const nlohmann::json& normalized_plan, const CatalogPrices* prices,
                                const std::vector<std::string>& only = {},
                                const std::vector<int>& tensor_parallel = {1, 2, 4, 8});
+
+// The catalogue ranking of a catalogue plan's results document (`results`, with the
+// `catalog.excluded` list of build_catalog_plan's exclusions as `llmcapd predict --catalog`
+// stores it): every candidate, ranked or with the reason it cannot qualify.
+//
+// With a `demand_plan` (the plan has `demand`), candidates with a qualified capacity and a price
+// rank by the monthly cost of the fleet the demand needs (instances × price per hour × hours
+// per month, analysis/cost.h), cost per million output tokens breaking ties; without one, by
+// cost per million output tokens at the qualified capacity. Then qualified candidates without
+// a price (most output tok/s first), then those without a qualified capacity (the SLA failed
+// at every rate; inconclusive), then those that cannot serve the plan, in catalogue order.
+// Returns {"ranked_by": "monthly_cost" | "cost_per_million_output_tokens", "basis": text,
+// "currencies": [...], "candidates": [{"rank" (null when unranked), "name", "hardware",
+// "tensor_parallel", "status": "qualified" | "fail" | "inconclusive" | "cannot_serve",
+// "reason" (null for a priced qualified candidate), "output_tokens_per_s", "price_per_hour",
+// "currency", "cost_per_million_output_tokens", "instances", "hourly_cost",
+// "monthly_cost"}]}; absent figures are null.
+nlohmann::json catalog_ranking(const nlohmann::json& results);
 
 }  // namespace llmcap::server

@@ -239,7 +239,7 @@ class DaemonPredictions(unittest.TestCase):
 
 
 class Catalog(unittest.TestCase):
-    def test_catalog_ranks_every_profile_that_fits_by_cost(self):
+    def test_catalog_ranks_every_candidate_by_the_fleets_monthly_cost(self):
         plan_path = os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")
         prices = os.path.join(REPO, "deploy", "prices", "example.json")
         # Four profiles at one and two GPUs: 8 candidates (the whole catalogue, 44, takes about
@@ -255,32 +255,59 @@ class Catalog(unittest.TestCase):
         self.assertTrue(doc["predicted"])
         with open(prices) as f:
             priced = json.load(f)["prices_per_hour"]
-        ranked = [t["name"] for t in doc["targets"]]
-        excluded = {e["hardware"]: e["reason"] for e in doc["catalog"]["excluded"]}
-        # Every profile asked for appears: ranked at one tensor-parallel degree or more, or
-        # excluded with its reason.
-        profiles = {n.split("-tp")[0] for n in ranked}
-        self.assertEqual(sorted(profiles | set(excluded)), sorted(asked))
         self.assertEqual(doc["catalog"]["tensor_parallel"], [1, 2])
+        ranking = doc["catalog"]["ranking"]
+        # The demo plan has a demand: the fleet's monthly cost decides.
+        self.assertEqual(ranking["ranked_by"], "monthly_cost")
+        candidates = ranking["candidates"]
+        # Every candidate appears exactly once: ranked, or with the reason it is not.
+        names = [c["name"] for c in candidates]
+        self.assertEqual(sorted(names), sorted(asked + [p + "-tp2" for p in asked]))
+        for c in candidates:
+            if c["rank"] is None or c["status"] != "qualified" or c["price_per_hour"] is None:
+                self.assertTrue(c["reason"], c)
+        by_name = {c["name"]: c for c in candidates}
         # Llama-3.1-8B BF16 (16 GB of weights) fits every card of 24 GB and more, split or not.
         for name in ("h100-sxm", "rtx4090-24g", "h100-sxm-tp2", "a100-80g-sxm-tp2"):
-            self.assertIn(name, ranked)
+            self.assertNotEqual(by_name[name]["status"], "cannot_serve", by_name[name])
         # An instance of N GPUs is priced N times the GPU-hour.
-        by_name = {t["name"]: t for t in doc["targets"]}
         self.assertAlmostEqual(by_name["h100-sxm-tp2"]["price_per_hour"],
                                2 * priced["h100-sxm"])
-        # The table lists ranks in increasing cost per million output tokens; a profile with no
-        # qualified capacity comes last, unranked, with the reason.
-        costs = []
-        for line in r.stdout.splitlines():
-            parts = line.split()
-            if parts and parts[0].isdigit():
-                i = parts.index("USD", parts.index("USD") + 1)  # price/h USD, then cost/M USD
-                costs.append(float(parts[i - 1]))
-        self.assertGreaterEqual(len(costs), 5, r.stdout)
-        self.assertEqual(costs, sorted(costs), r.stdout)
+        # Ranks follow the monthly cost (instances x price/h x hours), cost/M beside it.
+        ranked = [c for c in candidates if c["rank"] is not None and c["monthly_cost"] is not None]
+        self.assertGreaterEqual(len(ranked), 4, ranking)
+        self.assertEqual([c["rank"] for c in ranked], list(range(1, len(ranked) + 1)))
+        monthly = [c["monthly_cost"] for c in ranked]
+        self.assertEqual(monthly, sorted(monthly), ranking)
+        hours = doc["demand_plan"]["hours_per_month"]
+        for c in ranked:
+            self.assertAlmostEqual(c["monthly_cost"],
+                                   c["instances"] * c["price_per_hour"] * hours, places=2)
+            self.assertIsNotNone(c["cost_per_million_output_tokens"], c)
         self.assertIn("Catalogue ranking, predicted", r.stdout)
+        self.assertIn("ranked by the monthly cost of the fleet the demand needs", r.stdout)
+        for c in candidates:
+            self.assertRegex(r.stdout, r"\n(%s|-) +%s " % (c["rank"] or "-", c["name"]))
+            if c["reason"]:
+                self.assertIn("  %s: %s" % (c["name"], c["reason"]), r.stdout)
         print(r.stdout, "catalogue: %.1f s" % elapsed, file=sys.stderr)
+
+    def test_catalog_without_a_demand_ranks_by_cost_per_million_tokens_and_says_so(self):
+        with open(os.path.join(REPO, "deploy", "plans", "demo-4090-vs-a100.json")) as f:
+            plan = json.load(f)
+        del plan["demand"]
+        r = llmcapd("predict", "--catalog", write("no-demand.json", plan), "--prices",
+                    os.path.join(REPO, "deploy", "prices", "example.json"), "--hardware",
+                    "h100-sxm,a100-80g-sxm", "--tensor-parallel", "1", "--out", "nd.json")
+        self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        ranking = load("nd.json")["catalog"]["ranking"]
+        self.assertEqual(ranking["ranked_by"], "cost_per_million_output_tokens")
+        self.assertIn("the plan has no demand: ranked by cost per million output tokens",
+                      r.stdout)
+        costs = [c["cost_per_million_output_tokens"] for c in ranking["candidates"]
+                 if c["rank"] is not None]
+        self.assertEqual(costs, sorted(costs), ranking)
+        self.assertEqual(len(ranking["candidates"]), 2)
 
     def test_tensor_parallel_targets_show_the_all_reduce_term(self):
         """70B FP8 on 4 NVLinked A100 SXM vs 2 GeForce 4090 48G over PCIe (issue 19): the report

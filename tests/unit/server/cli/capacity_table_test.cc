@@ -86,9 +86,15 @@ TEST(CapacityTable, SlaTextSpellsEveryBound) {
             "P95 ttft <= 1000 ms; P99.99 ttft <= 3000 ms; P75 tpot <= 35 ms; errors <= 1%");
 }
 
-TEST(CatalogRanking, CheapestFirstThenUnpricedThenUnqualifiedThenExcluded) {
+// The catalogue as `llmcapd predict --catalog` leaves it: the two profiles of the test document
+// (a small demand: one instance of either covers it, so the 4090 costs less a month although
+// the A100 costs less per token), a profile without a price, one that failed, one inconclusive
+// and two candidates that cannot serve the plan.
+json catalogue() {
   json doc = two_targets();
-  // A third profile without a price, and the A100 (cheaper per token) listed second.
+  doc["demand_plan"]["lines"][0]["instances"] = 1;
+  doc["demand_plan"]["lines"][0]["hourly_cost"] = 0.6;
+  doc["demand_plan"]["lines"][0]["monthly_cost"] = 438.0;
   json unpriced = doc["targets"][1];
   unpriced["name"] = "h100-sxm";
   unpriced.erase("price_per_hour");
@@ -97,24 +103,90 @@ TEST(CatalogRanking, CheapestFirstThenUnpricedThenUnqualifiedThenExcluded) {
   json failed = doc["targets"][0];
   failed["name"] = "a10";
   failed["qualified"] = nullptr;
-  failed["verdict"] = {{"outcome", "fail"}, {"statement", "P95 tpot over 35 ms at c=4"}};
+  failed["verdict"] = {{"outcome", "fail"},
+                       {"statement",
+                        "no qualified capacity: the SLA failed at every level tried: P95 tpot "
+                        "over 35 ms at c=4"}};
   doc["targets"].push_back(failed);
-  doc["catalog"] = {{"excluded", {{{"hardware", "rtx4090-24g"}, {"reason", "does not fit"}}}}};
-  const std::string text = catalog_ranking_text(doc);
-  const auto a100 = text.find("1    a100-80g-pcie ");
-  const auto rtx = text.find("2    rtx4090-48g ");
-  const auto h100 = text.find("3    h100-sxm ");
-  const auto a10 = text.find("-    a10 ");
-  ASSERT_NE(a100, std::string::npos) << text;
-  ASSERT_NE(rtx, std::string::npos) << text;
-  ASSERT_NE(h100, std::string::npos) << text;
-  ASSERT_NE(a10, std::string::npos) << text;
-  EXPECT_LT(a100, rtx);
-  EXPECT_LT(rtx, h100);
-  EXPECT_LT(h100, a10);
-  EXPECT_NE(text.find("a10: P95 tpot over 35 ms at c=4"), std::string::npos) << text;
-  EXPECT_NE(text.find("cannot serve this plan:\n  rtx4090-24g: does not fit"), std::string::npos)
+  json inconclusive = doc["targets"][1];
+  inconclusive["name"] = "a100-80g-pcie-tp2";
+  inconclusive["qualified"] = nullptr;
+  inconclusive["verdict"] = {{"outcome", "inconclusive"},
+                             {"statement", "no confirmed rate: ttft_p95 failed at 9 rps"}};
+  doc["targets"].push_back(inconclusive);
+  doc["catalog"] = {{"excluded",
+                     {{{"hardware", "rtx4090-24g"},
+                       {"name", "rtx4090-24g"},
+                       {"tensor_parallel", 1},
+                       {"reason", "does not fit"}},
+                      {{"hardware", "rtx4090-24g"},
+                       {"name", "rtx4090-24g-tp8"},
+                       {"tensor_parallel", 8},
+                       {"reason", "tensor_parallel 8 does not divide the heads"}}}}};
+  return doc;
+}
+
+// The line that starts after the newline at `newline`.
+std::string line_after(const std::string& text, std::size_t newline) {
+  const auto end = text.find('\n', newline + 1);
+  return text.substr(newline + 1, end == std::string::npos ? std::string::npos : end - newline - 1);
+}
+
+std::vector<std::size_t> positions(const std::string& text,
+                                   const std::vector<std::string>& starts) {
+  std::vector<std::size_t> at;
+  for (const auto& s : starts) at.push_back(text.find("\n" + s));
+  return at;
+}
+
+TEST(CatalogRanking, ByTheMonthlyCostOfTheFleetThenUnpricedThenEveryCandidateThatCannotQualify) {
+  const std::string text = catalog_ranking_text(catalogue());
+  EXPECT_EQ(text.rfind("ranked by the monthly cost of the fleet the demand needs (468 output "
+                       "tok/s with headroom, 730 h/month",
+                       0),
+            0u)
       << text;
+  const auto at =
+      positions(text, {"1    rtx4090-48g ", "2    a100-80g-pcie ", "3    h100-sxm ", "-    a10 ",
+                       "-    a100-80g-pcie-tp2 ", "-    rtx4090-24g ", "-    rtx4090-24g-tp8 "});
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    ASSERT_NE(at[i], std::string::npos) << i << "\n" << text;
+    if (i > 0) {
+      EXPECT_LT(at[i - 1], at[i]) << i << "\n" << text;
+    }
+  }
+  // The fleet's monthly cost, with cost per million output tokens beside it.
+  const std::string rtx = line_after(text, at[0]);
+  EXPECT_NE(rtx.find("438 USD"), std::string::npos) << rtx;
+  EXPECT_NE(rtx.find("1.2640 USD"), std::string::npos) << rtx;
+  EXPECT_NE(rtx.find("PASS"), std::string::npos) << rtx;
+  EXPECT_NE(line_after(text, at[4]).find("INCONCLUSIVE"), std::string::npos);
+  EXPECT_NE(line_after(text, at[5]).find("CANNOT SERVE"), std::string::npos);
+  // Why each one is where it is.
+  for (const char* why :
+       {"  h100-sxm: no price: ranked after the priced candidates",
+        "  a10: fail: no qualified capacity: the SLA failed at every level tried",
+        "  a100-80g-pcie-tp2: inconclusive: no confirmed rate: ttft_p95 failed at 9 rps",
+        "  rtx4090-24g: cannot serve the plan: does not fit",
+        "  rtx4090-24g-tp8: cannot serve the plan: tensor_parallel 8 does not divide"})
+    EXPECT_NE(text.find(why), std::string::npos) << why << "\n" << text;
+}
+
+TEST(CatalogRanking, WithoutADemandByCostPerMillionOutputTokensAndSaysSo) {
+  json doc = catalogue();
+  doc.erase("demand_plan");
+  const std::string text = catalog_ranking_text(doc);
+  EXPECT_EQ(text.rfind("the plan has no demand: ranked by cost per million output tokens", 0), 0u)
+      << text;
+  const auto at = positions(text, {"1    a100-80g-pcie ", "2    rtx4090-48g ", "3    h100-sxm "});
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    ASSERT_NE(at[i], std::string::npos) << i << "\n" << text;
+    if (i > 0) {
+      EXPECT_LT(at[i - 1], at[i]) << i << "\n" << text;
+    }
+  }
+  EXPECT_EQ(text.find("per month"), std::string::npos) << text;
+  EXPECT_NE(text.find("  rtx4090-24g-tp8: cannot serve the plan"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "api/plan_reader.h"
 #include "sim/profile_catalog.h"
@@ -114,6 +115,19 @@ TEST(CatalogPlan, TensorParallelDegreesThatServeThePlanArePricedPerGpu) {
   for (const auto& n : cat.hardware) EXPECT_EQ(n.find("-tp3"), std::string::npos) << n;
   EXPECT_EQ(std::find(cat.hardware.begin(), cat.hardware.end(), "rtx4090-24g-tp2"),
             cat.hardware.end());
+  // Every candidate not in the plan is listed with its reason, in catalogue order.
+  EXPECT_EQ(cat.hardware.size() + cat.excluded.size(), 3u * 4u);
+  std::map<std::string, std::string> why;
+  for (const auto& e : cat.excluded) {
+    why[e.name] = e.reason;
+    EXPECT_EQ(e.name, e.tensor_parallel == 1
+                          ? e.hardware
+                          : e.hardware + "-tp" + std::to_string(e.tensor_parallel));
+  }
+  EXPECT_NE(why["a100-80g-sxm-tp3"].find("does not divide"), std::string::npos)
+      << why["a100-80g-sxm-tp3"];
+  EXPECT_NE(why["rtx4090-24g-tp2"].find("fit"), std::string::npos) << why["rtx4090-24g-tp2"];
+  EXPECT_NE(why["rtx4090-24g"].find("fit"), std::string::npos) << why["rtx4090-24g"];
   for (const auto& t : cat.plan["targets"]) {
     const std::string name = t["name"];
     const int tp = t["sim"].value("tensor_parallel", 1);
@@ -170,6 +184,100 @@ TEST(CatalogPrices, ParsesAndRefusesNamingTheKey) {
   EXPECT_FALSE(parse_catalog_prices("not json", names).errors.empty());
   EXPECT_EQ(parse_catalog_prices(R"({"currency": "USD"})", names).errors.at(0).path,
             "/prices_per_hour");
+}
+
+// A qualified target of a catalogue results document (the fields capacity_rows reads).
+json qualified(const std::string& name, double price, double tokens_per_s, double cost_per_m) {
+  return {{"name", name},
+          {"price_per_hour", price},
+          {"currency", "USD"},
+          {"verdict", {{"outcome", "pass"}}},
+          {"qualified",
+           {{"basis", "open_loop"},
+            {"offered_rate_rps", 2.0},
+            {"output_tokens_per_s", tokens_per_s},
+            {"cost_per_million_output_tokens", cost_per_m}}}};
+}
+
+json demand_line(const std::string& name, int instances, double hourly) {
+  return {{"target", name},         {"feasible", true},
+          {"instances", instances}, {"hourly_cost", hourly * instances},
+          {"utilisation", 0.5},     {"monthly_cost", hourly * instances * 730}};
+}
+
+// Issue 32 #4: every candidate is in the ranking or says why not; with a demand the order is
+// the fleet's monthly cost, not cost per token.
+TEST(CatalogRanking, EveryCandidateRankedByTheFleetsMonthlyCostOrListedWithItsReason) {
+  json results = {
+      {"targets",
+       {qualified("a100-80g-pcie", 1.5, 1000, 0.4167),
+        qualified("a100-80g-pcie-tp8", 12, 9000, 0.37),
+        qualified("rtx4090-48g", 0.6, 400, 0.4167),
+        {{"name", "a100-80g-pcie-tp2"},
+         {"price_per_hour", 3.0},
+         {"currency", "USD"},
+         {"qualified", nullptr},
+         {"verdict",
+          {{"outcome", "inconclusive"}, {"statement", "no confirmed rate: ttft_p95 at 4 rps"}}}},
+        {{"name", "a10"},
+         {"price_per_hour", 0.4},
+         {"qualified", nullptr},
+         {"verdict",
+          {{"outcome", "fail"},
+           {"statement", "no qualified capacity: the SLA failed at every level tried"}}}}}},
+      // 800 tok/s: one A100 (1095 USD a month), two 4090s (876), one 8-GPU instance (8760).
+      {"demand_plan",
+       {{"required_output_tokens_per_s", 800},
+        {"hours_per_month", 730},
+        {"lines",
+         {demand_line("a100-80g-pcie", 1, 1.5),
+          demand_line("a100-80g-pcie-tp8", 1, 12),
+          demand_line("rtx4090-48g", 2, 0.6),
+          {{"target", "a100-80g-pcie-tp2"}, {"feasible", false}, {"instances", 0}}}}}},
+      {"catalog",
+       {{"excluded",
+         {{{"hardware", "rtx4090-24g"},
+           {"name", "rtx4090-24g-tp2"},
+           {"tensor_parallel", 2},
+           {"reason", "weights do not fit"}}}}}}};
+  const json ranking = catalog_ranking(results);
+  EXPECT_EQ(ranking["ranked_by"], "monthly_cost");
+  EXPECT_NE(ranking["basis"].get<std::string>().find("800 output tok/s"), std::string::npos);
+  const auto& c = ranking["candidates"];
+  ASSERT_EQ(c.size(), 6u) << ranking.dump(1);
+  std::vector<std::string> order;
+  for (const auto& x : c) order.push_back(x["name"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"rtx4090-48g", "a100-80g-pcie", "a100-80g-pcie-tp8",
+                                             "a100-80g-pcie-tp2", "a10", "rtx4090-24g-tp2"}));
+  EXPECT_EQ(c[0]["rank"], 1);
+  EXPECT_EQ(c[0]["instances"], 2);
+  EXPECT_DOUBLE_EQ(c[0]["monthly_cost"].get<double>(), 876);
+  EXPECT_DOUBLE_EQ(c[0]["cost_per_million_output_tokens"].get<double>(), 0.4167);
+  EXPECT_TRUE(c[0]["reason"].is_null());
+  EXPECT_EQ(c[2]["rank"], 3);
+  EXPECT_EQ(c[2]["hardware"], "a100-80g-pcie");
+  EXPECT_EQ(c[2]["tensor_parallel"], 8);
+  EXPECT_EQ(c[3]["rank"], nullptr);
+  EXPECT_EQ(c[3]["status"], "inconclusive");
+  EXPECT_EQ(c[3]["tensor_parallel"], 2);
+  EXPECT_EQ(c[3]["reason"], "inconclusive: no confirmed rate: ttft_p95 at 4 rps");
+  EXPECT_EQ(c[4]["status"], "fail");
+  EXPECT_EQ(c[4]["reason"], "fail: no qualified capacity: the SLA failed at every level tried");
+  EXPECT_EQ(c[5]["status"], "cannot_serve");
+  EXPECT_EQ(c[5]["hardware"], "rtx4090-24g");
+  EXPECT_EQ(c[5]["reason"], "cannot serve the plan: weights do not fit");
+
+  // Without a demand: cost per million output tokens (the 8-GPU instance is cheapest per token).
+  results.erase("demand_plan");
+  const json by_token = catalog_ranking(results);
+  EXPECT_EQ(by_token["ranked_by"], "cost_per_million_output_tokens");
+  EXPECT_NE(by_token["basis"].get<std::string>().find("no demand"), std::string::npos);
+  EXPECT_EQ(by_token["candidates"][0]["name"], "a100-80g-pcie-tp8");
+  EXPECT_TRUE(by_token["candidates"][0]["monthly_cost"].is_null());
+  // Equal cost per token: the catalogue's order.
+  EXPECT_EQ(by_token["candidates"][1]["name"], "a100-80g-pcie");
+  EXPECT_EQ(by_token["candidates"][2]["name"], "rtx4090-48g");
+  EXPECT_EQ(by_token["candidates"].size(), 6u);
 }
 
 }  // namespace
