@@ -150,10 +150,21 @@ std::optional<JobScheduler::QueueStatus> JobScheduler::queue_status(
       st.waiting_for.push_back(id);
   }
   const bool measured = it->lane == Lane::kMeasured;
+  // When the jobs on its targets are also all that keeps the lane's workers busy, one sentence
+  // says both (the same job is not named twice).
+  const bool busy_with_conflicts =
+      busy && std::all_of(occupying.begin(), occupying.end(), [&](const std::string& id) {
+        return std::find(conflicts.begin(), conflicts.end(), id) != conflicts.end();
+      });
   std::vector<std::string> parts;
   if (!conflicts.empty())
-    parts.push_back("waits for job " + joined(conflicts) + " to finish: it loads the same target");
-  if (busy)
+    parts.push_back("waits for job " + joined(conflicts) + " to finish: it loads the same target" +
+                    (!busy_with_conflicts ? ""
+                     : workers == 1
+                         ? " and holds the only measured-job worker (max_concurrent_jobs 1)"
+                         : " and every measured-job worker is busy (max_concurrent_jobs " +
+                               std::to_string(workers) + ")"));
+  if (busy && !busy_with_conflicts)
     parts.push_back("waits for a free worker: the " + std::to_string(workers) +
                     (measured ? " measured-job worker(s) (max_concurrent_jobs) run job "
                               : " prediction worker(s) run job ") +

@@ -254,7 +254,9 @@ TEST(JobScheduler, QueueStatusNamesWhatAJobWaitsFor) {
   EXPECT_EQ(c->ahead, (std::vector<std::string>{"d", "b"}));
   EXPECT_EQ(c->position, 3u);
   EXPECT_EQ(c->waiting_for, std::vector<std::string>{"a"});  // named once
-  EXPECT_TRUE(contains(c->reason, "waits for job a to finish: it loads the same target"))
+  EXPECT_TRUE(contains(c->reason,
+                       "waits for job a to finish: it loads the same target and holds the only "
+                       "measured-job worker (max_concurrent_jobs 1); behind 2 queued"))
       << c->reason;
 
   const auto d = s.queue_status("d");
