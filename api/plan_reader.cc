@@ -134,10 +134,11 @@ const std::vector<std::pair<std::string_view, std::vector<std::string_view>>>& k
 
 // The known name nearest to one typed wrong, or nullopt when none is near enough to suggest:
 // the same name in another case or with '-' for '_'; a known alias of a key (only with
-// `aliases`); a known name that extends it at a '_' ("warmup" → "warmup_s"); else the nearest by
-// edit distance, within 1 for names up to 4 characters, 2 up to 8, 3 beyond.
-std::optional<std::string> nearest_name(std::string_view typed,
-                                        const std::vector<std::string>& known, bool aliases) {
+// `aliases`); a known name that extends it at a '_' ("warmup" → "warmup_s"), or that it extends
+// ("rtx4090-48g-box" → "rtx4090-48g"); else the nearest by edit distance, within 1 for names up
+// to 4 characters, 2 up to 8, 3 beyond.
+std::optional<std::string> nearest_known(std::string_view typed,
+                                         const std::vector<std::string>& known, bool aliases) {
   const std::string t = folded(typed);
   for (const auto& k : known)
     if (folded(k) == t) return k;
@@ -148,12 +149,19 @@ std::optional<std::string> nearest_name(std::string_view typed,
         if (std::find(known.begin(), known.end(), key) != known.end()) return std::string(key);
     }
   }
+  // `a` is `b` up to a '_' ("warmup" of "warmup_s").
+  const auto starts = [](const std::string& a, const std::string& b) {
+    return !a.empty() && b.size() > a.size() && b.compare(0, a.size(), a) == 0 &&
+           b[a.size()] == '_';
+  };
   std::optional<std::string> best;
   for (const auto& k : known) {
-    const std::string f = folded(k);
-    if (!t.empty() && f.size() > t.size() && f.compare(0, t.size(), t) == 0 && f[t.size()] == '_' &&
-        (!best || k.size() < best->size()))
-      best = k;
+    if (starts(t, folded(k)) && (!best || k.size() < best->size())) best = k;
+  }
+  if (best) return best;
+  // A known name with something added ("a100-80g-pcie-box" → "a100-80g-pcie"): the longest.
+  for (const auto& k : known) {
+    if (starts(folded(k), t) && (!best || k.size() > best->size())) best = k;
   }
   if (best) return best;
   const std::size_t limit = t.size() <= 4 ? 1 : (t.size() <= 8 ? 2 : 3);
@@ -175,7 +183,7 @@ std::optional<std::string> nearest_name(std::string_view typed,
 // The suffix an error message gets: " (did you mean X?)", or "" when nothing is near.
 std::string did_you_mean(std::string_view typed, const std::vector<std::string>& known,
                          bool aliases) {
-  const auto near = nearest_name(typed, known, aliases);
+  const auto near = nearest_known(typed, known, aliases);
   return near ? " (did you mean " + *near + "?)" : "";
 }
 
@@ -788,8 +796,8 @@ void read_target(const json& v, const std::string& path, const PlanWorkload& bas
         std::string hint;
         if (slash != std::string::npos && !limits.sim_hardware.empty() &&
             !limits.sim_models.empty()) {
-          const auto hw = nearest_name(rest.substr(0, slash), limits.sim_hardware, false);
-          const auto model = nearest_name(rest.substr(slash + 1), limits.sim_models, false);
+          const auto hw = nearest_known(rest.substr(0, slash), limits.sim_hardware, false);
+          const auto model = nearest_known(rest.substr(slash + 1), limits.sim_models, false);
           if (hw && model) hint = " (did you mean sim://" + *hw + "/" + *model + "?)";
         }
         r.error("base_url",
@@ -1580,27 +1588,45 @@ void document_sla_warnings(const json& doc, std::vector<std::string>& out) {
   }
 }
 
-// One open-loop step rate of a phase against sla.min_requests. The executor lengthens a
-// time-mode window that would hold fewer than min_requests, up to max_duration_s; a window that
-// cannot hold them even then reads inconclusive (insufficient-samples). `note_lengthening`:
-// also warn when a window will be lengthened (false for a rate the plan may never try).
-// Returns whether it warned.
+// How the executor sizes a step's window at a rate it knows (docs/plans.md, "Validation and
+// warnings").
+enum class WindowRule {
+  kLengthened,  // rate_sweep and capacity_search: a time-mode window that would hold fewer
+                // than min_requests is lengthened, up to max_duration_s
+  kFloorOnly,   // the same, for a rate the plan may never try: warned only when even
+                // max_duration_s is too short
+  kFixed        // at_demand and soak: the window is duration_s (or holds `requests`)
+};
+
+// One open-loop step rate of a phase against sla.min_requests: a window too short for it reads
+// inconclusive (insufficient-samples), and a lengthened one makes the plan run longer than
+// duration_s says. Returns whether it warned.
 bool window_warning(const PlanPhase& p, const std::string& path, double rate,
-                    std::int64_t min_requests, bool note_lengthening,
-                    std::vector<std::string>& out) {
+                    std::int64_t min_requests, WindowRule rule, std::vector<std::string>& out) {
   if (!(rate > 0)) return false;
   const auto needed = static_cast<double>(min_requests);
   const std::string rate_text = number_text(rate) + " rps";
+  const std::string short_of = " requests < sla.min_requests " + std::to_string(min_requests);
+  if (rule == WindowRule::kFixed) {
+    // A request-count window holds `requests` (its own warning when below min_requests).
+    if (p.requests > 0 || rate * p.duration_s >= needed) return false;
+    out.push_back(path + ": the window at " + rate_text + " holds about " +
+                  number_text(rate * p.duration_s) + short_of + " (duration_s " +
+                  number_text(p.duration_s) +
+                  " s); the step reads inconclusive (insufficient-samples): raise duration_s to "
+                  "at least " +
+                  number_text(std::ceil(needed / rate)) + " s or lower sla.min_requests");
+    return true;
+  }
   if (rate * p.max_duration_s < needed) {
     out.push_back(path + ": the window at " + rate_text + " holds about " +
-                  number_text(rate * p.max_duration_s) + " requests < sla.min_requests " +
-                  std::to_string(min_requests) + " even at max_duration_s " +
+                  number_text(rate * p.max_duration_s) + short_of + " even at max_duration_s " +
                   number_text(p.max_duration_s) +
                   " s; steps at that rate read inconclusive (insufficient-samples): lower "
                   "sla.min_requests or try higher rates");
     return true;
   }
-  if (note_lengthening && p.requests == 0 && rate * p.duration_s < needed) {
+  if (rule == WindowRule::kLengthened && p.requests == 0 && rate * p.duration_s < needed) {
     // The executor aims at min_requests + 3√min_requests, so that a window falls short of
     // min_requests about once in a thousand steps.
     const double lengthened_s =
@@ -1616,8 +1642,7 @@ bool window_warning(const PlanPhase& p, const std::string& path, double rate,
 
 // Every phase's open-loop rates that the plan states: a rate sweep's rates, a capacity search's
 // numeric start_from and low_rps (else its floor, which it reaches only if every rate above
-// fails: warned only when even max_duration_s is too short there), an at_demand's rate and a
-// soak's rate.
+// fails), an at_demand's rate and a soak's rate.
 void phase_window_warnings(const TestPlan& plan, std::int64_t min_requests,
                            std::vector<std::string>& out) {
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
@@ -1629,7 +1654,7 @@ void phase_window_warnings(const TestPlan& plan, std::int64_t min_requests,
         for (std::size_t k = 0; k < p.rates_rps.size(); ++k) {
           std::vector<std::string> one;
           if (!window_warning(p, path + "/rates_rps/" + std::to_string(k), p.rates_rps[k],
-                              min_requests, true, one))
+                              min_requests, WindowRule::kLengthened, one))
             continue;
           if (warned++ < kMaxWindowWarningsPerPhase)
             out.push_back(one.front());
@@ -1643,13 +1668,15 @@ void phase_window_warnings(const TestPlan& plan, std::int64_t min_requests,
       }
       case PhaseKind::kCapacitySearch:
         if (p.start_rps > 0)
-          window_warning(p, path + "/start_from", p.start_rps, min_requests, true, out);
+          window_warning(p, path + "/start_from", p.start_rps, min_requests,
+                         WindowRule::kLengthened, out);
         if (p.low_rps > 0) {
-          window_warning(p, path + "/low_rps", p.low_rps, min_requests, true, out);
+          window_warning(p, path + "/low_rps", p.low_rps, min_requests, WindowRule::kLengthened,
+                         out);
         } else {
           const double floor_rps = analysis::CapacitySearchOptions{}.min_rate_rps;
           std::vector<std::string> one;
-          if (window_warning(p, path, floor_rps, min_requests, false, one))
+          if (window_warning(p, path, floor_rps, min_requests, WindowRule::kFloorOnly, one))
             out.push_back(one.front() + " (" + number_text(floor_rps) +
                           " rps is the search's lowest rate without low_rps)");
         }
@@ -1657,11 +1684,11 @@ void phase_window_warnings(const TestPlan& plan, std::int64_t min_requests,
       case PhaseKind::kAtDemand:
         window_warning(
             p, path + (p.at_demand.source == "demand" ? std::string() : "/" + p.at_demand.source),
-            p.at_demand.rate_rps, min_requests, true, out);
+            p.at_demand.rate_rps, min_requests, WindowRule::kFixed, out);
         break;
       case PhaseKind::kSoak:
         if (!p.soak_at_qualified)
-          window_warning(p, path + "/rate_rps", p.rate_rps, min_requests, true, out);
+          window_warning(p, path + "/rate_rps", p.rate_rps, min_requests, WindowRule::kFixed, out);
         break;
       default: break;
     }
@@ -1713,6 +1740,11 @@ void demand_warnings(const TestPlan& plan, std::vector<std::string>& out) {
 }
 
 }  // namespace
+
+std::optional<std::string> nearest_name(std::string_view typed,
+                                        const std::vector<std::string>& known) {
+  return nearest_known(typed, known, false);
+}
 
 int json_nesting_depth(std::string_view text) {
   int depth = 0, max_depth = 0;

@@ -37,6 +37,13 @@ PlanParse parse_plan_document(const nlohmann::json& doc, const PlanLimits& limit
 // The normalised JSON of a plan (what parse_plan returns in `normalized`).
 nlohmann::json plan_to_json(const TestPlan& plan, bool redact_secrets = true);
 
+// The known name nearest to one typed wrong, for "did you mean" ("rtx4090-48gb" →
+// "rtx4090-48g"): the same name in another case or with '-' for '_', a known name it is the
+// start of or that is its start, else the nearest by edit distance if near enough; nullopt when
+// none is (docs/plans.md, "Validation and warnings").
+std::optional<std::string> nearest_name(std::string_view typed,
+                                        const std::vector<std::string>& known);
+
 // Nesting depth of JSON text (brackets outside strings), to refuse hostile input before a
 // recursive parser sees it.
 int json_nesting_depth(std::string_view text);

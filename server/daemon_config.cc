@@ -1,5 +1,7 @@
 #include "server/daemon_config.h"
 
+#include "sim/profile_catalog.h"
+
 namespace llmcap::server {
 
 void DaemonConfig::bind(Settings& s) {
@@ -97,6 +99,11 @@ RestOptions DaemonConfig::rest_options() const {
   o.plan_limits.max_rate_rps = max_rate_rps;
   o.plan_limits.max_duration_s = max_job_duration_s;
   o.plan_limits.max_bytes = static_cast<std::size_t>(max_body_bytes);
+  // sim:// targets are checked against the embedded simulators' profiles at submission (the
+  // daemon's simulators know the built-in ones only).
+  const auto profiles = sim::ProfileCatalog::builtin();
+  o.plan_limits.sim_hardware = profiles.hardware_names();
+  o.plan_limits.sim_models = profiles.model_names();
   o.admin_tokens = admin_tokens;
   o.read_tokens = read_tokens;
   o.open_health = open_health;

@@ -53,9 +53,14 @@ std::string read_file(const std::string& path, std::string& error) {
 }
 
 // Parses and converts a plan file; prints every error with its path. Returns kExitOk or kExitUsage.
-int load_plan(const std::string& path, const std::string& text, api::PlanParse& parse,
-              RunPlan& plan, const char* who) {
-  parse = api::parse_plan(text);
+// `profiles`: the simulator profiles its sim:// targets may name (the built-in ones plus
+// --profiles-file).
+int load_plan(const std::string& path, const std::string& text, const sim::ProfileCatalog& profiles,
+              api::PlanParse& parse, RunPlan& plan, const char* who) {
+  api::PlanLimits limits;
+  limits.sim_hardware = profiles.hardware_names();
+  limits.sim_models = profiles.model_names();
+  parse = api::parse_plan(text, limits);
   if (!parse.errors.empty()) {
     std::cerr << who << ": " << path << ": invalid plan (" << parse.errors.size() << " error"
               << (parse.errors.size() == 1 ? "" : "s") << ")\n";
@@ -268,9 +273,18 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
     std::cerr << who << ": " << error << "\n";
     return kExitUsage;
   }
+  // The profiles are read first: the plan's sim:// targets may name those of --profiles-file.
+  sim::ProfileCatalog profiles = sim::ProfileCatalog::builtin();
+  if (!profiles_file.empty()) {
+    if (auto err = profiles.add_file(profiles_file)) {
+      std::cerr << who << ": --profiles-file: " << *err << "\n";
+      return kExitUsage;
+    }
+  }
   api::PlanParse parse;
   RunPlan plan;
-  if (int rc = load_plan(positional[0], text, parse, plan, who.c_str()); rc != kExitOk) return rc;
+  if (int rc = load_plan(positional[0], text, profiles, parse, plan, who.c_str()); rc != kExitOk)
+    return rc;
   if (!catalog && (!prices_path.empty() || !hardware_list.empty() || tp_list != "1,2,4,8")) {
     std::cerr << who << ": --prices, --hardware and --tensor-parallel go with --catalog\n";
     return kExitUsage;
@@ -283,10 +297,6 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
       return rc;
   }
   if (!profiles_file.empty()) {
-    if (!read_text_file(profiles_file)) {
-      std::cerr << who << ": --profiles-file: cannot read '" << profiles_file << "'\n";
-      return kExitUsage;
-    }
     if (auto err = use_profiles_file(plan, profiles_file); !err.empty()) {
       std::cerr << who << ": " << err << "\n";
       return kExitUsage;

@@ -20,6 +20,12 @@ using nlohmann::json;
 
 namespace {
 
+// " (did you mean X?)" for a profile name typed wrong, or "".
+std::string did_you_mean(const std::string& typed, const std::vector<std::string>& known) {
+  const auto near = api::nearest_name(typed, known);
+  return near ? " (did you mean " + *near + "?)" : "";
+}
+
 // Memory-fit warnings for simulated targets (the only ones whose hardware we know exactly).
 std::vector<std::string> memory_warnings(const api::TestPlan& plan) {
   std::vector<std::string> out;
@@ -121,9 +127,11 @@ HttpResponse estimate_memory(RestContext& c, const HttpRequest& req, const PathP
       }
       const auto s = v.get<std::string>();
       if (k == "hardware" && !(hw = catalog.hardware(s)))
-        errors.push_back({p, "unknown hardware profile '" + s + "'"});
+        errors.push_back({p, "unknown hardware profile '" + s + "'" +
+                                 did_you_mean(s, catalog.hardware_names())});
       if (k == "model" && !(model = catalog.model(s)))
-        errors.push_back({p, "unknown model profile '" + s + "'"});
+        errors.push_back(
+            {p, "unknown model profile '" + s + "'" + did_you_mean(s, catalog.model_names())});
       if (k == "dtype") {
         dtype = s;
         if (auto d = analysis::parse_dtype(s))
@@ -157,7 +165,10 @@ HttpResponse estimate_memory(RestContext& c, const HttpRequest& req, const PathP
       }
       in.tensor_parallel = static_cast<int>(v.get<std::int64_t>());
     } else {
-      errors.push_back({p, "unknown key"});
+      static const std::vector<std::string> kKeys = {
+          "hardware",       "model",       "dtype",           "kv_cache_dtype",
+          "context_tokens", "concurrency", "tensor_parallel", "gpu_memory_utilization"};
+      errors.push_back({p, "unknown key" + did_you_mean(k, kKeys)});
     }
   }
   if (!body.contains("hardware")) errors.push_back({"/hardware", "is required"});

@@ -105,6 +105,38 @@ class Cli(unittest.TestCase):
         for path in ("/targets/0/name", "/targets/0/base_url", "/targets/0/bogus"):
             self.assertIn(path, r.stderr)
 
+    def test_misspelt_profile_refused_unless_a_profiles_file_has_it(self):
+        doc = dict(TINY_PLAN)
+        doc["targets"] = [{"name": "box", "base_url": "sim://a100-80g-pcie-box/llama-3.1-8b"}]
+        plan_path = os.path.join(SCRATCH.name, "box-plan.json")
+        with open(plan_path, "w") as f:
+            json.dump(doc, f)
+        for cmd in ("run", "predict"):
+            r = run(cmd, plan_path, "--no-out")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("/targets/0/base_url: unknown simulator GPU profile 'a100-80g-pcie-box' "
+                          "(did you mean a100-80g-pcie?)", r.stderr)
+        # A profile of --profiles-file is known: the plan predicts.
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(repo, "sim", "profiles", "hardware.json")) as f:
+            a100 = next(h for h in json.load(f)["hardware"] if h["name"] == "a100-80g-pcie")
+        profiles = os.path.join(SCRATCH.name, "box-profiles.json")
+        with open(profiles, "w") as f:
+            json.dump({"hardware": [dict(a100, name="a100-80g-pcie-box")]}, f)
+        r = run("predict", plan_path, "--no-out", "--profiles-file", profiles)
+        self.assertIn(r.returncode, (0, 4), r.stderr)
+        self.assertNotIn("unknown simulator", r.stderr)
+
+    def test_unit_slips_are_warned_naming_the_field(self):
+        doc = json.loads(json.dumps(TINY_PLAN))
+        doc["sla"]["ttft_ms"]["p95"] = 2
+        plan_path = os.path.join(SCRATCH.name, "slip-plan.json")
+        with open(plan_path, "w") as f:
+            json.dump(doc, f)
+        r = run("predict", plan_path, "--no-out")
+        self.assertIn("warning: /sla/ttft_ms/p95: 2 ms is below what any GPU delivers", r.stderr)
+        self.assertIn("did you mean 2000 (2 s)?", r.stderr)
+
     def test_run_refuses_a_plan_with_agents_naming_the_field(self):
         doc = dict(TINY_PLAN)
         doc["agents"] = {"count": 2, "launch": "manual"}

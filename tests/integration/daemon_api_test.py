@@ -417,6 +417,36 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         r = d.request("POST", "/v1/plans:validate", plan("loop", base_url="http://localhost:9"))
         self.assertEqual(r.status, 200, r)
 
+    def test_unknown_simulator_profile_refused_and_unit_slips_warned(self):
+        d = self.d
+        # A misspelt GPU profile is refused before a job is stored, naming the field, the
+        # nearest profile and the list (docs/plans.md, "Validation and warnings").
+        doc = plan("typo", base_url="sim://rtx4090-48gb/llama-3.1-8b")
+        for path in ("/v1/plans:validate", "/v1/jobs", "/v1/predictions"):
+            p = self.assertProblem(d.request("POST", path, doc), 422, "invalid-plan",
+                                   paths=["/targets/0/base_url"])
+            message = p["errors"][0]["message"]
+            self.assertIn("did you mean rtx4090-48g?", message, path)
+            self.assertIn("a100-80g-pcie", message, path)
+        names = {j["targets"][0]["name"] for j in d.get_json("/v1/jobs?limit=1000")["jobs"]}
+        self.assertNotIn("typo", names)
+        # An unknown key suggests the near one.
+        doc = plan("alias")
+        doc["sla"]["ttft"] = doc["sla"].pop("ttft_ms")
+        p = self.assertProblem(d.request("POST", "/v1/plans:validate", doc), 422,
+                               "invalid-plan", paths=["/sla/ttft"])
+        self.assertIn("did you mean ttft_ms?", p["errors"][0]["message"])
+        # Legal values that are almost certainly a unit slip: valid, with warnings naming them.
+        doc = plan("slips")
+        doc["sla"]["ttft_ms"]["p95"] = 2
+        doc["sla"]["max_error_rate"] = 1
+        r = d.request("POST", "/v1/plans:validate", doc)
+        self.assertEqual(r.status, 200, r)
+        warnings = r.json()["warnings"]
+        self.assertTrue(any(w.startswith("/sla/ttft_ms/p95: ") and "did you mean 2000" in w
+                            for w in warnings), warnings)
+        self.assertTrue(any(w.startswith("/sla/max_error_rate: ") for w in warnings), warnings)
+
     # ---- read-only routes ----
 
     def test_openapi_profiles_estimate_health(self):

@@ -165,6 +165,20 @@ TEST(PlanWarnings, NestedUnknownKeysSuggestTheirLevelsKeys) {
   EXPECT_EQ(error_at(p, "/demand/rpm"), "unknown key (did you mean requests_per_minute?)");
 }
 
+TEST(PlanWarnings, NearestName) {
+  const std::vector<std::string> gpus = {"a100-80g-pcie", "h100-pcie", "rtx4090-24g",
+                                         "rtx4090-48g"};
+  EXPECT_EQ(nearest_name("rtx4090-48gb", gpus), "rtx4090-48g");
+  EXPECT_EQ(nearest_name("RTX4090_48G", gpus), "rtx4090-48g");          // case, '_' for '-'
+  EXPECT_EQ(nearest_name("h100-pice", gpus), "h100-pcie");              // swapped neighbours
+  EXPECT_EQ(nearest_name("a100", gpus), "a100-80g-pcie");               // the start of a name
+  EXPECT_EQ(nearest_name("a100-80g-pcie-box", gpus), "a100-80g-pcie");  // a name and more
+  EXPECT_EQ(nearest_name("mi300x", gpus), std::nullopt);
+  // Aliases are for plan keys only.
+  EXPECT_EQ(nearest_name("ttft", {"ttft_ms"}), "ttft_ms");  // the start, not the alias
+  EXPECT_EQ(nearest_name("concurrency", {"levels"}), std::nullopt);
+}
+
 TEST(PlanWarnings, NothingNearSuggestsNothing) {
   auto j = minimal();
   j["zzz"] = 1;
@@ -353,20 +367,26 @@ TEST(PlanWarnings, CapacitySearchLowRpsAndFloor) {
   EXPECT_THAT(floor[0], HasSubstr("the search's lowest rate without low_rps"));
 }
 
-TEST(PlanWarnings, AtDemandAndSoakRates) {
+TEST(PlanWarnings, AtDemandAndSoakWindowsAreNotLengthened) {
   auto j = minimal();
   j["sla"] = {{"ttft_ms", {{"p95", 2000}}}};
   j["demand"] = {{"requests_per_minute", 60}};  // 1 rps
   j["phases"] = json::array({{{"kind", "at_demand"}, {"duration_s", 60}},
                              {{"kind", "at_demand"}, {"rate_rps", 5}, {"duration_s", 60}},
-                             {{"kind", "soak"}, {"rate_rps", 0.01}, {"duration_s", 600}}});
+                             {{"kind", "soak"}, {"rate_rps", 0.5}, {"duration_s", 150}}});
   const auto p = parse(j);
   ASSERT_TRUE(p.plan) << describe(p);
+  // The demand's rate: the warning is at the phase.
   ASSERT_EQ(warnings_at(p, "/phases/0").size(), 1u) << describe(p);
-  EXPECT_THAT(warnings_at(p, "/phases/0")[0], HasSubstr("steps at 1 rps will be lengthened"));
+  EXPECT_THAT(warnings_at(p, "/phases/0")[0],
+              HasSubstr("the window at 1 rps holds about 60 requests < sla.min_requests 100 "
+                        "(duration_s 60 s); the step reads inconclusive (insufficient-samples): "
+                        "raise duration_s to at least 100 s"));
   EXPECT_TRUE(warnings_at(p, "/phases/1/rate_rps").empty());  // 5 × 60 = 300
-  ASSERT_EQ(warnings_at(p, "/phases/2/rate_rps").size(), 1u);
-  EXPECT_THAT(warnings_at(p, "/phases/2/rate_rps")[0], HasSubstr("read inconclusive"));
+  ASSERT_EQ(warnings_at(p, "/phases/2/rate_rps").size(), 1u) << describe(p);
+  EXPECT_THAT(warnings_at(p, "/phases/2/rate_rps")[0],
+              HasSubstr("holds about 75 requests < sla.min_requests 100"));
+  EXPECT_THAT(warnings_at(p, "/phases/2/rate_rps")[0], HasSubstr("at least 200 s"));
 }
 
 TEST(PlanWarnings, RequestCountStepsAreNotLengthened) {

@@ -1,6 +1,10 @@
 #include "server/daemon_config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "api/plan_reader.h"
+#include "sim/profile_catalog.h"
 
 namespace llmcap::server {
 namespace {
@@ -57,6 +61,29 @@ TEST(DaemonConfig, KubernetesKeysReachTheLauncherOptions) {
   c = DaemonConfig{};
   c.k8s_daemon_url = "llmcapd:8080";
   EXPECT_EQ(c.validate().rfind("k8s_daemon_url", 0), 0u);
+}
+
+// Validation, job submission and predictions read plans under the REST options' limits: they
+// carry the simulator's profiles, so a misspelt sim:// GPU is refused before a job is stored.
+TEST(DaemonConfig, PlanLimitsKnowTheSimulatorProfiles) {
+  const api::PlanLimits limits = DaemonConfig{}.rest_options().plan_limits;
+  const auto catalog = sim::ProfileCatalog::builtin();
+  EXPECT_EQ(limits.sim_hardware, catalog.hardware_names());
+  EXPECT_EQ(limits.sim_models, catalog.model_names());
+  const std::string plan = R"({"version": 1,
+      "targets": [{"name": "a", "base_url": "sim://rtx4090-48gb/llama-3.1-8b"}],
+      "phases": [{"kind": "concurrency_sweep", "levels": [1]}]})";
+  const auto parse = api::parse_plan(plan, limits);
+  ASSERT_EQ(parse.errors.size(), 1u);
+  EXPECT_EQ(parse.errors[0].path, "/targets/0/base_url");
+  EXPECT_THAT(parse.errors[0].message, ::testing::HasSubstr("did you mean rtx4090-48g?"));
+  EXPECT_THAT(parse.errors[0].message, ::testing::HasSubstr("h100-sxm"));  // the list
+  // The profiles of the demo are known.
+  EXPECT_TRUE(api::parse_plan(R"({"version": 1,
+      "targets": [{"name": "a", "base_url": "sim://a100-80g-pcie/llama-3.1-8b"}],
+      "phases": [{"kind": "concurrency_sweep", "levels": [1]}]})",
+                              limits)
+                  .plan);
 }
 
 }  // namespace
