@@ -78,35 +78,44 @@ std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& p
   if (sxx <= 0) return std::nullopt;
   InFlightTrend trend;
   trend.slope_rps = sxy / sxx;
-  if (n < 8) return trend;
-  std::vector<double> e(n);
-  double ss = 0;
+  // Batch means: kBatches equal spans of time, each one's mean count, and the least-squares
+  // slope's standard error over those means. Batches far longer than the queue's memory are
+  // nearly independent, which the raw samples (10 a second, correlated over a request's
+  // lifetime) are not.
+  const double t0 = t.front(), span = t.back() - t.front();
+  if (n < 2 * kTrendBatches || !(span > 0)) return trend;
+  std::vector<double> sum(kTrendBatches, 0), count(kTrendBatches, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    e[i] = y[i] - (mean_y + trend.slope_rps * (t[i] - mean_t));
-    ss += e[i] * e[i];
+    auto b = static_cast<std::size_t>((t[i] - t0) / span * kTrendBatches);
+    b = std::min(b, kTrendBatches - 1);
+    sum[b] += y[i];
+    count[b] += 1;
   }
-  double tau = 1;
-  if (ss > 0) {
-    // Geyer's initial positive sequence: τ = −1 + 2 Σ Γ_m, Γ_m = ρ_2m + ρ_2m+1, summed while
-    // Γ_m > 0. Lags stop at kMaxLag (a few minutes of a 100 ms series): a queue correlated
-    // longer than that is not stationary over any window this check judges.
-    constexpr std::size_t kMaxLag = 2048;
-    const auto rho = [&](std::size_t k) {
-      double c = 0;
-      for (std::size_t i = 0; i + k < n; ++i) c += e[i] * e[i + k];
-      return c / ss;
-    };
-    tau = -1 + 2 * (1 + rho(1));
-    for (std::size_t k = 2; k + 1 < n / 2 && k + 1 <= kMaxLag; k += 2) {
-      const double pair = rho(k) + rho(k + 1);
-      if (!(pair > 0)) break;
-      tau += 2 * pair;
-    }
-    tau = std::max(tau, 1.0);
+  double bx = 0, by = 0, used = 0;
+  std::vector<double> xs, ys;
+  for (std::size_t b = 0; b < kTrendBatches; ++b) {
+    if (count[b] == 0) continue;
+    xs.push_back(t0 + span * (static_cast<double>(b) + 0.5) / kTrendBatches);
+    ys.push_back(sum[b] / count[b]);
+    bx += xs.back();
+    by += ys.back();
+    used += 1;
   }
-  trend.autocorrelation_samples = tau;
-  const double variance = ss / static_cast<double>(n - 2);
-  trend.se_rps = std::sqrt(variance / sxx * tau);
+  if (used < 4) return trend;
+  bx /= used;
+  by /= used;
+  double bxx = 0, bxy = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    bxx += (xs[i] - bx) * (xs[i] - bx);
+    bxy += (xs[i] - bx) * (ys[i] - by);
+  }
+  const double bslope = bxy / bxx;
+  double ss = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double e = ys[i] - (by + bslope * (xs[i] - bx));
+    ss += e * e;
+  }
+  trend.se_rps = std::sqrt(ss / (used - 2) / bxx);
   return trend;
 }
 
@@ -241,7 +250,14 @@ StepStats compute_step_stats(const StepInput& in) {
     st.error_rate = static_cast<double>(st.failed + st.timed_out) / n;
     st.incomplete_rate = static_cast<double>(st.incomplete) / n;
   }
-  if (const auto trend = in_flight_trend(in.in_flight, in.window_start_ns, in.window_end_ns)) {
+  // The trend is fitted after the queue has filled: a step starts empty and its in-flight
+  // count climbs for about one request lifetime (mean E2E) before it is stationary; fitted from
+  // the window's start, that climb reads as growth (at most half the window is skipped).
+  const std::int64_t fill_ns = std::min<std::int64_t>(static_cast<std::int64_t>(st.e2e_ns.mean),
+                                                      (in.window_end_ns - in.window_start_ns) / 2);
+  if (const auto trend =
+          in_flight_trend(in.in_flight, in.window_start_ns + std::max<std::int64_t>(0, fill_ns),
+                          in.window_end_ns)) {
     st.in_flight_slope_rps = trend->slope_rps;
     st.in_flight_slope_se_rps = trend->se_rps;
   }

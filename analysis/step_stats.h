@@ -50,8 +50,10 @@
 //   §3.3).
 // * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended
 //   (abandoned requests are in `intended` but in neither numerator).
-// * in_flight_slope_rps: least-squares slope of the in-flight points inside the window, in
-//   requests per second; nullopt with fewer than 2 points at distinct times.
+// * in_flight_slope_rps: least-squares slope of the in-flight points inside the window after
+//   its first mean E2E (the queue's fill from empty; at most half the window), in requests per
+//   second, with its autocorrelation-corrected standard error (in_flight_trend); nullopt with
+//   fewer than 2 points at distinct times.
 // * short_output_share: among completed_ok belonging requests with a planned output length,
 //   the share whose output_tokens < planned (servers not honouring max_tokens/ignore_eos,
 //   docs/metrics.md §9.2); warn above kShortOutputWarnShare.
@@ -186,16 +188,16 @@ std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& poin
                                           std::int64_t start_ns, std::int64_t end_ns);
 
 // The slope with its standard error. A stationary queue's in-flight count is autocorrelated
-// over about one request lifetime, so the ordinary least-squares error (which assumes
-// independent residuals) understates the slope's noise by √τ, τ the residuals' integrated
-// autocorrelation time in samples: τ = 1 + 2 Σ ρ_k, summed over lags k while ρ_k > 0 (Geyer's
-// initial positive sequence). se = √(σ²/Sxx × τ), σ² the residual variance. Points are assumed
-// evenly spaced (the agent samples the count on a fixed period). se is nullopt with fewer
-// than 8 points in the window.
+// over about one request lifetime, so the ordinary least-squares error over the samples (which
+// assumes independent residuals) understates the slope's noise many times over. The error comes
+// from batch means instead: the span is cut into kTrendBatches equal batches, and se is the
+// least-squares standard error of the slope over the batches' mean counts (df = batches − 2;
+// batches of tens of seconds are nearly independent). se is nullopt with fewer than
+// 2 × kTrendBatches points or fewer than 4 non-empty batches.
+inline constexpr std::size_t kTrendBatches = 10;
 struct InFlightTrend {
-  double slope_rps = 0;
+  double slope_rps = 0;  // least squares over every point
   std::optional<double> se_rps;
-  double autocorrelation_samples = 1;  // τ
 };
 std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& points,
                                              std::int64_t start_ns, std::int64_t end_ns);

@@ -185,6 +185,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
       const double slope = *st.in_flight_slope_rps;
       const double limit = sla.backlog_growth_fraction * st.offered_rate_rps;
       VerdictReason r = at_most(CheckKind::kBacklog, slope, limit, "in-flight trend", " req/s", 3);
+      if (st.in_flight_slope_se_rps)
+        r.text += " (standard error " + fmt(*st.in_flight_slope_se_rps, 3) + " req/s)";
       // Growth below the noise floor over the window holds. The floor is the larger of the
       // absolute bound and 3√L, L = offered rate × mean E2E (Little's law: the mean in-flight
       // count), because a steady Poisson queue of mean L wanders by about √L.
