@@ -1137,12 +1137,15 @@ void read_phase(const json& v, const std::string& path, PlanPhase& p,
     if (const json* sf = r.get("start_from")) {
       if (sf->is_string() && sf->get<std::string>() == "knee") {
         p.start_from_knee = true;
+      } else if (sf->is_string() && sf->get<std::string>() == "prediction") {
+        p.start_from_knee = false;
+        p.start_from_prediction = true;
       } else if (sf->is_number() && std::isfinite(sf->get<double>()) && sf->get<double>() > 0 &&
                  sf->get<double>() <= max_rate) {
         p.start_from_knee = false;
         p.start_rps = sf->get<double>();
       } else {
-        r.error("start_from", "must be \"knee\" or a positive rate in requests/s");
+        r.error("start_from", "must be \"knee\", \"prediction\" or a positive rate in requests/s");
       }
     }
     r.number("low_rps", p.low_rps, 0.001, max_rate);
@@ -1835,7 +1838,9 @@ json plan_to_json(const TestPlan& plan, bool redact_secrets) {
     if (p.kind == PhaseKind::kConcurrencySweep) j["levels"] = p.levels;
     if (p.kind == PhaseKind::kRateSweep) j["rates_rps"] = p.rates_rps;
     if (p.kind == PhaseKind::kCapacitySearch) {
-      j["start_from"] = p.start_from_knee ? json("knee") : json(p.start_rps);
+      j["start_from"] = p.start_from_knee         ? json("knee")
+                        : p.start_from_prediction ? json("prediction")
+                                                  : json(p.start_rps);
       if (p.low_rps > 0) j["low_rps"] = p.low_rps;
       if (p.high_rps > 0) j["high_rps"] = p.high_rps;
       j["resolution"] = p.resolution;

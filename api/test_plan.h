@@ -185,6 +185,10 @@ struct PlanPhase {
   std::vector<double> rates_rps;      // rate_sweep
   // capacity_search
   bool start_from_knee = true;
+  // start_from "prediction": start at the rate the plan's prediction in virtual time qualified
+  // on this target, moving by 1 + resolution (docs/metrics.md §5.2); the knee (else 1 rps)
+  // where the plan cannot be predicted.
+  bool start_from_prediction = false;
   double start_rps = 0;
   double low_rps = 0;
   double high_rps = 0;

@@ -53,6 +53,15 @@ std::string rate_label(double rps) {
 // Draw keys (StepRequest::draw_key) start here, apart from step indices.
 constexpr int kDrawKeyBase = 1 << 20;
 
+// The draw key of a step whose planned window (before lengthening for min_requests) is
+// `planned_s` long: steps of one length share their draws at every rate, steps of another
+// length draw anew (a confirm is fresh evidence, not the short step's draws again), and a
+// rate_sweep as long as a search's confirms draws what they draw. A retry draws anew.
+int draw_key_for(double planned_s, int attempt) {
+  const auto ms = static_cast<int>(std::llround(planned_s * 1000) % 100'000'000);
+  return ms + 100'000'000 * std::min(attempt - 1, 9);
+}
+
 // Seeds differ per step but are equal across targets, so every target sees the same prompts.
 std::uint64_t step_seed(std::uint64_t plan_seed, std::size_t phase, int repeat, int step) {
   std::uint64_t x = plan_seed ^ (0x9e3779b97f4a7c15ULL * (phase + 1)) ^
@@ -144,6 +153,12 @@ class TargetRun {
   // Simulated targets: reads the simulator's lost wall-clock time (EmbeddedSimulators).
   void set_target_clock(std::function<std::int64_t()> lost_ns) {
     clock_lost_ns_ = std::move(lost_ns);
+  }
+  // start_from "prediction": the rate the plan's prediction qualified, by phase name, on this
+  // target; or why there is none (`unavailable`).
+  void set_predicted_starts(std::map<std::string, double> by_phase, std::string unavailable) {
+    predicted_starts_ = std::move(by_phase);
+    prediction_unavailable_ = std::move(unavailable);
   }
 
  private:
@@ -257,6 +272,8 @@ class TargetRun {
   std::vector<analysis::JudgedStep> all_judged_;
   std::vector<analysis::StepVerdict> all_verdicts_;  // parallel to all_judged_
   std::optional<analysis::SweepPoint> knee_;
+  std::map<std::string, double> predicted_starts_;
+  std::string prediction_unavailable_;
   std::optional<double> qualified_rate_;
   std::function<std::int64_t()> clock_lost_ns_;  // empty for real targets
 };
@@ -743,7 +760,8 @@ json TargetRun::run_rate_sweep(PhaseRun& run) {
     step.load = open_load(phase, agent::RateProfile::constant(rate));
     step.duration_s = phase.duration_s;
     step.params = json{{"rate_rps", rate}};
-    step.draw_key = 0;  // the same requests at every rate (common random numbers)
+    // The same requests at every rate (common random numbers).
+    step.draw_key = draw_key_for(phase.duration_s, 1);
     set_requests_window(phase, rate, step);
     lengthen_for_samples(phase, rate, step);
     step.label = rate_label(rate);
@@ -757,7 +775,14 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
   const PlanPhase& phase = run.phase;
   analysis::CapacitySearchOptions o;
   std::string start_reason;
-  if (phase.start_rps > 0) {
+  const auto predicted = predicted_starts_.find(phase.name);
+  if (phase.start_from_prediction && predicted != predicted_starts_.end()) {
+    // Planned from the twin: start at its answer and move by the resolution, so a good
+    // prediction costs a pass, a fail just above and the confirm.
+    o.initial_rate_rps = predicted->second;
+    o.first_step_factor = std::min(1 + phase.resolution, o.expand_factor);
+    start_reason = "prediction in virtual time";
+  } else if (phase.start_rps > 0) {
     o.initial_rate_rps = phase.start_rps;
     start_reason = "start_from";
   } else if (phase.low_rps > 0 && phase.high_rps > phase.low_rps) {
@@ -771,6 +796,12 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
   } else {
     o.initial_rate_rps = 1.0;
     start_reason = "no knee available: 1 rps";
+  }
+  if (phase.start_from_prediction && predicted == predicted_starts_.end()) {
+    start_reason = "no prediction (" +
+                   (prediction_unavailable_.empty() ? std::string("none qualified")
+                                                    : prediction_unavailable_) +
+                   "); " + start_reason;
   }
   if (phase.high_rps > 0) o.max_rate_rps = phase.high_rps;
   if (phase.low_rps > 0) o.min_rate_rps = phase.low_rps;
@@ -790,9 +821,11 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     step.label = (next->confirm ? "confirm " : "") + rate_label(next->rate_rps) +
                  (next->attempt > 1 ? " (retry " + std::to_string(next->attempt) + ")" : "");
     step.params = json{{"rate_rps", next->rate_rps}, {"confirm", next->confirm}};
-    // Every step of the search draws the same requests (a retry its own), as a rate sweep
-    // does: outcomes then change with the rate alone, and bisection sees a monotone target.
-    step.draw_key = next->attempt - 1;
+    // Every short step of the search draws the same requests, and so does every confirm (their
+    // own, apart from the short steps'), as a rate sweep does: outcomes then change with the
+    // rate alone, and bisection sees a monotone target. A retry draws anew.
+    step.draw_key =
+        draw_key_for(next->confirm ? phase.confirm_duration_s : phase.duration_s, next->attempt);
     if (!next->confirm) set_requests_window(phase, next->rate_rps, step);
     lengthen_for_samples(phase, next->rate_rps, step);
     step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
@@ -1325,6 +1358,36 @@ std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
   return per_target * static_cast<std::int64_t>(plan.targets.size());
 }
 
+std::vector<std::map<std::string, double>> PlanExecutor::predicted_search_starts(
+    const RunPlan& plan, std::stop_token stop, std::string& unavailable) {
+  std::vector<std::map<std::string, double>> starts;
+  const bool wanted = std::any_of(plan.phases.begin(), plan.phases.end(), [](const auto& p) {
+    return p.kind == PhaseKind::kCapacitySearch && p.start_from_prediction;
+  });
+  if (!wanted || mode_ == ExecutionMode::kPredict) return starts;
+  if (const auto problems = prediction_problems(plan); !problems.empty()) {
+    unavailable = "the plan cannot be predicted: " + problems.front();
+    return starts;
+  }
+  ExecutionSink quiet;
+  PlanExecutor predictor(sims_, quiet, nullptr, ExecutionMode::kPredict);
+  const ExecutionResult predicted = predictor.run(plan, std::move(stop));
+  if (!predicted.error.empty()) {
+    unavailable = "the prediction failed: " + predicted.error;
+    return starts;
+  }
+  for (const auto& target : predicted.results.value("targets", json::array())) {
+    auto& by_phase = starts.emplace_back();
+    for (const auto& phase : target.value("phases", json::array())) {
+      const json search = phase.value("search", json::object());
+      if (phase.value("repeat", 0) == 0 && search.contains("qualified_rate_rps") &&
+          search["qualified_rate_rps"].is_number())
+        by_phase[phase.value("name", "")] = search["qualified_rate_rps"].get<double>();
+    }
+  }
+  return starts;
+}
+
 ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
                                   const ResumeState& resume) {
   ExecutionResult out;
@@ -1336,6 +1399,8 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
   json verdict_targets = json::array();
   double measured_output_sum = 0;
   int measured_output_targets = 0;
+  std::string prediction_unavailable;
+  const auto predicted_starts = predicted_search_starts(plan, stop, prediction_unavailable);
 
   for (std::size_t t = 0; t < plan.targets.size() && out.error.empty(); ++t) {
     if (stop.stop_requested()) break;
@@ -1372,6 +1437,8 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     StepBackend& backend = virtual_backend ? *virtual_backend : *backend_;
     TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, backend);
     run.set_target_clock(std::move(clock_lost_ns));
+    if (t < predicted_starts.size())
+      run.set_predicted_starts(predicted_starts[t], prediction_unavailable);
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
     doc["predicted"] = mode_ == ExecutionMode::kPredict;

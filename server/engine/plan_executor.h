@@ -112,6 +112,14 @@ class PlanExecutor {
   static std::vector<std::string> prediction_problems(const RunPlan& plan);
 
  private:
+  // Measured runs with a capacity search that starts from "prediction": the plan predicted in
+  // virtual time first (under a second for the demo), each target's qualified rate by phase
+  // name (parallel to plan.targets). Empty, with `unavailable` saying why, when the plan
+  // cannot be predicted (a real target, a dataset workload, ...).
+  std::vector<std::map<std::string, double>> predicted_search_starts(const RunPlan& plan,
+                                                                     std::stop_token stop,
+                                                                     std::string& unavailable);
+
   EmbeddedSimulators& sims_;
   ExecutionSink& sink_;
   LocalStepBackend local_;

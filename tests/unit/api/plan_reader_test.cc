@@ -959,7 +959,8 @@ TEST(PlanReader, KneeNeedsAnEarlierSweep) {
   EXPECT_FALSE(p.plan->phases[0].start_from_knee);
   EXPECT_DOUBLE_EQ(p.plan->phases[0].start_rps, 2.5);
   rate["phases"][0]["start_from"] = "fast";
-  EXPECT_ERROR(parse(rate), "/phases/0/start_from", "must be \"knee\" or a positive rate");
+  EXPECT_ERROR(parse(rate), "/phases/0/start_from",
+               "must be \"knee\", \"prediction\" or a positive rate");
   rate["phases"][0] = {
       {"kind", "capacity_search"}, {"start_from", 20}, {"low_rps", 1}, {"high_rps", 8}};
   EXPECT_ERROR(parse(rate), "/phases/0/start_from", "within [low_rps, high_rps]");

@@ -225,13 +225,32 @@ TEST(PlanExecutor, TheQualifiedRateIsTheHighestRateWhoseConfirmPassed) {
   EXPECT_TRUE(out.all_qualified);
 }
 
-TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
-  // Short steps hold to 7.5 rps but no confirm holds above 5: three confirms fail. No rate
-  // qualifies; the SLA was not shown to fail everywhere, so the verdict is inconclusive
-  // (exit 4), naming the failed confirms — never a PASS, never a cost.
+TEST(PlanExecutor, ConfirmsThatHoldOnlyLowerAreSearchedWithConfirmLengthSteps) {
+  // Short steps hold to 7.5 rps but no confirm holds above 5: after the first failed confirm
+  // every step is confirm-length, and the answer is a confirmed rate within 5 % of 5.
   EmbeddedSimulators sims;
   RecordingSink sink;
   KnownCapacityBackend backend(7.5, 5.0, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token());
+  ASSERT_EQ(out.error, "");
+  const json& t = out.results.at("targets").at(0);
+  const json& search = t.at("phases").at(0).at("search");
+  ASSERT_TRUE(search.at("qualified_rate_rps").is_number()) << search.dump();
+  EXPECT_LE(search["qualified_rate_rps"].get<double>(), 5.0);
+  EXPECT_GE(search["qualified_rate_rps"].get<double>(), 5.0 / 1.05);
+  EXPECT_TRUE(search.at("resolution_reached").get<bool>());
+  EXPECT_GT(search.at("bracket_high_rps").get<double>(), 5.0);
+  EXPECT_EQ(t.at("verdict").at("outcome"), "pass");
+}
+
+TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
+  // Short steps hold to 7.5 rps but no confirm holds even at the search's lowest rate (1 rps).
+  // No rate qualifies; the SLA was not shown to fail everywhere (short steps passed), so the
+  // verdict is inconclusive (exit 4), naming the failed confirms — never a PASS, never a cost.
+  EmbeddedSimulators sims;
+  RecordingSink sink;
+  KnownCapacityBackend backend(7.5, 0.5, 4);
   PlanExecutor executor(sims, sink, &backend);
   const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token());
   ASSERT_EQ(out.error, "");
@@ -248,6 +267,35 @@ TEST(PlanExecutor, EveryConfirmFailedMeansNoCapacityNoPassAndNoCost) {
   // No cost and no instances come from evidence short of a qualified capacity.
   const json& lines = out.results.at("demand_plan").at("lines");
   EXPECT_FALSE(lines.at(0).at("feasible").get<bool>());
+}
+
+TEST(PlanExecutor, ASearchPlannedFromThePredictionStartsAtThePredictedRate) {
+  // start_from "prediction": the plan is predicted in virtual time first; the measured search
+  // starts at the rate the twin qualified and moves by 1 + resolution.
+  RunPlan plan = search_plan();
+  plan.phases[0].start_from_knee = false;
+  plan.phases[0].start_from_prediction = true;
+  plan.phases[0].high_rps = 1000;  // the twin's answer lies below it, not at it
+  EmbeddedSimulators sims;
+  RecordingSink sink;
+  PlanExecutor predictor(sims, sink, nullptr, ExecutionMode::kPredict);
+  const ExecutionResult predicted = predictor.run(plan, std::stop_source().get_token());
+  ASSERT_EQ(predicted.error, "");
+  const json& ps = predicted.results["targets"][0]["phases"][0]["search"];
+  ASSERT_TRUE(ps["qualified_rate_rps"].is_number()) << ps.dump();
+  const double twin = ps["qualified_rate_rps"].get<double>();
+  // The measured target here is a scripted one whose capacity is the twin's answer.
+  KnownCapacityBackend backend(twin * 1.01, twin * 1.01, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(plan, std::stop_source().get_token());
+  ASSERT_EQ(out.error, "");
+  const json& search = out.results["targets"][0]["phases"][0]["search"];
+  EXPECT_EQ(search["start_reason"], "prediction in virtual time");
+  EXPECT_NEAR(search["start_rate_rps"].get<double>(), twin, 1e-3);
+  EXPECT_NEAR(search["trials"][0]["rate_rps"].get<double>(), twin, 1e-3);
+  // A pass at the prediction, a fail 5 % above it, the confirm: three steps.
+  EXPECT_EQ(search["steps"].get<int>(), 3) << search.dump();
+  EXPECT_NEAR(search["qualified_rate_rps"].get<double>(), twin, 1e-3);
 }
 
 TEST(PlanExecutor, AnSlaThatHoldsAtNoRateIsAFail) {

@@ -141,6 +141,7 @@ json random_plan(std::mt19937_64& rng, int index) {
 struct Judged {
   bool pass = false;
   bool thin = false;
+  std::string why;  // the missed checks, for the case lines
 };
 
 // The twin's outcomes at `rates`, each step with the search's own length (short or confirm),
@@ -165,6 +166,11 @@ std::vector<Judged> grid(const json& plan, const std::vector<double>& rates, boo
   for (std::size_t i = 0; i < steps.size() && i < out.size(); ++i) {
     out[i].pass = steps[i]["verdict"]["outcome"] == "pass";
     out[i].thin = steps[i].value("insufficient_samples", false);
+    for (const auto& r : steps[i]["verdict"]["reasons"]) {
+      if (r["status"] == "missed" || r["status"] == "not_evaluated")
+        out[i].why += r["code"].get<std::string>() + " ";
+    }
+    out[i].why += "window " + steps[i]["stats"]["window_s"].dump();
   }
   return out;
 }
@@ -172,18 +178,23 @@ std::vector<Judged> grid(const json& plan, const std::vector<double>& rates, boo
 struct Truth {
   std::optional<double> low;   // the highest grid rate below which every grid rate passes
   std::optional<double> high;  // the first grid rate above it that does not
+  std::string why;             // why the grid rate at `high` did not pass
   int evaluated = 0;
 };
 
 // The grid: 2 % apart around the hint (from hint / 1.3 up to the first failure, extended
-// upward while everything passes), 12 % apart below it down to hint / 8.
+// upward while everything passes), 12 % apart below it down to hint / 8, never below the
+// search's own floor (its min rate, 0.1 rps: rates it never tries are no part of its answer).
 Truth brute_force(const json& plan, double hint) {
   Truth t;
+  constexpr double kSearchFloorRps = 0.1;
   std::vector<double> rates;
-  for (double r = hint / 1.3; r > hint / 8; r /= 1.12) rates.push_back(r);
+  for (double r = hint / 1.3; r > std::max(hint / 8, kSearchFloorRps * 0.999); r /= 1.12)
+    rates.push_back(r);
   std::reverse(rates.begin(), rates.end());
   const std::size_t coarse = rates.size();
-  for (double r = hint / 1.3; r <= hint * 1.3; r *= 1.02) rates.push_back(r);
+  for (double r = std::max(hint / 1.3, kSearchFloorRps); r <= hint * 1.3; r *= 1.02)
+    rates.push_back(r);
   for (int extension = 0; extension < 8; ++extension) {
     const auto shorts = grid(plan, rates, false);
     const auto longs = grid(plan, rates, true);
@@ -195,6 +206,7 @@ Truth brute_force(const json& plan, double hint) {
         t.low = rates[i];
       } else {
         t.high = rates[i];
+        t.why = (shorts[i].pass ? "confirm: " + longs[i].why : "short: " + shorts[i].why);
         break;
       }
     }
@@ -343,6 +355,8 @@ TEST(SearchProperty, DISABLED_RandomPlansAgainstTheTwinsBruteForceTruth) {
         truth.high ? std::to_string(*truth.high).substr(0, 7).c_str() : "-",
         search["steps"].get<int>(), search["end"].get<std::string>().c_str(),
         target["verdict"]["statement"].get<std::string>().substr(0, 100).c_str());
+    if (verdict == "ABOVE")
+      std::printf("[ above ] the grid at truth_high: %s\n", truth.why.c_str());
     EXPECT_NE(verdict, "ABOVE") << plan.dump();
     EXPECT_NE(verdict, "FALSE-FAIL") << plan.dump();
   }
