@@ -54,6 +54,7 @@ CapacitySearch::CapacitySearch(CapacitySearchOptions o) : options_(o) {
   }
   if (o.max_steps < 1) throw std::invalid_argument("max_steps: must be ≥ 1");
   step_factor_ = o.first_step_factor > 0 ? o.first_step_factor : o.expand_factor;
+  long_mode_ = o.start_with_confirms;
 }
 
 bool CapacitySearch::narrow(double lo, double hi) const {
@@ -94,14 +95,23 @@ std::optional<SearchStep> CapacitySearch::next_rate() {
 
 std::optional<double> CapacitySearch::next_long_rate() {
   // Every step is confirm-length; the bracket is [highest confirmed pass, lowest fail].
+  const double min = options_.min_rate_rps, max = options_.max_rate_rps;
   if (confirmed_) {
+    if (!hi_ && *confirmed_ < max) return std::min(*confirmed_ * step_factor_, max);
     if (!hi_ || narrow(*confirmed_, *hi_)) {
       finish(SearchEnd::kConfirmed);
       return std::nullopt;
     }
     return (*confirmed_ + *hi_) / 2;
   }
-  const double min = options_.min_rate_rps;
+  if (!hi_) {  // start_with_confirms, nothing run yet (or only thin steps below)
+    if (thin_ && *thin_ >= max) {
+      finish(SearchEnd::kInsufficientSamples);
+      return std::nullopt;
+    }
+    return thin_ ? std::min(*thin_ * step_factor_, max)
+                 : std::clamp(options_.initial_rate_rps, min, max);
+  }
   if (*hi_ <= min) {
     finish(SearchEnd::kConfirmFailed);
     return std::nullopt;
@@ -248,12 +258,18 @@ void CapacitySearch::report(double rate_rps, Outcome outcome, bool insufficient_
     return;
   }
   if (passed) {
+    if (long_mode_ && !hi_) {  // moving up from a confirmed pass: gallop as the short phase does
+      if (direction_ == 1)
+        step_factor_ = std::min(step_factor_ * step_factor_, options_.expand_factor);
+      direction_ = 1;
+    }
     confirmed_ = std::max(confirmed_.value_or(rate_rps), rate_rps);
     if (!long_mode_) {
       finish(SearchEnd::kConfirmed);
       return;
     }
-    if (!hi_ || narrow(*confirmed_, *hi_)) finish(SearchEnd::kConfirmed);
+    if (hi_ ? narrow(*confirmed_, *hi_) : *confirmed_ >= options_.max_rate_rps)
+      finish(SearchEnd::kConfirmed);
     return;
   }
   // A failed confirm: short steps overstate what a long run holds at this load. Every later

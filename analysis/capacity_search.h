@@ -12,7 +12,9 @@
 // Algorithm (every rule keeps "the answer is a rate whose confirm passed"):
 // 1. Start at initial_rate_rps (clamped to [min, max]); rate_from_knee() gives it by Little's
 //    law from a concurrency sweep's knee: rate ≈ concurrency / mean E2E. A search planned from a
-//    prediction starts at the predicted rate with first_step_factor = 1 + resolution.
+//    prediction starts at the predicted rate with first_step_factor = 1 + resolution and
+//    start_with_confirms: every step confirm-length (rule 4's mode) from the first, moving up
+//    from a confirmed pass by the step factor, so a close prediction costs two confirms.
 // 2. Expand with short steps: while nothing failed, multiply the highest pass by the step
 //    factor (capped at max_rate_rps); while nothing passed, divide the lowest fail (floored at
 //    min_rate_rps). The factor starts at first_step_factor and squares on every further move in
@@ -65,6 +67,9 @@ struct CapacitySearchOptions {
   // The first bracketing step factor (> 1, ≤ expand_factor); 0: expand_factor. A search
   // planned from a prediction uses 1 + relative_resolution.
   double first_step_factor = 0;
+  // Every step confirm-length from the start (rule 4's mode): a search planned from a
+  // prediction, whose answer is a confirmed rate, starts by confirming it.
+  bool start_with_confirms = false;
   double relative_resolution = 0.05;   // bracket width relative to the passing rate
   double absolute_resolution_rps = 0;  // or absolute width; whichever is larger stops
   int inconclusive_retries = 1;

@@ -306,6 +306,28 @@ TEST(CapacitySearch, APlannedStartNeedsFewSteps) {
   }
 }
 
+TEST(CapacitySearch, APlannedSearchThatStartsWithConfirms) {
+  // start_with_confirms: every step confirm-length; a close prediction costs two steps, a bad
+  // one a few more, and the answer is never above what confirms hold.
+  for (const double truth : {4.47, 1.67, 100.0}) {
+    for (const double error : {-0.04, 0.0, 0.04, 0.3, -0.3}) {
+      CapacitySearchOptions o;
+      o.initial_rate_rps = truth * (1 + error);
+      o.first_step_factor = 1.05;
+      o.start_with_confirms = true;
+      const auto r = drive(o, [&](const SearchStep& s) {
+        // Short steps would overstate: they are never asked for.
+        EXPECT_TRUE(s.confirm);
+        return s.rate_rps <= truth ? Outcome::kPass : Outcome::kFail;
+      });
+      ASSERT_EQ(r.end, SearchEnd::kConfirmed) << truth << " " << error;
+      EXPECT_LE(*r.qualified_rate_rps, truth);
+      EXPECT_GE(*r.qualified_rate_rps, truth / 1.05);
+      EXPECT_LE(r.steps, std::fabs(error) <= 0.04 ? 3 : 9) << truth << " " << error;
+    }
+  }
+}
+
 TEST(CapacitySearch, RandomMonotoneTargetsAreNeverOverstated) {
   // 2000 random targets: short steps pass up to θs, confirms up to θc ≤ θs; random starts,
   // resolutions and first factors. The answer is never above θc and, within max_steps 40,
