@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace llmcap::analysis {
 
@@ -54,7 +55,8 @@ CapacitySearch::CapacitySearch(CapacitySearchOptions o) : options_(o) {
   }
   if (o.max_steps < 1) throw std::invalid_argument("max_steps: must be ≥ 1");
   step_factor_ = o.first_step_factor > 0 ? o.first_step_factor : o.expand_factor;
-  long_mode_ = o.start_with_confirms;
+  if (o.planned_high_rps != 0 && !(o.planned_high_rps > o.initial_rate_rps))
+    throw std::invalid_argument("planned_high_rps: must be 0 or above initial_rate_rps");
 }
 
 bool CapacitySearch::narrow(double lo, double hi) const {
@@ -95,22 +97,13 @@ std::optional<SearchStep> CapacitySearch::next_rate() {
 
 std::optional<double> CapacitySearch::next_long_rate() {
   // Every step is confirm-length; the bracket is [highest confirmed pass, lowest fail].
-  const double min = options_.min_rate_rps, max = options_.max_rate_rps;
+  const double min = options_.min_rate_rps;
   if (confirmed_) {
-    if (!hi_ && *confirmed_ < max) return std::min(*confirmed_ * step_factor_, max);
     if (!hi_ || narrow(*confirmed_, *hi_)) {
       finish(SearchEnd::kConfirmed);
       return std::nullopt;
     }
     return (*confirmed_ + *hi_) / 2;
-  }
-  if (!hi_) {  // start_with_confirms, nothing run yet (or only thin steps below)
-    if (thin_ && *thin_ >= max) {
-      finish(SearchEnd::kInsufficientSamples);
-      return std::nullopt;
-    }
-    return thin_ ? std::min(*thin_ * step_factor_, max)
-                 : std::clamp(options_.initial_rate_rps, min, max);
   }
   if (*hi_ <= min) {
     finish(SearchEnd::kConfirmFailed);
@@ -120,6 +113,10 @@ std::optional<double> CapacitySearch::next_long_rate() {
   const double just_below =
       std::min(*hi_ / (1 + options_.relative_resolution), *hi_ - options_.absolute_resolution_rps);
   double r = just_below;
+  // A short pass already within the resolution of the failed rate is confirmed first.
+  for (const double p : short_passes_) {
+    if (p < *hi_ && narrow(p, *hi_) && p > r) r = p;
+  }
   if (just_below_tried_) {
     std::optional<double> best;  // the highest short pass below, else a step down
     for (const double p : short_passes_) {
@@ -166,6 +163,16 @@ std::optional<SearchStep> CapacitySearch::plan_next() {
       if (*lo_ >= max) {
         confirm_now_ = true;
         result_.at_max_rate = true;
+      } else if (options_.planned_high_rps > 0 && !planned_high_tried_ && left > 2) {
+        // A planned search checks the prediction's bracket: the step that failed just above
+        // its answer there (a short step or a confirm, as it was).
+        planned_high_tried_ = planned_high_pending_ = true;
+        step.rate_rps = std::min(options_.planned_high_rps, max);
+        if (options_.planned_high_confirm) {
+          step.confirm = true;
+          step.duration_factor = options_.confirm_duration_factor;
+        }
+        return step;
       } else if (left <= 1) {
         confirm_now_ = true;
       } else {
@@ -240,6 +247,16 @@ void CapacitySearch::report(double rate_rps, Outcome outcome, bool insufficient_
   retries_used_ = 0;
   pending_.reset();
   const bool passed = outcome == Outcome::kPass;
+  const bool planned_high = std::exchange(planned_high_pending_, false);
+  if (planned_high && step.confirm && passed) {
+    // The target holds more than its prediction: a confirm there is evidence like a short
+    // pass (the answer still needs a short pass and a confirm at one rate).
+    lo_ = std::max(lo_.value_or(rate_rps), rate_rps);
+    short_passes_.push_back(rate_rps);
+    result_.highest_pass_rps = std::max(result_.highest_pass_rps.value_or(rate_rps), rate_rps);
+    direction_ = 1;
+    return;
+  }
 
   if (!step.confirm) {
     if (passed) {
@@ -258,18 +275,12 @@ void CapacitySearch::report(double rate_rps, Outcome outcome, bool insufficient_
     return;
   }
   if (passed) {
-    if (long_mode_ && !hi_) {  // moving up from a confirmed pass: gallop as the short phase does
-      if (direction_ == 1)
-        step_factor_ = std::min(step_factor_ * step_factor_, options_.expand_factor);
-      direction_ = 1;
-    }
     confirmed_ = std::max(confirmed_.value_or(rate_rps), rate_rps);
     if (!long_mode_) {
       finish(SearchEnd::kConfirmed);
       return;
     }
-    if (hi_ ? narrow(*confirmed_, *hi_) : *confirmed_ >= options_.max_rate_rps)
-      finish(SearchEnd::kConfirmed);
+    if (!hi_ || narrow(*confirmed_, *hi_)) finish(SearchEnd::kConfirmed);
     return;
   }
   // A failed confirm: short steps overstate what a long run holds at this load. Every later

@@ -12,9 +12,10 @@
 // Algorithm (every rule keeps "the answer is a rate whose confirm passed"):
 // 1. Start at initial_rate_rps (clamped to [min, max]); rate_from_knee() gives it by Little's
 //    law from a concurrency sweep's knee: rate ≈ concurrency / mean E2E. A search planned from a
-//    prediction starts at the predicted rate with first_step_factor = 1 + resolution and
-//    start_with_confirms: every step confirm-length (rule 4's mode) from the first, moving up
-//    from a confirmed pass by the step factor, so a close prediction costs two confirms.
+//    prediction starts at the predicted rate with first_step_factor = 1 + resolution, and
+//    after a short pass there runs the step that failed just above the prediction's answer
+//    (planned_high_rps, short or confirm as it was in the prediction): a target that behaves
+//    like its twin costs a short pass, that fail and the confirm.
 // 2. Expand with short steps: while nothing failed, multiply the highest pass by the step
 //    factor (capped at max_rate_rps); while nothing passed, divide the lowest fail (floored at
 //    min_rate_rps). The factor starts at first_step_factor and squares on every further move in
@@ -26,9 +27,10 @@
 // 4. Confirm: repeat the best short pass with duration_factor = confirm_duration_factor. A pass
 //    ends the search (kConfirmed). A FAILED confirm at r means short steps overstate what a long
 //    run holds here: from then on every step is confirm-length. It tries just below the failed
-//    rate first, r / (1 + resolution) (a pass there is already within the resolution), then the
-//    highest short pass below that, else r / expand_factor, and bisects between the highest
-//    confirmed pass and the lowest fail with confirm-length steps until the resolution holds.
+//    rate first: the highest short pass within the resolution of r, else r / (1 + resolution)
+//    (a pass there is already within the resolution), then the highest short pass below that, else
+//    r / expand_factor, and bisects between the highest confirmed pass and the lowest fail with
+//    confirm-length steps until the resolution holds.
 // The answer (qualified_rate_rps) is always the highest CONFIRMED pass; bracket_low/high_rps are
 // that rate and the lowest failing rate above it (the answer's resolution). A search that runs
 // out of steps with a confirmed pass still answers it (resolution_reached = false).
@@ -67,9 +69,12 @@ struct CapacitySearchOptions {
   // The first bracketing step factor (> 1, ≤ expand_factor); 0: expand_factor. A search
   // planned from a prediction uses 1 + relative_resolution.
   double first_step_factor = 0;
-  // Every step confirm-length from the start (rule 4's mode): a search planned from a
-  // prediction, whose answer is a confirmed rate, starts by confirming it.
-  bool start_with_confirms = false;
+  // A search planned from a prediction: the lowest rate that failed above the prediction's
+  // answer (0: none) and whether that step was a confirm. After a short pass at
+  // initial_rate_rps the search runs that step next, so a target that behaves like its twin
+  // costs three steps: a short pass at the answer, the fail above it, the confirm.
+  double planned_high_rps = 0;
+  bool planned_high_confirm = false;
   double relative_resolution = 0.05;   // bracket width relative to the passing rate
   double absolute_resolution_rps = 0;  // or absolute width; whichever is larger stops
   int inconclusive_retries = 1;
@@ -155,8 +160,10 @@ class CapacitySearch {
   bool long_mode_ = false;            // a confirm failed: every step is confirm-length now
   bool confirm_now_ = false;          // the short phase is over: confirm lo_ next
   bool just_below_tried_ = false;
-  double step_factor_ = 2;  // the current bracketing factor (galloping)
-  int direction_ = 0;       // +1 expanding up, −1 down, 0 not yet
+  bool planned_high_tried_ = false;
+  bool planned_high_pending_ = false;  // the step asked for is the planned-high one
+  double step_factor_ = 2;             // the current bracketing factor (galloping)
+  int direction_ = 0;                  // +1 expanding up, −1 down, 0 not yet
   int retries_used_ = 0;
   std::optional<SearchStep> pending_;
 };

@@ -156,7 +156,8 @@ class TargetRun {
   }
   // start_from "prediction": the rate the plan's prediction qualified, by phase name, on this
   // target; or why there is none (`unavailable`).
-  void set_predicted_starts(std::map<std::string, double> by_phase, std::string unavailable) {
+  void set_predicted_starts(std::map<std::string, PlannedSearch> by_phase,
+                            std::string unavailable) {
     predicted_starts_ = std::move(by_phase);
     prediction_unavailable_ = std::move(unavailable);
   }
@@ -272,7 +273,7 @@ class TargetRun {
   std::vector<analysis::JudgedStep> all_judged_;
   std::vector<analysis::StepVerdict> all_verdicts_;  // parallel to all_judged_
   std::optional<analysis::SweepPoint> knee_;
-  std::map<std::string, double> predicted_starts_;
+  std::map<std::string, PlannedSearch> predicted_starts_;
   std::string prediction_unavailable_;
   std::optional<double> qualified_rate_;
   std::function<std::int64_t()> clock_lost_ns_;  // empty for real targets
@@ -777,12 +778,16 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
   std::string start_reason;
   const auto predicted = predicted_starts_.find(phase.name);
   if (phase.start_from_prediction && predicted != predicted_starts_.end()) {
-    // Planned from the twin: start at its answer and move by the resolution, so a good
-    // prediction costs a pass, a fail just above and the confirm. (Confirming the answer
-    // first, start_with_confirms, was tried on the demo: the 4090's confirm passed at 1.83 rps
-    // where the short step fails, an answer above what short and long steps both hold.)
-    o.initial_rate_rps = predicted->second;
+    // Planned from the twin: start at its answer, check the step that failed just above it
+    // there, then confirm: a target that behaves like its twin costs three steps. (Confirming
+    // the answer first was tried on the demo: the 4090's confirm passed at 1.83 rps where the
+    // short step fails, an answer above what short and long steps both hold.)
+    o.initial_rate_rps = predicted->second.rate_rps;
     o.first_step_factor = std::min(1 + phase.resolution, o.expand_factor);
+    if (predicted->second.high_rps > o.initial_rate_rps) {
+      o.planned_high_rps = predicted->second.high_rps;
+      o.planned_high_confirm = predicted->second.high_confirm;
+    }
     start_reason = "prediction in virtual time";
   } else if (phase.start_rps > 0) {
     o.initial_rate_rps = phase.start_rps;
@@ -1360,9 +1365,9 @@ std::int64_t PlanExecutor::planned_steps(const RunPlan& plan) {
   return per_target * static_cast<std::int64_t>(plan.targets.size());
 }
 
-std::vector<std::map<std::string, double>> PlanExecutor::predicted_search_starts(
+std::vector<std::map<std::string, PlannedSearch>> PlanExecutor::predicted_search_starts(
     const RunPlan& plan, std::stop_token stop, std::string& unavailable) {
-  std::vector<std::map<std::string, double>> starts;
+  std::vector<std::map<std::string, PlannedSearch>> starts;
   const bool wanted = std::any_of(plan.phases.begin(), plan.phases.end(), [](const auto& p) {
     return p.kind == PhaseKind::kCapacitySearch && p.start_from_prediction;
   });
@@ -1386,9 +1391,20 @@ std::vector<std::map<std::string, double>> PlanExecutor::predicted_search_starts
     auto& by_phase = starts.emplace_back();
     for (const auto& phase : target.value("phases", json::array())) {
       const json search = phase.value("search", json::object());
-      if (phase.value("repeat", 0) == 0 && search.contains("qualified_rate_rps") &&
-          search["qualified_rate_rps"].is_number())
-        by_phase[phase.value("name", "")] = search["qualified_rate_rps"].get<double>();
+      if (phase.value("repeat", 0) != 0 || !search.contains("qualified_rate_rps") ||
+          !search["qualified_rate_rps"].is_number())
+        continue;
+      PlannedSearch planned;
+      planned.rate_rps = search["qualified_rate_rps"].get<double>();
+      if (search.contains("bracket_high_rps") && search["bracket_high_rps"].is_number()) {
+        planned.high_rps = search["bracket_high_rps"].get<double>();
+        for (const auto& t : search.value("trials", json::array())) {
+          if (std::fabs(t.value("rate_rps", 0.0) - planned.high_rps) < 1e-4 &&
+              t.value("outcome", "") != "pass")
+            planned.high_confirm = t.value("confirm", false);
+        }
+      }
+      by_phase[phase.value("name", "")] = planned;
     }
   }
   return starts;
@@ -1443,8 +1459,9 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
     StepBackend& backend = virtual_backend ? *virtual_backend : *backend_;
     TargetRun run(plan, target, t, sink_, stop, resume, global_step, planned, backend);
     run.set_target_clock(std::move(clock_lost_ns));
-    if (t < predicted_starts.size())
-      run.set_predicted_starts(predicted_starts[t], prediction_unavailable);
+    run.set_predicted_starts(
+        t < predicted_starts.size() ? predicted_starts[t] : std::map<std::string, PlannedSearch>{},
+        prediction_unavailable);
     json doc = run.run(out.error, cancelled);
     if (!description.empty()) doc["simulator"] = description;
     doc["predicted"] = mode_ == ExecutionMode::kPredict;

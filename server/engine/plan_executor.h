@@ -92,6 +92,14 @@ struct ExecutionResult {
   analysis::Outcome verdict = analysis::Outcome::kInconclusive;
 };
 
+// A capacity search planned from the plan's prediction (start_from "prediction"): the rate the
+// twin qualified and the lowest rate that failed above it there (0: none), a confirm or not.
+struct PlannedSearch {
+  double rate_rps = 0;
+  double high_rps = 0;
+  bool high_confirm = false;
+};
+
 // kMeasure: load is sent to the targets (sim:// targets through their embedded simulators, in
 // compressed real time). kPredict: every target must be sim://; each runs in virtual time
 // (server/engine/virtual_step_backend.h) and the results are marked "predicted".
@@ -116,9 +124,8 @@ class PlanExecutor {
   // virtual time first (under a second for the demo), each target's qualified rate by phase
   // name (parallel to plan.targets). Empty, with `unavailable` saying why, when the plan
   // cannot be predicted (a real target, a dataset workload, ...).
-  std::vector<std::map<std::string, double>> predicted_search_starts(const RunPlan& plan,
-                                                                     std::stop_token stop,
-                                                                     std::string& unavailable);
+  std::vector<std::map<std::string, PlannedSearch>> predicted_search_starts(
+      const RunPlan& plan, std::stop_token stop, std::string& unavailable);
 
   EmbeddedSimulators& sims_;
   ExecutionSink& sink_;
