@@ -3,6 +3,7 @@
 // redaction, fingerprints, cross-field rules, duration arithmetic, limits, the example plans in
 // deploy/plans/, and agreement with the JSON Schema in docs/plan-schema.json.
 #include "api/plan_reader.h"
+#include "tests/unit/api/minimal_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,13 +22,7 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-json minimal() {
-  return json::parse(R"({
-    "version": 1,
-    "targets": [{"name": "a", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
-    "phases": [{"kind": "concurrency_sweep", "levels": [1, 2]}]
-  })");
-}
+using testing_plans::minimal;
 
 PlanParse parse(const json& plan, const PlanLimits& limits = {}) {
   return parse_plan(plan.dump(), limits);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/plan_reader.h"
+#include "tests/unit/api/minimal_plan.h"
 
 namespace llmcap::api {
 namespace {
@@ -17,13 +18,7 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-json minimal() {
-  return json::parse(R"({
-    "version": 1,
-    "targets": [{"name": "a", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
-    "phases": [{"kind": "concurrency_sweep", "levels": [1, 2]}]
-  })");
-}
+using testing_plans::minimal;
 
 // The names as server/ passes them from the simulator's catalogue (a subset is enough here).
 PlanLimits with_profiles() {
