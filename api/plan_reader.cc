@@ -2,6 +2,7 @@
 
 #include "analysis/capacity_search.h"
 #include "analysis/fnv1a.h"
+#include "analysis/sample_window.h"
 #include "analysis/sla.h"
 #include "analysis/summary.h"
 #include "net/http_message.h"
@@ -1630,10 +1631,9 @@ bool window_warning(const PlanPhase& p, const std::string& path, double rate,
     return true;
   }
   if (rule == WindowRule::kLengthened && p.requests == 0 && rate * p.duration_s < needed) {
-    // The executor aims at min_requests + 3√min_requests, so that a window falls short of
-    // min_requests about once in a thousand steps.
+    // What the executor lengthens the window to (analysis/sample_window.h).
     const double lengthened_s =
-        std::min(std::ceil((needed + 3 * std::sqrt(needed)) / rate), p.max_duration_s);
+        std::min(analysis::window_for_min_requests_s(rate, min_requests), p.max_duration_s);
     out.push_back(path + ": steps at " + rate_text + " will be lengthened to about " +
                   number_text(lengthened_s) + " s to hold sla.min_requests " +
                   std::to_string(min_requests) + " (duration_s " + number_text(p.duration_s) +

@@ -15,6 +15,7 @@
 #include "analysis/knee.h"
 #include "analysis/region_latency.h"
 #include "analysis/repeatability.h"
+#include "analysis/sample_window.h"
 #include "analysis/step_stats.h"
 #include "analysis/target_verdict.h"
 #include "analysis/verdict.h"
@@ -219,11 +220,9 @@ class TargetRun {
   // for even that reads inconclusive (insufficient samples), never failed.
   void lengthen_for_samples(const PlanPhase& phase, double rate, StepRequest& step) const {
     if (step.window_requests > 0 || !(rate > 0)) return;
-    const double m = static_cast<double>(plan_.sla.min_requests);
-    const double needed_s = (m + 3 * std::sqrt(m)) / rate;
+    const double needed_s = analysis::window_for_min_requests_s(rate, plan_.sla.min_requests);
     if (needed_s <= step.duration_s) return;
-    const double lengthened =
-        std::min(std::ceil(needed_s), std::max(phase.max_duration_s, step.duration_s));
+    const double lengthened = std::min(needed_s, std::max(phase.max_duration_s, step.duration_s));
     if (lengthened <= step.duration_s) return;
     step.params["lengthened_from_s"] = step.duration_s;
     step.duration_s = lengthened;
