@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <stdexcept>
 
 #include "analysis/verdict.h"
@@ -177,6 +179,30 @@ TEST(StepStats, OutputTokensFromRecordedEventTimes) {
   s.t_last_token_ns = s.t_end_ns = s.token_times_ns.back();
   const std::int64_t f = s.t_first_token_ns;
   EXPECT_DOUBLE_EQ(output_tokens_in_window(s, f + 50 * kMs, f + 950 * kMs), 4);
+}
+
+TEST(StepStats, InFlightTrendErrorComesFromBatchMeans) {
+  // A queue that wanders slowly (a 40 s cycle, 10 samples a second) has no trend: the
+  // samples' own least-squares error would call a small slope significant, batch means do not.
+  std::vector<InFlightPoint> wander;
+  for (int i = 0; i < 3000; ++i)
+    wander.push_back({i * 100 * kMs, 20 + 6 * std::sin(i * 0.1 * 2 * M_PI / 40)});
+  const auto w = in_flight_trend(wander, 0, 300 * kSec);
+  ASSERT_TRUE(w && w->se_rps);
+  EXPECT_LT(std::fabs(w->slope_rps), 4.5 * *w->se_rps);
+  // Steady growth of 0.5 requests/s with the same wander is far beyond its error.
+  std::vector<InFlightPoint> growing = wander;
+  for (auto& p : growing) p.in_flight += 0.5 * static_cast<double>(p.t_ns) / 1e9;
+  const auto g = in_flight_trend(growing, 0, 300 * kSec);
+  ASSERT_TRUE(g && g->se_rps);
+  EXPECT_NEAR(g->slope_rps, 0.5, 0.05);
+  EXPECT_GT(g->slope_rps, 4.5 * *g->se_rps);
+  // Too few points for batches: the slope, no error.
+  std::vector<InFlightPoint> few;
+  for (int i = 0; i < 10; ++i) few.push_back({i * kSec, 1.0 * i});
+  const auto f = in_flight_trend(few, 0, 10 * kSec);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_FALSE(f->se_rps.has_value());
 }
 
 TEST(StepStats, InFlightSlope) {
