@@ -48,9 +48,17 @@ class AtDemand(unittest.TestCase):
         # The same arrivals on both targets: the same number of requests intended in the window.
         counts = {n: s["stats"]["counts"]["intended"] for n, s in steps.items()}
         self.assertEqual(len(set(counts.values())), 1, counts)
-        # The faster card answers sooner at the same load.
-        self.assertLess(rows["a100-80g-pcie"]["ttft_p95_ms"], rows["rtx4090-48g"]["ttft_p95_ms"])
-        self.assertLess(rows["a100-80g-pcie"]["e2e_p95_ms"], rows["rtx4090-48g"]["e2e_p95_ms"])
+        # The faster card answers sooner at the same load, when both were measured honestly. A
+        # step whose client or simulator fell behind the wall clock (a busy host, a sanitizer
+        # build: docs/metrics.md §4.2) reads late; the tool must then say so, and its latency
+        # says nothing about the card.
+        bound = [n for n, s in steps.items() if s["client_bound"]]
+        for n in bound:
+            self.assertEqual(steps[n]["verdict"]["outcome"], "inconclusive", steps[n]["verdict"])
+        if not bound:
+            self.assertLess(rows["a100-80g-pcie"]["ttft_p95_ms"],
+                            rows["rtx4090-48g"]["ttft_p95_ms"])
+            self.assertLess(rows["a100-80g-pcie"]["e2e_p95_ms"], rows["rtx4090-48g"]["e2e_p95_ms"])
         return entry, rows
 
     def test_example_plan_predicted(self):
