@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "sim/batch_engine.h"
+#include "sim/sim_model.h"
+
 namespace llmcap::sim {
 namespace {
 
@@ -528,11 +531,38 @@ struct LoadResult {
 
 constexpr int kLongContextRequests = 24;  // 24 × 2.2k tokens ≈ 53k: more than 24 GB holds
 
-LoadResult long_context_load(const std::string& hw) {
+SimOptions long_context_options(const std::string& hw) {
   SimOptions o = fast(hw);
   o.time_scale = 50;
   o.enable_prefix_caching = false;  // every client sends the same prompt
-  Sim sim(o);
+  return o;
+}
+
+// The 24 requests on the engine the server builds from the same options (build_sim_model), all
+// arriving at once, stepped in virtual time: what the cards' KV pools do with them does not
+// depend on how fast the host runs the simulator or the clients.
+LoadResult long_context_virtual(const std::string& hw) {
+  const SimModel m = build_sim_model(long_context_options(hw));
+  BatchEngine engine(m.roofline, m.engine_config);
+  for (int i = 0; i < kLongContextRequests; ++i)
+    EXPECT_TRUE(engine.add({.id = static_cast<std::uint64_t>(i + 1),
+                            .prompt_tokens = 2000 + i,
+                            .max_output_tokens = 200,
+                            .block_hashes = {}}));
+  LoadResult out;
+  for (int steps = 0; !engine.idle() && steps < 100000; ++steps) {
+    const StepOutcome o = engine.step();
+    out.ok += static_cast<int>(o.finished.size());
+    out.max_waiting = std::max(out.max_waiting, static_cast<double>(engine.waiting()));
+    out.max_kv_usage = std::max(out.max_kv_usage, engine.kv_usage());
+  }
+  out.preemptions = static_cast<double>(engine.preemptions_total());
+  return out;
+}
+
+// The same requests through the server's HTTP API in real time, /metrics polled meanwhile.
+LoadResult long_context_load(const std::string& hw) {
+  Sim sim(long_context_options(hw));
   std::atomic<int> ok{0};
   std::vector<std::thread> clients;
   for (int i = 0; i < kLongContextRequests; ++i) {
@@ -562,25 +592,44 @@ LoadResult long_context_load(const std::string& hw) {
   return out;
 }
 
+// Which card queues or preempts is decided in virtual time, on the server's own engine model:
+// in real time the 48 GB card's queue depends on the host (under ASan beside other tests its
+// simulator fell behind and "max waiting 15" at 23 % KV use read as KV pressure). The real-time
+// run through HTTP asserts what no host speed changes: every request completes (preempted ones
+// too), and the 48 GB card, whose pool holds all 24 requests at once, never preempts and never
+// fills half its pool.
 TEST(SimServerTest, Rtx4090With24GBHitsKvLimitFirstUnderLongContexts) {
-  const LoadResult small = long_context_load("rtx4090-24g");
-  const LoadResult big = long_context_load("rtx4090-48g");
+  const LoadResult small = long_context_virtual("rtx4090-24g");
+  const LoadResult big = long_context_virtual("rtx4090-48g");
   EXPECT_EQ(small.ok, kLongContextRequests);
   EXPECT_EQ(big.ok, kLongContextRequests);
   // 24 GB (23.65 GiB as CUDA reports it): ≈ 5.8 GiB of KV ≈ 47.8k tokens for 24 × 2.2k-token
-  // requests → queueing/preemption.
-  EXPECT_TRUE(small.max_waiting > 0 || small.preemptions > 0)
-      << "waiting " << small.max_waiting << " preemptions " << small.preemptions;
-  EXPECT_GT(small.max_kv_usage, 0.8);
+  // requests → preemption.
+  EXPECT_GT(small.preemptions, 0);
+  EXPECT_GT(small.max_kv_usage, 0.95);
   // 48 GB: ≈ 27.4 GiB ≈ 225k tokens, all 24 fit at once.
   EXPECT_EQ(big.preemptions, 0);
   EXPECT_LT(big.max_kv_usage, 0.5);
   EXPECT_GT(small.max_waiting + small.preemptions, big.max_waiting + big.preemptions);
   std::printf(
-      "24 x 2.2k-token requests: 24g max waiting %.0f, preemptions %.0f, max KV %.2f; "
-      "48g max waiting %.0f, preemptions %.0f, max KV %.2f\n",
+      "virtual time, 24 x 2.2k-token requests at once: 24g max waiting %.0f, preemptions %.0f, "
+      "max KV %.2f; 48g max waiting %.0f, preemptions %.0f, max KV %.2f\n",
       small.max_waiting, small.preemptions, small.max_kv_usage, big.max_waiting, big.preemptions,
       big.max_kv_usage);
+
+  const LoadResult small_rt = long_context_load("rtx4090-24g");
+  const LoadResult big_rt = long_context_load("rtx4090-48g");
+  EXPECT_EQ(small_rt.ok, kLongContextRequests);
+  EXPECT_EQ(big_rt.ok, kLongContextRequests);
+  EXPECT_GT(small_rt.max_kv_usage, 0);
+  EXPECT_LE(small_rt.max_kv_usage, 1);
+  EXPECT_EQ(big_rt.preemptions, 0);
+  EXPECT_LT(big_rt.max_kv_usage, 0.5);
+  std::printf(
+      "real time (time_scale 50): 24g max waiting %.0f, preemptions %.0f, max KV %.2f; "
+      "48g max waiting %.0f, preemptions %.0f, max KV %.2f\n",
+      small_rt.max_waiting, small_rt.preemptions, small_rt.max_kv_usage, big_rt.max_waiting,
+      big_rt.preemptions, big_rt.max_kv_usage);
 }
 
 }  // namespace
