@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz in a separate clang build folder and runs each for
-# SECONDS (default 60). Exits non-zero when a build fails or any fuzzer finds a crash, a leak,
+# SECONDS (default 60), PARALLEL of them at a time. Exits non-zero when a build fails or any fuzzer finds a crash, a leak,
 # a hang (-timeout) or a sanitizer report; the crashing input is left in
 # <build>/fuzz-artifacts/<fuzzer>/ (reproduce: <build>/tests/fuzz/<fuzzer> <that file>).
 #
@@ -8,6 +8,7 @@
 # Environment: BUILD_DIR (default <repo>/build-fuzz), CXX (default clang++-14), JOBS (default 2),
 #              FUZZERS (default "sse_parser_fuzz plan_reader_fuzz http_request_fuzz
 #              shard_upload_fuzz"),
+#              PARALLEL (fuzzers run side by side, default nproc),
 #              FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=4 -workers=4").
 # Needs the Debian packages clang-14 and libclang-rt-14-dev. See tests/fuzz/README.md.
 set -euo pipefail
@@ -44,23 +45,44 @@ make -C "$build" -j"$jobs" $fuzzers
 replay=$(printf 'fuzz_%s_replay|' $fuzzers)
 ctest --test-dir "$build" -L '^fuzz$' -R "^(${replay%|})\$" --output-on-failure
 
+# The fuzzers run side by side, PARALLEL at a time (default: the number of CPUs), each for
+# SECONDS of wall clock on a core of its own; their reports are printed in the listed order.
+fuzz_one() {
+  local f=$1
+  local seeds="$root/tests/fuzz/corpus/$f"
+  local regressions="$root/tests/fuzz/corpus/regressions/$f"
+  [ -d "$regressions" ] || regressions=""
+  local work="$build/fuzz-corpus/$f"  # grows across runs; seeds stay read-only in the repo
+  local artifacts="$build/fuzz-artifacts/$f"
+  mkdir -p "$work" "$artifacts"
+  local rc=0
+  # shellcheck disable=SC2086
+  "$build/tests/fuzz/$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
+    "$work" "$seeds" $regressions > "$build/fuzz-$f.log" 2>&1 || rc=$?
+  echo "$rc" > "$build/fuzz-$f.status"
+}
+parallel=${PARALLEL:-$(nproc 2>/dev/null || echo 1)}
+running=0
+rm -f "$build"/fuzz-*.status
+for f in $fuzzers; do
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "== $f for ${seconds}s (corpus $build/fuzz-corpus/$f, seeds $root/tests/fuzz/corpus/$f)"
+  fuzz_one "$f" &
+  running=$((running + 1))
+done
+wait || true
 failed=()
 for f in $fuzzers; do
-  seeds="$root/tests/fuzz/corpus/$f"
-  regressions="$root/tests/fuzz/corpus/regressions/$f"
-  [ -d "$regressions" ] || regressions=""
-  work="$build/fuzz-corpus/$f"  # grows across runs; seeds stay read-only in the repo
-  artifacts="$build/fuzz-artifacts/$f"
-  mkdir -p "$work" "$artifacts"
-  echo "== $f for ${seconds}s (corpus $work, seeds $seeds)"
-  # shellcheck disable=SC2086
-  if "$build/tests/fuzz/$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
-      "$work" "$seeds" $regressions > "$build/fuzz-$f.log" 2>&1; then
+  echo "== $f"
+  if [ "$(cat "$build/fuzz-$f.status" 2>/dev/null)" = 0 ]; then
     grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb)' \
       "$build/fuzz-$f.log" || true
   else
-    echo "!! $f FAILED (log: $build/fuzz-$f.log, artifacts: $artifacts)"
+    echo "!! $f FAILED (log: $build/fuzz-$f.log, artifacts: $build/fuzz-artifacts/$f)"
     tail -40 "$build/fuzz-$f.log"
     failed+=("$f")
   fi
