@@ -6,6 +6,9 @@ PRESET ?= release
 BUILD_DIR = build/$(PRESET)
 LLMCAPD = $(BUILD_DIR)/server/llmcapd
 SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
+# The compiler cache (CMakeLists.txt compiles through ccache when it is installed) lives outside
+# the clone, so a fresh clone or `make clean` starts warm; a CCACHE_DIR of the caller wins.
+export CCACHE_DIR ?= $(HOME)/.cache/llmcap/ccache
 
 .PHONY: all deps build demo test test-release test-asan test-timing test-fuzz lint format clean
 

@@ -15,6 +15,9 @@ packages=(
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   packages+=(prometheus chromium clang-14 libclang-rt-14-dev openssl)
+  # The compiler cache `make test` builds through (CMakeLists.txt: used when installed; the
+  # cache is ~/.cache/llmcap/ccache, outside the clone, so a fresh clone builds warm).
+  packages+=(ccache)
   # The live OpenAPI test validates bodies with jsonschema, in Debian's python3 (the one CTest
   # runs: tests/integration/CMakeLists.txt), unless it can import one already.
   /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || packages+=(python3-jsonschema)
