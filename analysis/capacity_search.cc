@@ -118,11 +118,13 @@ std::optional<double> CapacitySearch::next_long_rate() {
     if (p < *hi_ && narrow(p, *hi_) && p > r) r = p;
   }
   if (just_below_tried_) {
-    std::optional<double> best;  // the highest short pass below, else a step down
-    for (const double p : short_passes_) {
-      if (p <= just_below * (1 + 1e-12)) best = std::max(best.value_or(p), p);
-    }
-    r = best ? *best : *hi_ / options_.expand_factor;
+    // Galloping down: the factor squares on every further failed confirm, up to expand_factor
+    // (1.05, 1.10, 1.22, 1.48, 2 at the default resolution), so a confirm-length capacity a
+    // little below the short steps' costs a step or two, one far below a few more.
+    down_factor_ = std::min(down_factor_ * down_factor_, options_.expand_factor);
+    r = *hi_ / down_factor_;
+  } else {
+    down_factor_ = std::min(1 + options_.relative_resolution, options_.expand_factor);
   }
   just_below_tried_ = true;
   r = std::max(r, min);

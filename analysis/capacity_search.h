@@ -28,8 +28,9 @@
 //    ends the search (kConfirmed). A FAILED confirm at r means short steps overstate what a long
 //    run holds here: from then on every step is confirm-length. It tries just below the failed
 //    rate first: the highest short pass within the resolution of r, else r / (1 + resolution)
-//    (a pass there is already within the resolution), then the highest short pass below that, else
-//    r / expand_factor, and bisects between the highest confirmed pass and the lowest fail with
+//    (a pass there is already within the resolution); while confirms keep failing it steps down
+//    from the lowest fail by a factor that squares each time (1 + resolution)², … up to
+//    expand_factor, then bisects between the highest confirmed pass and the lowest fail with
 //    confirm-length steps until the resolution holds.
 // The answer (qualified_rate_rps) is always the highest CONFIRMED pass; bracket_low/high_rps are
 // that rate and the lowest failing rate above it (the answer's resolution). A search that runs
@@ -163,6 +164,7 @@ class CapacitySearch {
   bool planned_high_tried_ = false;
   bool planned_high_pending_ = false;  // the step asked for is the planned-high one
   double step_factor_ = 2;             // the current bracketing factor (galloping)
+  double down_factor_ = 1;             // long mode's step down from the lowest fail
   int direction_ = 0;                  // +1 expanding up, −1 down, 0 not yet
   int retries_used_ = 0;
   std::optional<SearchStep> pending_;

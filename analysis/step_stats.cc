@@ -78,24 +78,31 @@ std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& p
   if (sxx <= 0) return std::nullopt;
   InFlightTrend trend;
   trend.slope_rps = sxy / sxx;
+  double residual_ss = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double e = y[i] - (mean_y + trend.slope_rps * (t[i] - mean_t));
+    residual_ss += e * e;
+  }
+  trend.residual_sd = std::sqrt(residual_ss / static_cast<double>(n));
   // Batch means: kBatches equal spans of time, each one's mean count, and the least-squares
   // slope's standard error over those means. Batches far longer than the queue's memory are
   // nearly independent, which the raw samples (10 a second, correlated over a request's
   // lifetime) are not.
   const double t0 = t.front(), span = t.back() - t.front();
-  if (n < 2 * kTrendBatches || !(span > 0)) return trend;
-  std::vector<double> sum(kTrendBatches, 0), count(kTrendBatches, 0);
+  const std::size_t batches = kTrendBatches;
+  if (n < 2 * batches || !(span > 0)) return trend;
+  std::vector<double> sum(batches, 0), count(batches, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    auto b = static_cast<std::size_t>((t[i] - t0) / span * kTrendBatches);
-    b = std::min(b, kTrendBatches - 1);
+    auto b = static_cast<std::size_t>((t[i] - t0) / span * static_cast<double>(batches));
+    b = std::min(b, batches - 1);
     sum[b] += y[i];
     count[b] += 1;
   }
   double bx = 0, by = 0, used = 0;
   std::vector<double> xs, ys;
-  for (std::size_t b = 0; b < kTrendBatches; ++b) {
+  for (std::size_t b = 0; b < batches; ++b) {
     if (count[b] == 0) continue;
-    xs.push_back(t0 + span * (static_cast<double>(b) + 0.5) / kTrendBatches);
+    xs.push_back(t0 + span * (static_cast<double>(b) + 0.5) / static_cast<double>(batches));
     ys.push_back(sum[b] / count[b]);
     bx += xs.back();
     by += ys.back();
@@ -116,6 +123,7 @@ std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& p
     ss += e * e;
   }
   trend.se_rps = std::sqrt(ss / (used - 2) / bxx);
+  trend.batches = static_cast<std::size_t>(used);
   return trend;
 }
 
@@ -160,6 +168,8 @@ StepStats compute_step_stats(const StepInput& in) {
   std::uint64_t planned_output_known = 0, short_output = 0;
   double output_in_window = 0, input_in_window = 0;
   std::uint64_t ok_ended_in_window = 0, finished_in_window = 0, sent_in_window = 0;
+  std::vector<std::int64_t> finished_at_ns;  // ends in the window, for the settled rate
+  std::vector<std::int64_t> intended_at_ns;  // intended in the window, likewise
 
   for (const RequestSample& s : in.samples) {
     // Window-based rates use every sample, whichever window it was intended in.
@@ -170,6 +180,7 @@ StepStats compute_step_stats(const StepInput& in) {
     const bool finished = s.t_end_ns >= 0 && s.error != ErrorClass::kCancelled;
     if (finished && in_window(end_time_ns(s), in.window_start_ns, in.window_end_ns)) {
       ++finished_in_window;
+      finished_at_ns.push_back(end_time_ns(s));
       if (s.ok()) {
         ++ok_ended_in_window;
         if (meets_slos(s, in.sla)) ++st.met_slo_ended;
@@ -186,6 +197,7 @@ StepStats compute_step_stats(const StepInput& in) {
     if (!in_window(s.t_intended_ns, in.window_start_ns, in.window_end_ns)) continue;
     // Belonging requests.
     ++st.intended;
+    intended_at_ns.push_back(s.t_intended_ns);
     if (s.t_send_ns >= 0) {
       ++st.sent;
       lag.push_back(static_cast<double>(s.schedule_lag_ns()));
@@ -255,11 +267,20 @@ StepStats compute_step_stats(const StepInput& in) {
   // the window's start, that climb reads as growth (at most half the window is skipped).
   const std::int64_t fill_ns = std::min<std::int64_t>(static_cast<std::int64_t>(st.e2e_ns.mean),
                                                       (in.window_end_ns - in.window_start_ns) / 2);
-  if (const auto trend =
-          in_flight_trend(in.in_flight, in.window_start_ns + std::max<std::int64_t>(0, fill_ns),
-                          in.window_end_ns)) {
+  const std::int64_t settled_from_ns = in.window_start_ns + std::max<std::int64_t>(0, fill_ns);
+  st.fill_s = static_cast<double>(settled_from_ns - in.window_start_ns) / 1e9;
+  st.settled_completion_rate_rps =
+      static_cast<double>(std::count_if(finished_at_ns.begin(), finished_at_ns.end(),
+                                        [&](std::int64_t t) { return t >= settled_from_ns; })) /
+      (st.window_s - st.fill_s);
+  st.settled_intended = static_cast<std::uint64_t>(
+      std::count_if(intended_at_ns.begin(), intended_at_ns.end(),
+                    [&](std::int64_t t) { return t >= settled_from_ns; }));
+  if (const auto trend = in_flight_trend(in.in_flight, settled_from_ns, in.window_end_ns)) {
     st.in_flight_slope_rps = trend->slope_rps;
     st.in_flight_slope_se_rps = trend->se_rps;
+    st.in_flight_slope_batches = trend->batches;
+    st.in_flight_wander = trend->residual_sd;
   }
   if (planned_output_known > 0) {
     st.short_output_share =

@@ -41,6 +41,13 @@
 //   done then); requests without usage.prompt_tokens contribute none. requests_per_s = successful
 //   requests whose end (last token, else t_end) lies in the window / window length.
 //   completion_rate_rps counts every finished request (ok or error, not cancelled) likewise.
+//   settled_completion_rate_rps counts them only after the window's first fill_s = min(mean
+//   E2E, half the window): a step starts empty, and while its first requests are still running
+//   fewer end than start, however well the server keeps up (requests that live 30 s in a 45 s
+//   window end at 3/4 of the offered rate). The completion_rate check reads this one against
+//   settled_intended, the requests intended over the same span (the draw's own arrivals, not
+//   the offered rate's expectation): what ended falls short of what arrived by the growth of
+//   the in-flight count, which an overloaded server shows in any part of the window.
 // * achieved_rate_rps = requests whose t_send lies in the window / window length.
 // * goodput_rps = successful requests that ENDED in the window (the requests requests_per_s
 //   counts) and met every per-request SLO (sla.h meets_slos) / window length, so goodput ≤
@@ -153,9 +160,12 @@ struct StepStats {
 
   double output_tokens_per_s = 0;
   double input_tokens_per_s = 0;
-  double requests_per_s = 0;       // successful completions in the window
-  double completion_rate_rps = 0;  // all finished requests (ok or error) in the window
-  double achieved_rate_rps = 0;    // sends in the window
+  double requests_per_s = 0;               // successful completions in the window
+  double completion_rate_rps = 0;          // all finished requests (ok or error) in the window
+  double settled_completion_rate_rps = 0;  // the same after the window's first fill_s
+  std::uint64_t settled_intended = 0;      // requests intended in that settled span
+  double fill_s = 0;                       // min(mean E2E, window_s / 2)
+  double achieved_rate_rps = 0;            // sends in the window
   double goodput_rps = 0;
   double sla_attainment = 0;  // 0 when nothing was intended
   double error_rate = 0;      // 0 when nothing was intended
@@ -163,7 +173,12 @@ struct StepStats {
   std::optional<double> in_flight_slope_rps;
   // Standard error of that slope, corrected for the series' autocorrelation (see
   // in_flight_trend below); nullopt with fewer than 8 points.
+  // ... and how many batch means it came from (the significance test's degrees of freedom + 2).
   std::optional<double> in_flight_slope_se_rps;
+  std::size_t in_flight_slope_batches = 0;
+  // How far the in-flight count wanders around that trend (standard deviation of the points
+  // around the line, after fill_s); nullopt with fewer than 2 points.
+  std::optional<double> in_flight_wander;
 
   double short_output_share = 0;
   bool short_output_warning = false;
@@ -191,13 +206,18 @@ std::optional<double> in_flight_slope_rps(const std::vector<InFlightPoint>& poin
 // over about one request lifetime, so the ordinary least-squares error over the samples (which
 // assumes independent residuals) understates the slope's noise many times over. The error comes
 // from batch means instead: the span is cut into kTrendBatches equal batches, and se is the
-// least-squares standard error of the slope over the batches' mean counts (df = batches − 2;
-// batches of tens of seconds are nearly independent). se is nullopt with fewer than
+// least-squares standard error of the slope over the batches' mean counts (df = batches − 2).
+// Batches shorter than a request lifetime are still correlated, so se can understate the
+// noise; the backlog check's threshold (verdict.h, kBacklogSignificance) leaves room for that.
+// (Fewer batches when requests live long were tried and dropped: under overload the mean E2E
+// grows without bound, and the check went blind exactly there.) se is nullopt with fewer than
 // 2 × kTrendBatches points or fewer than 4 non-empty batches.
 inline constexpr std::size_t kTrendBatches = 10;
 struct InFlightTrend {
   double slope_rps = 0;  // least squares over every point
   std::optional<double> se_rps;
+  std::size_t batches = 0;  // the batches se came from (0 without se)
+  double residual_sd = 0;   // of the points around the least-squares line
 };
 std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& points,
                                              std::int64_t start_ns, std::int64_t end_ns);

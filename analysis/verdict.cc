@@ -6,6 +6,14 @@
 
 namespace llmcap::analysis {
 
+double backlog_significance(std::size_t batches) {
+  // One-sided 1e-5 points of Student's t, df = batches − 2 (2 … 8).
+  static constexpr double kT[] = {223.603, 47.928, 23.332, 15.547, 12.032, 10.103, 8.907};
+  if (batches < 4) return kT[0];
+  if (batches >= 10) return kT[6];
+  return kT[batches - 4];
+}
+
 std::string_view to_string(Outcome o) {
   switch (o) {
     case Outcome::kPass: return "pass";
@@ -178,9 +186,46 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
   const double tolerance =
       expected > 0 ? std::max(sla.rate_tolerance, 3.0 / std::sqrt(expected)) : sla.rate_tolerance;
   if (open_loop) {
-    v.reasons.push_back(at_least(CheckKind::kCompletionRate, st.completion_rate_rps,
-                                 st.offered_rate_rps * (1 - tolerance), "completion rate", " rps",
-                                 2));
+    // Counted after the window's first fill_s (step_stats.h): the queue fills for about one
+    // request lifetime, and fewer requests end than start meanwhile however well the server
+    // keeps up. Compared with the requests that ARRIVED over that span (not the offered rate's
+    // expectation, whose Poisson noise alone failed one step in a few hundred). What ended
+    // falls short of what arrived by exactly the in-flight count's growth over the span, so a
+    // shortfall counts only when that growth is significant by the backlog check's own
+    // standard (its slope's batch-means error, below): a batching server's count approaches
+    // its level for several request lifetimes at moderate load, a smooth rise that is no
+    // backlog. The count also wanders around its trend, so the two ends add 4.5 √2 σ (σ its
+    // standard deviation around the trend, else √L; bursty arrivals leave a queue at either
+    // end): a growing count lies close to its line, so that term hides no growth. And never
+    // fewer than backlog_growth_min_requests (3) requests.
+    const double settled_s = st.window_s - st.fill_s;
+    const bool settled = st.fill_s > 0 && settled_s > 0 && st.settled_intended > 0;
+    if (settled) {
+      const double arrived = static_cast<double>(st.settled_intended);
+      const double arrival_rps = arrived / settled_s;
+      const double sd = st.in_flight_wander
+                            ? *st.in_flight_wander
+                            : std::sqrt(std::max(1.0, st.offered_rate_rps * st.e2e_ns.mean / 1e9));
+      // The shortfall is the trend's growth plus the count's wander at the two ends.
+      const double wander_rps = 4.5 * std::sqrt(2.0) * std::max(sd, 1.0) / settled_s;
+      const double noise_rps =
+          wander_rps +
+          (st.in_flight_slope_se_rps
+               ? backlog_significance(st.in_flight_slope_batches) * *st.in_flight_slope_se_rps
+               : 0.0);
+      const double floor_rps = sla.backlog_growth_min_requests / settled_s;
+      const double allowed_rps = std::max({sla.rate_tolerance * arrival_rps, noise_rps, floor_rps});
+      VerdictReason completion =
+          at_least(CheckKind::kCompletionRate, st.settled_completion_rate_rps,
+                   std::max(0.0, arrival_rps - allowed_rps), "completion rate", " rps", 2);
+      completion.text += " (after the window's first " + fmt(st.fill_s, 1) + " s, against the " +
+                         fmt(arrival_rps, 2) + " rps that arrived then)";
+      v.reasons.push_back(std::move(completion));
+    } else {
+      v.reasons.push_back(at_least(CheckKind::kCompletionRate, st.completion_rate_rps,
+                                   st.offered_rate_rps * (1 - tolerance), "completion rate", " rps",
+                                   2));
+    }
     if (st.in_flight_slope_rps) {
       const double slope = *st.in_flight_slope_rps;
       const double limit = sla.backlog_growth_fraction * st.offered_rate_rps;
@@ -201,10 +246,11 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
       // A trend within kBacklogSignificance standard errors of zero is a stationary queue's
       // wander, not growth: its requests live long enough that the count drifts for tens of
       // seconds either way (step_stats.h, in_flight_trend).
+      const double significance = backlog_significance(st.in_flight_slope_batches);
       if (r.status == CheckStatus::kMissed && st.in_flight_slope_se_rps &&
-          slope <= kBacklogSignificance * *st.in_flight_slope_se_rps) {
+          slope <= significance * *st.in_flight_slope_se_rps) {
         r.status = CheckStatus::kHeld;
-        r.text += " (within " + fmt(kBacklogSignificance, 0) + " standard errors, ±" +
+        r.text += " (within " + fmt(significance, 1) + " standard errors, ±" +
                   fmt(*st.in_flight_slope_se_rps, 3) + " req/s: not significant, held)";
       }
       v.reasons.push_back(std::move(r));

@@ -193,7 +193,7 @@ struct PlanPhase {
   double low_rps = 0;
   double high_rps = 0;
   double resolution = 0.05;
-  int max_steps = 12;
+  int max_steps = 20;
   double confirm_duration_s = 60;
   // burst
   double base_rps = 0;

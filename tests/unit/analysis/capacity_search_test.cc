@@ -182,6 +182,30 @@ TEST(CapacitySearch, QueueingBoundTargetWhoseConfirmFailsJustAboveItsCapacity) {
   }
 }
 
+TEST(CapacitySearch, FailedConfirmsStepDownByAFactorThatSquares) {
+  // Short steps hold to 40 rps, long runs only to 25 (short windows overstate by 60 %). After
+  // the confirm at 40 and the one just below (40 / 1.05) fail, the search steps down from the
+  // lowest fail by 1.05², then that factor squared, … up to 2 — not straight to a half — and
+  // the first confirmed pass is the first rate at or below 25.
+  CapacitySearchOptions o;
+  o.initial_rate_rps = 10;
+  const auto r = drive(o, [](const SearchStep& s) {
+    return s.rate_rps <= (s.confirm ? 25.0 : 40.0) ? Outcome::kPass : Outcome::kFail;
+  });
+  ASSERT_EQ(r.end, SearchEnd::kConfirmed);
+  std::vector<double> confirms;
+  for (const auto& t : r.trials)
+    if (t.step.confirm) confirms.push_back(t.step.rate_rps);
+  ASSERT_GE(confirms.size(), 4u);
+  EXPECT_DOUBLE_EQ(confirms[0], 40);
+  EXPECT_NEAR(confirms[1], 40 / 1.05, 1e-9);
+  EXPECT_NEAR(confirms[2], confirms[1] / (1.05 * 1.05), 1e-9);
+  EXPECT_NEAR(confirms[3], confirms[2] / std::pow(1.05, 4), 1e-9);  // 28.4 fails, 19.2 holds
+  EXPECT_LE(*r.qualified_rate_rps, 25.0);
+  EXPECT_GE(*r.qualified_rate_rps, 25.0 / 1.05);
+  EXPECT_LE(r.steps, 18);  // 9 short steps to 40 rps, 8 confirm-length ones, within 20
+}
+
 TEST(CapacitySearch, ALuckyShortPassFarAboveTheCapacityIsRecoveredFrom) {
   // The issue-17 case: the first step lands on the SLA boundary and passes by luck (7.61 rps,
   // TPOT P95 34.9 ms against 35), while the capacity is 5.5 rps: every higher step fails, the

@@ -205,6 +205,100 @@ TEST(StepStats, InFlightTrendErrorComesFromBatchMeans) {
   EXPECT_FALSE(f->se_rps.has_value());
 }
 
+// The in-flight count of `samples` every 100 ms over [0, end): intended, not yet ended.
+std::vector<InFlightPoint> in_flight_of(const std::vector<RequestSample>& samples,
+                                        std::int64_t end_ns) {
+  std::vector<InFlightPoint> points;
+  for (std::int64_t t = 0; t < end_ns; t += 100 * kMs) {
+    double n = 0;
+    for (const auto& s : samples) n += s.t_intended_ns <= t && s.t_end_ns > t ? 1 : 0;
+    points.push_back({t, n});
+  }
+  return points;
+}
+
+TEST(StepStats, CompletionRateSettlesAfterTheFirstRequestLifetime) {
+  // 2 rps from t = 0, each request lives 30 s (3001 tokens 10 ms apart), window [10 s, 70 s):
+  // the server keeps up, but requests sent before 0 do not exist, so none ends before 30 s and
+  // the window sees 80 ends in 60 s — 2/3 of the offered rate. After the window's first mean
+  // E2E (30 s, at most half the window) the completions run at the rate requests arrived.
+  std::vector<RequestSample> v;
+  for (int k = 0; k < 160; ++k)
+    v.push_back(testing::ok_sample(k, k * 500 * kMs, 0, 3001, 10 * kMs, 0));
+  StepInput in;
+  in.samples = v;
+  in.window_start_ns = 10 * kSec;
+  in.window_end_ns = 70 * kSec;
+  in.offered_rate_rps = 2;
+  in.in_flight = in_flight_of(v, 80 * kSec);
+  const StepStats st = compute_step_stats(in);
+  EXPECT_NEAR(st.completion_rate_rps, 80.0 / 60, 0.02);
+  EXPECT_DOUBLE_EQ(st.fill_s, 30);
+  EXPECT_NEAR(st.settled_completion_rate_rps, 2, 0.05);
+  EXPECT_EQ(st.settled_intended, 60u);  // intended in [40 s, 70 s)
+  // The verdict reads the settled rate: the check holds, and says over which span.
+  SlaSpec sla;
+  sla.min_requests = 10;
+  const StepVerdict verdict = judge_step(st, sla);
+  int seen = 0;
+  for (const auto& r : verdict.reasons) {
+    if (r.kind != CheckKind::kCompletionRate) continue;
+    ++seen;
+    EXPECT_EQ(r.status, CheckStatus::kHeld) << r.text;
+    EXPECT_NE(r.text.find("after the window's first 30.0 s"), std::string::npos) << r.text;
+  }
+  EXPECT_EQ(seen, 1);
+  // A server that completes at half the rate requests arrive misses it, whatever the span.
+  std::vector<RequestSample> slow;
+  for (int k = 0; k < 160; ++k)
+    slow.push_back(testing::ok_sample(k, k * 500 * kMs, k * 500 * kMs, 3001, 10 * kMs, 0));
+  in.samples = slow;
+  in.in_flight = in_flight_of(slow, 80 * kSec);
+  const StepStats overloaded = compute_step_stats(in);
+  for (const auto& r : judge_step(overloaded, sla).reasons) {
+    if (r.kind == CheckKind::kCompletionRate) {
+      EXPECT_EQ(r.status, CheckStatus::kMissed) << r.text;
+    }
+  }
+}
+
+TEST(StepStats, AnOverloadedQueueOfLongLivedRequestsFailsTheBacklogAndCompletionChecks) {
+  // 3 rps arrive; the server finishes one request a second (each waits for all before it):
+  // E2E grows without bound, past half the window. Both checks that see the growth must miss
+  // — the mean E2E must not blind them (an earlier version sized its batches by it, and a
+  // twin at 3.1 rps with 180 requests running and 0.4 completions/s passed).
+  std::vector<RequestSample> v;
+  for (int k = 0; k < 240; ++k) {
+    RequestSample s = testing::ok_sample(k, k * 333 * kMs, 0, 2, 10 * kMs, 0);
+    s.t_end_ns = s.t_last_token_ns =
+        std::max<std::int64_t>(s.t_intended_ns + 20 * kSec, (k + 20) * 1000 * kMs);
+    s.t_first_token_ns = s.t_end_ns - 10 * kMs;
+    v.push_back(s);
+  }
+  StepInput in;
+  in.samples = v;
+  in.window_start_ns = 5 * kSec;
+  in.window_end_ns = 68 * kSec;
+  in.offered_rate_rps = 3;
+  in.in_flight = in_flight_of(v, 80 * kSec);
+  const StepStats st = compute_step_stats(in);
+  EXPECT_GT(st.e2e_ns.mean, 31.5 * kSec);  // longer than half the window
+  SlaSpec sla;
+  sla.min_requests = 10;
+  int missed = 0;
+  for (const auto& r : judge_step(st, sla).reasons) {
+    if (r.kind == CheckKind::kBacklog || r.kind == CheckKind::kCompletionRate) {
+      EXPECT_EQ(r.status, CheckStatus::kMissed) << r.text;
+      ++missed;
+    }
+  }
+  EXPECT_EQ(missed, 2);
+  // The threshold: Student's t at one-sided 1e-5 by the batches' degrees of freedom.
+  EXPECT_DOUBLE_EQ(backlog_significance(kTrendBatches), kBacklogSignificance);
+  EXPECT_NEAR(backlog_significance(5), 47.928, 1e-9);
+  EXPECT_GT(backlog_significance(6), backlog_significance(7));
+}
+
 TEST(StepStats, InFlightSlope) {
   std::vector<InFlightPoint> pts;
   for (int t = 0; t <= 100; ++t) pts.push_back({t * kSec, 5 + 0.5 * t});
