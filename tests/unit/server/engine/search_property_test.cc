@@ -11,7 +11,7 @@
 // within the search's resolution of truth_low (answer × (1 + resolution) ≥ truth_low), "ABOVE"
 // when it is at or above truth_high (an overstated capacity), "LOW" below the resolution; the
 // bars are at the end of the test. LLMCAP_PROPERTY_PLANS sets the number of plans (default
-// 300), LLMCAP_PROPERTY_SEED the generator's seed; every case prints one line, and the
+// 100), LLMCAP_PROPERTY_SEED the generator's seed; every case prints one line, and the
 // summary's figures are the ones bench/RESULTS.md records.
 #include <gtest/gtest.h>
 
@@ -374,11 +374,13 @@ Case judge(const json& plan, int i, bool verbose) {
   return c;
 }
 
-// LLMCAP_PROPERTY_PLANS plans (default 300) from LLMCAP_PROPERTY_SEED (default 32), judged on
+// LLMCAP_PROPERTY_PLANS plans (default 100: about 175 s of CPU in the release build, so CI
+// runs it; the 300-plan figures in bench/RESULTS.md take 525 s) from LLMCAP_PROPERTY_SEED
+// (default 32; the plans are the same for any count, the first N of one sequence), judged on
 // every core (each plan is independent: its own executor and simulators); LLMCAP_PROPERTY_ONLY
 // judges one case and prints its plan and every step's missed checks.
 TEST(SearchProperty, RandomPlansAgainstTheTwinsBruteForceTruth) {
-  const int plans = env_int("LLMCAP_PROPERTY_PLANS", 300);
+  const int plans = env_int("LLMCAP_PROPERTY_PLANS", 100);
   const int only = env_int("LLMCAP_PROPERTY_ONLY", -1);
   std::mt19937_64 rng(static_cast<std::uint64_t>(env_int("LLMCAP_PROPERTY_SEED", 32)));
   std::vector<json> generated;
@@ -420,15 +422,17 @@ TEST(SearchProperty, RandomPlansAgainstTheTwinsBruteForceTruth) {
       judged ? static_cast<double>(total_steps) / judged : 0.0);
   if (only >= 0) return;
   // The bars this test holds today (bench/RESULTS.md, "Capacity search against the twin's
-  // truth"): never a false FAIL; at least 85 % within the resolution of the truth; at most
-  // 12 % above it. Issue 32 asks for none above and 98 % within: the rest are answers above
-  // the first failing grid rate, where the twin's pass/fail is not monotone in the rate (a
-  // latency percentile on its bound over a range of rates; a completion or backlog check at
-  // the edge of its noise on one of the grid's sixty steps).
+  // truth"; the twin runs in virtual time, so the figures are exact for a given seed and
+  // code): never a false FAIL; at least 90 % within the resolution of the truth; at most 7 %
+  // above it (100 plans: 84 of 90 within, 5 above; 300 plans: 249 of 269, 18 above). Issue 32
+  // asks for none above and 98 % within: the rest are answers above the first failing grid
+  // rate, where the twin's pass/fail is not monotone in the rate (a latency percentile on its
+  // bound over a range of rates; a backlog trend just past its significance on one of the
+  // grid's sixty short steps, while a batching server's count is still settling).
   EXPECT_EQ(count["FALSE-FAIL"], 0);
-  EXPECT_GE(count["within"], static_cast<int>(std::ceil(0.85 * answerable)))
+  EXPECT_GE(count["within"], static_cast<int>(std::ceil(0.90 * answerable)))
       << "low " << count["LOW"] << ", inconclusive " << count["INCONCLUSIVE"];
-  EXPECT_LE(count["ABOVE"], static_cast<int>(std::floor(0.12 * answerable)));
+  EXPECT_LE(count["ABOVE"], static_cast<int>(std::floor(0.07 * answerable)));
   EXPECT_GE(judged, plans * 9 / 10);
 }
 
