@@ -166,16 +166,23 @@ class ShardsTest(unittest.TestCase):
             for p, q in (("p50", 50), ("p95", 95)):
                 self.assertAlmostEqual(four["stats"][metric][p], percentile(values, q), delta=1e-3,
                                        msg=(metric, p))
-        # One agent vs four: both are real requests to the same simulator, so the latencies
-        # agree only up to the noise of a shared 2-core test machine running 5 processes
-        # (seen: E2E P95 of 16 requests 210 vs 294 ms when others build). The check is that
-        # sharding does not distort latency grossly (a wrong clock or epoch would shift it
-        # by the 1.5 s start delay, a lost phase offset would batch 4 requests at once):
-        # P50 within 35% (or 25 ms), P95 within 60% (or 50 ms).
+        # One agent vs four, what sharding must not distort and host load cannot change: every
+        # sharded request was intended at the instant the single agent intended the same request
+        # (the shards' phase offsets interleave one schedule; a lost offset would send four at
+        # once, a wrong epoch would shift them all by the 1.5 s start delay).
+        single = sorted(x["t_intended_ns"] for x in self.samples(single_id))
+        for x in samples:
+            nearest = min(single, key=lambda t: abs(t - x["t_intended_ns"]))
+            self.assertLessEqual(abs(x["t_intended_ns"] - nearest), 1e6, (x, single))
+        self.assertEqual(len({x["t_intended_ns"] // 1000000 for x in samples}), len(samples))
+        # The latencies are real requests to a real-time simulator on a shared machine (seen:
+        # TTFT P95 146 vs 40 ms of 16 requests while the rest of the suite ran), so they are held
+        # only to what a sharding defect would do to them: a shifted epoch adds the 1.5 s start
+        # delay to every latency measured from the intended send time.
         for metric in ("e2e_ms", "tpot_ms", "ttft_ms"):
-            for p, rel, floor in (("p50", 0.35, 25.0), ("p95", 0.6, 50.0)):
+            for p in ("p50", "p95"):
                 a, b = one["stats"][metric][p], four["stats"][metric][p]
-                self.assertLessEqual(abs(a - b), max(rel * a, floor), (metric, p, a, b))
+                self.assertLessEqual(abs(a - b), 750.0, (metric, p, a, b))
         # Per-shard and per-region figures.
         shards = four["agents"]["shards"]
         self.assertEqual([s["shard"] for s in shards], [0, 1, 2, 3])
