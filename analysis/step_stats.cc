@@ -89,7 +89,7 @@ std::optional<InFlightTrend> in_flight_trend(const std::vector<InFlightPoint>& p
   // nearly independent, which the raw samples (10 a second, correlated over a request's
   // lifetime) are not.
   const double t0 = t.front(), span = t.back() - t.front();
-  const std::size_t batches = kTrendBatches;
+  constexpr std::size_t batches = kTrendBatches;
   if (n < 2 * batches || !(span > 0)) return trend;
   std::vector<double> sum(batches, 0), count(batches, 0);
   for (std::size_t i = 0; i < n; ++i) {

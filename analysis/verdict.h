@@ -77,12 +77,12 @@ enum class CheckKind : std::uint8_t {
 inline constexpr CheckKind kLastCheckKind = CheckKind::kTargetClock;
 // How many standard errors an in-flight slope must exceed to count as growth (backlog): the
 // one-sided 1e-5 point of Student's t with batches − 2 degrees of freedom (the batch-means
-// error, step_stats.h): 8.91 with kTrendBatches = 10 batches (fewer when some batch is empty).
-// So strict because a capacity is judged on
-// tens of steps (a search, its truth grid): at the 0.1 % point, 300 random plans' truth grids
-// failed a stationary queue somewhere in one plan of ten. Growth that matters is far beyond it:
-// an overloaded queue's count climbs by (offered − capacity) every second. Measured on the twin
-// by tests/unit/server/engine/search_property_test.cc.
+// error, step_stats.h): 8.91 with kTrendBatches = 10 batches (more when a batch is empty). So
+// strict because a capacity is judged on tens of steps (a search, its truth grid): at the
+// 0.1 % point, 300 random plans' truth grids failed a stationary queue somewhere in one plan of
+// ten. Growth that matters is far beyond it: an overloaded queue's count climbs by (offered −
+// capacity) every second. Measured on the twin by
+// tests/unit/server/engine/search_property_test.cc.
 inline constexpr double kBacklogSignificance = 8.907;
 double backlog_significance(std::size_t batches);
 // Most of a step's window a simulated target may lose to a busy host (see target_clock).
