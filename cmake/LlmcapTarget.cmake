@@ -79,11 +79,14 @@ function(llmcap_test name)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_TIMING}"
                          PROPERTIES LABELS "${ARG_LABELS}")
     # gtest_discover_tests cannot pass a list-valued LABELS through to CTest; this file, read
-    # by CTest after the discovered tests, adds `timing` to the TIMING cases.
+    # by CTest after the discovered tests, adds `timing` to the TIMING cases, and runs each of
+    # them alone (RUN_SERIAL): a wall-clock accuracy case must not share the cores with another
+    # test, and the CPU-bound search property test uses every core.
     set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_timing_labels.cmake")
     file(WRITE "${labels_file}"
          "foreach(t IN LISTS ${name}_TIMING_TESTS)\n"
-         "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};timing\")\n"
+         "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};timing\"\n"
+         "                      RUN_SERIAL TRUE)\n"
          "endforeach()\n")
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
     if(NOT TARGET llmcap_timing_tests)
