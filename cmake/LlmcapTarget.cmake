@@ -72,7 +72,8 @@ function(llmcap_test name)
   cmake_parse_arguments(ARG "" "TIMING" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   llmcap_settings(${name})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} llmcap_test_paths GTest::gmock
+                                        GTest::gtest_main)
   if(ARG_TIMING)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_TIMING}"
                          TEST_LIST ${name}_TIMING_TESTS PROPERTIES LABELS "${ARG_LABELS}")

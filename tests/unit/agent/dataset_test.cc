@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "tests/test_paths.h"
 #include "tests/unit/agent/test_util.h"
 
 namespace llmcap::agent {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/test_paths.h"
+
 namespace llmcap::agent::test {
 
 inline std::string read_data(const std::string& name) {

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/test_paths.h"
+
 namespace llmcap::api {
 namespace {
 

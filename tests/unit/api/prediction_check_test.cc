@@ -9,6 +9,7 @@
 
 #include "api/report_html.h"
 #include "api/report_tables.h"
+#include "tests/test_paths.h"
 
 namespace llmcap::api {
 namespace {

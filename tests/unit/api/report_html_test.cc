@@ -9,6 +9,7 @@
 
 #include "api/report_format.h"
 #include "api/report_tables.h"
+#include "tests/test_paths.h"
 
 namespace llmcap::api {
 namespace {

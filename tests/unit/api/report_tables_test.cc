@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_paths.h"
+
 namespace llmcap::api {
 namespace {
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_paths.h"
+
 namespace llmcap::server {
 namespace {
 

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/test_paths.h"
+
 namespace llmcap::server {
 namespace {
 
