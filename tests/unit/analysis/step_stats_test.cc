@@ -217,6 +217,18 @@ std::vector<InFlightPoint> in_flight_of(const std::vector<RequestSample>& sample
   return points;
 }
 
+// An open-loop step over `samples` (which must outlive it) with their in-flight count.
+StepInput open_loop_input(const std::vector<RequestSample>& samples, int start_s, int end_s,
+                          double offered_rps) {
+  StepInput in;
+  in.samples = samples;
+  in.window_start_ns = start_s * kSec;
+  in.window_end_ns = end_s * kSec;
+  in.offered_rate_rps = offered_rps;
+  in.in_flight = in_flight_of(samples, 80 * kSec);
+  return in;
+}
+
 TEST(StepStats, CompletionRateSettlesAfterTheFirstRequestLifetime) {
   // 2 rps from t = 0, each request lives 30 s (3001 tokens 10 ms apart), window [10 s, 70 s):
   // the server keeps up, but requests sent before 0 do not exist, so none ends before 30 s and
@@ -225,13 +237,7 @@ TEST(StepStats, CompletionRateSettlesAfterTheFirstRequestLifetime) {
   std::vector<RequestSample> v;
   for (int k = 0; k < 160; ++k)
     v.push_back(testing::ok_sample(k, k * 500 * kMs, 0, 3001, 10 * kMs, 0));
-  StepInput in;
-  in.samples = v;
-  in.window_start_ns = 10 * kSec;
-  in.window_end_ns = 70 * kSec;
-  in.offered_rate_rps = 2;
-  in.in_flight = in_flight_of(v, 80 * kSec);
-  const StepStats st = compute_step_stats(in);
+  const StepStats st = compute_step_stats(open_loop_input(v, 10, 70, 2));
   EXPECT_NEAR(st.completion_rate_rps, 80.0 / 60, 0.02);
   EXPECT_DOUBLE_EQ(st.fill_s, 30);
   EXPECT_NEAR(st.settled_completion_rate_rps, 2, 0.05);
@@ -252,9 +258,7 @@ TEST(StepStats, CompletionRateSettlesAfterTheFirstRequestLifetime) {
   std::vector<RequestSample> slow;
   for (int k = 0; k < 160; ++k)
     slow.push_back(testing::ok_sample(k, k * 500 * kMs, k * 500 * kMs, 3001, 10 * kMs, 0));
-  in.samples = slow;
-  in.in_flight = in_flight_of(slow, 80 * kSec);
-  const StepStats overloaded = compute_step_stats(in);
+  const StepStats overloaded = compute_step_stats(open_loop_input(slow, 10, 70, 2));
   for (const auto& r : judge_step(overloaded, sla).reasons) {
     if (r.kind == CheckKind::kCompletionRate) {
       EXPECT_EQ(r.status, CheckStatus::kMissed) << r.text;
@@ -275,13 +279,7 @@ TEST(StepStats, AnOverloadedQueueOfLongLivedRequestsFailsTheBacklogAndCompletion
     s.t_first_token_ns = s.t_end_ns - 10 * kMs;
     v.push_back(s);
   }
-  StepInput in;
-  in.samples = v;
-  in.window_start_ns = 5 * kSec;
-  in.window_end_ns = 68 * kSec;
-  in.offered_rate_rps = 3;
-  in.in_flight = in_flight_of(v, 80 * kSec);
-  const StepStats st = compute_step_stats(in);
+  const StepStats st = compute_step_stats(open_loop_input(v, 5, 68, 3));
   EXPECT_GT(st.e2e_ns.mean, 31.5 * kSec);  // longer than half the window
   SlaSpec sla;
   sla.min_requests = 10;
