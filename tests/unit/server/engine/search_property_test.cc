@@ -374,11 +374,11 @@ Case judge(const json& plan, int i, bool verbose) {
   return c;
 }
 
-// LLMCAP_PROPERTY_PLANS plans (default 100: about 175 s of CPU in the release build, so CI
-// runs it; the 300-plan figures in bench/RESULTS.md take 525 s) from LLMCAP_PROPERTY_SEED
-// (default 32; the plans are the same for any count, the first N of one sequence), judged on
-// every core (each plan is independent: its own executor and simulators); LLMCAP_PROPERTY_ONLY
-// judges one case and prints its plan and every step's missed checks.
+// LLMCAP_PROPERTY_PLANS plans (default 100: 137 s wall in the release build beside another
+// build, so CI runs it; the 300-plan figures in bench/RESULTS.md took 524 s of CPU) from
+// LLMCAP_PROPERTY_SEED (default 32; the plans are the same for any count, the first N of one
+// sequence), judged on every core (each plan is independent: its own executor and simulators);
+// LLMCAP_PROPERTY_ONLY judges one case and prints its plan and every step's missed checks.
 TEST(SearchProperty, RandomPlansAgainstTheTwinsBruteForceTruth) {
   const int plans = env_int("LLMCAP_PROPERTY_PLANS", 100);
   const int only = env_int("LLMCAP_PROPERTY_ONLY", -1);
