@@ -44,6 +44,7 @@ struct Connection {
   beast::flat_buffer buffer;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  bool is_open() { return lowest().socket().is_open(); }
   void close() {
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -494,7 +495,11 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
     BodyWatchdog::tighten(watchdog);
   }
   r.t_end_ns = now_ns();
-  attempt.reusable = parser.keep_alive();
+  // The grace timer and the last bytes can complete in the same turn of the event loop: the
+  // watchdog then closed the connection after the read that finished the body had already
+  // completed. The answer is whole, but that connection is gone: never pooled (a pooled closed
+  // socket failed the next request with "write request: Bad file descriptor", issue 36).
+  attempt.reusable = parser.keep_alive() && !watchdog->fired && conn.is_open();
   co_return attempt;
 }
 
@@ -518,6 +523,8 @@ asio::awaitable<ExchangeResult> HttpClient::exchange(const OutgoingRequest& requ
       co_return r;
     }
     std::unique_ptr<Connection> conn;
+    // Only open connections are pooled (transact); one found closed all the same is dropped.
+    while (!im.idle.empty() && !im.idle.back()->is_open()) im.idle.pop_back();
     if (!im.idle.empty() && attempt_no == 0) {
       conn = std::move(im.idle.back());
       im.idle.pop_back();

@@ -1280,6 +1280,45 @@ void resolve_at_demand(const TestPlan& plan, PlanPhase& p, const std::string& pa
   }
 }
 
+// Workload features a scale-out job cannot split yet, refused when the plan has `agents`
+// (nothing is dropped silently): each shard numbers its own requests, and a mix's classes,
+// abandonment and prefix groups pick requests by their index in the step (agent/step_spec.h:
+// mix_class_of, abandons, prefix_group_of), so the shards together would not run the plan's
+// choice; conversations number their sessions per shard, and the merge does not carry them.
+// Named where the plan sets them: the shared workload, a workload of the matrix, or a
+// target's own workload (not again where it only inherits the shared one).
+void refuse_unsplit_workload_features(const TestPlan& plan, std::vector<FieldError>& errors) {
+  struct Feature {
+    const char* key;
+    bool (*used)(const PlanWorkload&);
+    const char* message;
+  };
+  static constexpr Feature kFeatures[] = {
+      {"mix", [](const PlanWorkload& w) { return !w.mix.empty(); },
+       "a workload mix cannot be split over agents yet (remove agents, or run the mix from one "
+       "agent)"},
+      {"conversation", [](const PlanWorkload& w) { return w.conversation.has_value(); },
+       "conversations cannot be split over agents yet (remove agents, or run the sessions from "
+       "one agent)"},
+      {"prefix_groups", [](const PlanWorkload& w) { return !w.prefix_groups.empty(); },
+       "prefix groups cannot be split over agents yet: each shard would pick its own requests "
+       "(remove agents, or run the prefix groups from one agent)"},
+      {"abandon", [](const PlanWorkload& w) { return w.abandon.has_value(); },
+       "abandonment cannot be split over agents yet: each shard would pick its own requests "
+       "(remove agents, or abandon requests from one agent)"},
+  };
+  for (const Feature& f : kFeatures) {
+    const bool shared = f.used(plan.workload);
+    if (shared) errors.push_back({std::string("/workload/") + f.key, f.message});
+    for (std::size_t i = 0; i < plan.workloads.size(); ++i)
+      if (!shared && f.used(plan.workloads[i].workload))
+        errors.push_back({"/workloads/" + std::to_string(i) + "/" + f.key, f.message});
+    for (std::size_t i = 0; i < plan.targets.size(); ++i)
+      if (!shared && plan.targets[i].workload && f.used(*plan.targets[i].workload))
+        errors.push_back({"/targets/" + std::to_string(i) + "/workload/" + f.key, f.message});
+  }
+}
+
 void read_agents(const json* v, const std::string& path, PlanAgents& a,
                  std::vector<FieldError>& errors, const PlanLimits& limits) {
   ObjectReader r(v, path, errors);
@@ -2097,39 +2136,7 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
     read_agents(a, "/agents", agents, errors, limits);
     if (errors.size() == before) plan.agents = std::move(agents);
   }
-  // A mix's classes are found from each request's index in its step, which shards number on
-  // their own (agent/step_spec.h, mix_class_of).
-  if (plan.agents) {
-    for (std::size_t i = 0; i < plan.workloads.size(); ++i)
-      if (!plan.workloads[i].workload.mix.empty() && plan.workload.mix.empty())
-        errors.push_back({"/workloads/" + std::to_string(i) + "/mix",
-                          "a workload mix cannot be split over agents yet (remove agents, or "
-                          "run the mix from one agent)"});
-    if (!plan.workload.mix.empty())
-      errors.push_back({"/workload/mix",
-                        "a workload mix cannot be split over agents yet (remove "
-                        "agents, or run the mix from one agent)"});
-    for (std::size_t i = 0; i < plan.targets.size(); ++i)
-      if (plan.targets[i].workload && !plan.targets[i].workload->mix.empty() &&
-          plan.workload.mix.empty())
-        errors.push_back({"/targets/" + std::to_string(i) + "/workload/mix",
-                          "a workload mix cannot be split over agents yet (remove agents, or "
-                          "run the mix from one agent)"});
-  }
-  // A conversation's sessions are numbered per shard and their turns tagged in the shard's own
-  // result, which the merge does not carry yet.
-  if (plan.agents) {
-    if (plan.workload.conversation)
-      errors.push_back({"/workload/conversation",
-                        "conversations cannot be split over agents yet (remove agents, or run "
-                        "the sessions from one agent)"});
-    for (std::size_t i = 0; i < plan.targets.size(); ++i)
-      if (plan.targets[i].workload && plan.targets[i].workload->conversation &&
-          !plan.workload.conversation)
-        errors.push_back({"/targets/" + std::to_string(i) + "/workload/conversation",
-                          "conversations cannot be split over agents yet (remove agents, or run "
-                          "the sessions from one agent)"});
-  }
+  if (plan.agents) refuse_unsplit_workload_features(plan, errors);
   // Shards count their own requests: a closed-loop request-count window cannot be split. Nor
   // can a trace: every shard would replay all of it.
   for (std::size_t i = 0; plan.agents && i < plan.phases.size(); ++i) {

@@ -509,6 +509,125 @@ TEST(AgentBehaviour, HttpClientReusesAndRecoversFromServerClosedKeepAlive) {
   EXPECT_EQ(client.connections_opened(), 2u);
 }
 
+// The keep-alive race of issue 36: when the observer's grace after the whole answer ran out in
+// the same turn of the event loop as the read of the stream's last bytes, the client pooled the
+// connection its watchdog had just closed, and the next request on it failed with "write
+// request: Bad file descriptor". A raw server (a thread per connection) sends each answer's
+// [DONE] and then, after a delay jittered around the client's grace (1 ms ± 60 µs), the chunked
+// body's terminator; 64 streams at once on one client thread, 30 requests each on kept-alive
+// connections, so timers and last reads pile up in the same turns. The assertion is about
+// correctness, not speed: no request may fail. (Against the client before the fix this setup
+// did not reproduce the race here — 0 failures in 3 runs, also at 512 streams — so it guards
+// the behaviour; the issue's reproduction ran 1024 paced streams through the step runner.)
+class GraceObserver final : public ResponseObserver {
+ public:
+  void on_headers(int, std::string_view, std::int64_t) override {}
+  bool on_body(std::string_view bytes, std::int64_t t_ns) override {
+    if (done_at_ns_ < 0 && bytes.find("[DONE]") != std::string_view::npos) done_at_ns_ = t_ns;
+    return true;
+  }
+  ReadDeadline deadline() const override {
+    if (done_at_ns_ < 0) return {created_ns_ + 5'000 * kMs, ErrorClass::kTimeoutTotal};
+    return {done_at_ns_ + kMs, ErrorClass::kNone};
+  }
+
+ private:
+  std::int64_t created_ns_ = HttpClient::now_ns();
+  std::int64_t done_at_ns_ = -1;
+};
+
+// Serves one connection: each request gets [DONE], then the terminator after `delay_us(n)`.
+void serve_done_then_terminator(int c, std::atomic<int>& served) {
+  std::string in;
+  char buf[4096];
+  for (;;) {
+    const auto head_end = in.find("\r\n\r\n");
+    std::size_t body = 0;
+    if (head_end != std::string::npos) {
+      if (const auto cl = in.find("Content-Length: "); cl != std::string::npos && cl < head_end)
+        body = std::stoul(in.substr(cl + 16));
+    }
+    if (head_end == std::string::npos || in.size() < head_end + 4 + body) {
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    in.erase(0, head_end + 4 + body);
+    const std::string event = "data: [DONE]\n\n";
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", event.size());
+    const std::string answer = std::string(
+                                   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n") +
+                               size + event + "\r\n";
+    if (::send(c, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) break;
+    const int n = served++;
+    std::this_thread::sleep_for(std::chrono::microseconds(940 + (n % 13) * 10));
+    if (::send(c, "0\r\n\r\n", 5, MSG_NOSIGNAL) < 0) break;
+  }
+  ::close(c);
+}
+
+TEST(AgentBehaviour, AConnectionTheGraceTimerClosedIsNeverReused) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 256), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  constexpr int kStreams = 64, kEach = 30;
+  std::atomic<int> served{0};
+  std::vector<std::thread> connections;
+  std::thread acceptor([&] {
+    for (;;) {
+      const int c = ::accept(listener, nullptr, nullptr);
+      if (c < 0) return;
+      connections.emplace_back(serve_done_then_terminator, c, std::ref(served));
+    }
+  });
+
+  boost::asio::io_context io;
+  HttpClient client(io, parse_endpoint("http://127.0.0.1:" + std::to_string(port)).value(),
+                    HttpClientOptions{});
+  int failed = 0, reused = 0, not_pooled = 0;
+  std::string first_error;
+  for (int k = 0; k < kStreams; ++k) {
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          OutgoingRequest req;
+          req.path = "/v1/completions";
+          req.body = "{}";
+          for (int i = 0; i < kEach; ++i) {
+            GraceObserver observer;
+            const ExchangeResult r = co_await client.exchange(req, observer);
+            if (r.error != ErrorClass::kNone) {
+              ++failed;
+              if (first_error.empty()) first_error = r.error_message;
+            }
+            reused += r.reused_connection ? 1 : 0;
+            not_pooled += r.keep_alive ? 0 : 1;
+          }
+        },
+        boost::asio::detached);
+  }
+  io.run();
+  client.close_idle();
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  acceptor.join();
+  for (auto& t : connections) t.join();
+  std::printf("[ race ] %d requests: %d failed, %d on a reused connection, %d not pooled\n",
+              kStreams * kEach, failed, reused, not_pooled);
+  EXPECT_EQ(failed, 0) << first_error;
+  EXPECT_GT(reused, 0);  // the pool was exercised
+}
+
 TEST(AgentBehaviour, InvalidSpecIsAFatalErrorNamingTheField) {
   StepSpec spec;
   spec.target.base_url = "nope";

@@ -1541,6 +1541,25 @@ TEST(PlanReader, AgentsDefaultsAndRegionsCycle) {
   EXPECT_EQ(none.region_of(3), "");
 }
 
+TEST(PlanReader, AgentsRefuseWhatAShardCannotRunAsOneProcess) {
+  // Prefix groups and abandonment pick requests by their index in the step, which each shard
+  // numbers on its own: refused, naming the field where the plan sets it (they were accepted
+  // and silently dropped by the shard codec).
+  json j = minimal();
+  j["agents"] = {{"count", 2}, {"launch", "manual"}};
+  j["workload"] = {{"prefix_groups", {{{"share", 1.0}, {"prefix_tokens", 512}}}}};
+  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "cannot be split over agents");
+  j["workload"] = {{"abandon", {{"share", 0.1}, {"after_ms", 2000}}}};
+  EXPECT_ERROR(parse(j), "/workload/abandon", "cannot be split over agents");
+  // A target's own workload is named at the target.
+  j["workload"] = json::object();
+  j["targets"][0]["workload"] = {{"abandon", {{"share", 0.1}, {"after_tokens", 5}}}};
+  EXPECT_ERROR(parse(j), "/targets/0/workload/abandon", "cannot be split over agents");
+  // Without agents the same plans are fine.
+  j.erase("agents");
+  EXPECT_TRUE(parse(j).plan) << describe(parse(j));
+}
+
 TEST(PlanReader, AgentsFullySpecified) {
   json j = minimal();
   j["agents"] = json::parse(R"({"count": 3, "regions": ["a", "b", "c"],
@@ -1690,7 +1709,8 @@ class PlanSchema : public ::testing::Test {
   // example_of(schema_) holds every property, but a dataset and a trace are two request sets
   // and a trace replay is not split over agents: the maximal plan without the trace and its
   // phase, and the trace plan (no dataset, no agents, only the trace_replay phase). Prefix groups
-  // shape synthetic prompts only: both leave them out (maximal_synthetic_plan() has them).
+  // shape synthetic prompts only: both leave them out (maximal_synthetic_plan() has them, without
+  // agents). Abandonment is not split over agents either: the trace plan has it.
   json maximal_plan() const { return split_maximal(false); }
   json maximal_synthetic_plan() const {
     json plan = example_of(schema_);
@@ -1702,6 +1722,7 @@ class PlanSchema : public ::testing::Test {
       w->erase("mix");
       w->erase("conversation");  // not over agents: checked on its own in the test below
     }
+    plan.erase("agents");  // prefix groups are not split over agents (maximal_plan has agents)
     json phases = json::array();
     for (const auto& ph : plan["phases"])
       if (ph["kind"] != "trace_replay") phases.push_back(ph);
@@ -1752,6 +1773,7 @@ class PlanSchema : public ::testing::Test {
       w->erase("prefix_groups");
       w->erase("conversation");  // not over agents, no request-count steps: see the test
       w->erase("mix");
+      if (!trace) w->erase("abandon");  // not over agents: the trace plan has it
     }
     if (trace) plan.erase("agents");
     json phases = json::array();
@@ -1949,8 +1971,7 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
       "output_tokens": {"distribution": "uniform", "low": 1, "high": 5, "min": 1, "max": 9},
       "dataset": {"path": "d.jsonl", "mode": "replay"}, "shared_prefix_tokens": 0,
       "temperature": 0, "ignore_eos": true, "min_tokens": false, "stream": true,
-      "extra_body": {"top_p": 1}, "record_token_times": false, "calibrate": false,
-      "abandon": {"share": 0.1, "after_ms": 2000}
+      "extra_body": {"top_p": 1}, "record_token_times": false, "calibrate": false
     },
     "timeouts": {"connect_ms": 1, "first_token_ms": 1, "idle_ms": 1, "total_ms": 1},
     "sla": {"ttft_ms": {"p95": 1}, "ttft_service_ms": {"p50": 1}, "tpot_ms": {"p90": 1},
@@ -1986,6 +2007,15 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
   const auto p = parse(maximal);
   ASSERT_TRUE(p.plan) << describe(p);
   expect_keys_in_schema(schema_, maximal, "");
+  {
+    // Abandonment is not split over agents: checked on the plan without them.
+    json with_abandon = maximal;
+    with_abandon.erase("agents");
+    with_abandon["workload"]["abandon"] = {{"share", 0.1}, {"after_ms", 2000}};
+    const auto a = parse(with_abandon);
+    ASSERT_TRUE(a.plan) << describe(a);
+    expect_keys_in_schema(schema_, with_abandon, "");
+  }
   // Every alternative spelling of lengths.
   for (const json& l : {json(5), json::parse(R"({"distribution": "fixed", "mean": 5})"),
                         json::parse(R"({"distribution": "lognormal", "mean": 5, "stddev": 1})"),
