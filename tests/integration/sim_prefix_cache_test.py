@@ -72,11 +72,10 @@ class PrefixGroups(unittest.TestCase):
         self.assertAlmostEqual(tc["prefix_cache_hit_rate"], EXPECTED_HIT_RATE, delta=0.03)
         # Caching off: the sim exports the counters but never hits.
         self.assertIn(tu["prefix_cache_hits"], (0, None))
-        # Only the uncached third of the prompt is prefilled: the first token comes sooner. In
-        # real time only the direction is checked: under ASan on a busy 2-core host (x4 time
-        # scale) client and simulator delays add ~120 ms to the cached P50 (200 vs 248 ms seen,
-        # 82 vs 222 ms in a release build); the size of the gain is checked in virtual time.
-        self.assertLess(cached["stats"]["ttft_ms"]["p50"], uncached["stats"]["ttft_ms"]["p50"])
+        # That the first token comes sooner when only the uncached third of the prompt is
+        # prefilled is checked in virtual time (test_prediction_models_the_same_hits): in real
+        # time under ASan the host's speed decides it (beside a parallel build the cached P50
+        # read 438 ms against the uncached 399 ms, issue 33), not the simulator.
         self.assertIn("prefix caching on", next(
             t for t in measured["targets"] if t["name"] == "cached")["simulator"])
 
