@@ -454,6 +454,15 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         doc = d.get_json("/v1/openapi.json")
         self.assertIn("openapi", doc)
         self.assertIn("/v1/jobs", doc["paths"])
+        # The project's licence (LICENSE, NOTICE) is the served document's.
+        self.assertEqual(doc["info"]["license"]["name"], "Apache-2.0")
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(root, "LICENSE"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("Apache License", text)
+        self.assertIn("Version 2.0, January 2004", text)
+        with open(os.path.join(root, "NOTICE"), encoding="utf-8") as f:
+            self.assertIn("Apache License, Version 2.0", f.read())
         prof = d.get_json("/v1/profiles")
         self.assertIn("a100-80g-pcie", [h["name"] for h in prof["hardware"]])
         self.assertIn("llama-3.1-8b", [m["name"] for m in prof["models"]])

@@ -271,9 +271,9 @@ TEST(SearchProperty, TheFirstPlanAnswersNearItsLongWindowTruth) {
   // It read FAIL on both cards ("the SLA failed at every level tried"): the search halved into
   // windows too thin for min_requests and counted them as fails. The twin's answer from rate
   // sweeps with 20-minute windows is about 1.85 rps on the 4090 and 3.9 on the A100. The plan's
-  // own 60 s steps and 180 s confirms hold a P95 TTFT of 2 s a little closer to the knee than
-  // 20 minutes do (a queue near capacity drifts further in a longer window): 4090 2.13 rps,
-  // A100 4.28 rps, both within 15 % above.
+  // own 60 s steps and confirms (no confirm_duration_s: 60 s) hold a P95 TTFT of 2 s nearer
+  // the knee than 20 minutes do (a queue near capacity drifts further in a longer window):
+  // 4090 2.13 rps, A100 4.28 rps, both within 15 % above.
   for (const auto& [gpu, truth] :
        std::vector<std::pair<std::string, double>>{{"rtx4090-48g", 1.85}, {"a100-80g-pcie", 3.9}}) {
     json results;
