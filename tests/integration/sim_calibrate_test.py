@@ -81,19 +81,38 @@ def figures(doc, ttft=True):
     return out
 
 
+def host_ttft_allowance_ms(doc):
+    """What a busy host can add to a real-time step's TTFT P50, in plan milliseconds, measured in
+    the same run: a timer's lateness at P99 (`client.timer_lag_p99_ms`, wall clock, from the
+    open-loop step's arrival timers) × the step's time_scale. The simulated GPU's step timers
+    share the host with the client's, and a first token waits on several of them. Beside
+    `make -j2` the 3 rps step's TTFT P50 read 150-158 ms against 136-139 ms on a quiet host,
+    and its timer lag P99 was 3.8-3.9 ms (×4 = 15.5 ms); quiet it was 1.4-3.5 ms."""
+    steps = [s for p in doc["targets"][0]["phases"] for s in p["steps"]]
+    lag = max(((s.get("client") or {}).get("timer_lag_p99_ms") or 0.0 for s in steps),
+              default=0.0)
+    return {s["label"]: lag * (s.get("time_scale") or 1.0) for s in steps}
+
+
 class Calibrated(unittest.TestCase):
-    def check_close(self, got, want, bound, what):
+    def check_close(self, got, want, bound, what, ttft_allowance_ms=None):
+        """|got − want| < bound × want, plus for TTFT P50 the host's own delay measured in the
+        step (ttft_allowance_ms by label; none for virtual-time measurements)."""
         self.assertEqual(sorted(got), sorted(want), what)
         lines = []
         for label in sorted(want):
             for key, m in want[label].items():
                 err = (got[label][key] - m) / m
-                lines.append(f"{what} {label} {key}: {got[label][key]:.2f} vs {m:.2f} ({err:+.1%})")
-                self.assertLess(abs(err), bound, lines[-1])
+                allow = (ttft_allowance_ms or {}).get(label, 0.0) if key == "ttft p50" else 0.0
+                limit = bound + allow / m
+                lines.append(f"{what} {label} {key}: {got[label][key]:.2f} vs {m:.2f} ({err:+.1%}, "
+                             f"bound {limit:.1%}" + (f" = {bound:.0%} + host {allow:.2f} ms)"
+                                                     if allow else ")"))
+                self.assertLess(abs(err), limit, lines[-1])
         print("\n".join(lines), file=sys.stderr)
 
     def calibrate_and_check(self, measured_name, levels, rates, duration_s=30, warmup_s=10,
-                            predicted_ttft=True):
+                            predicted_ttft=True, real_time=False):
         r = llmcapd("sim", "calibrate", path(measured_name), "--out", "cal.json")
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         self.assertIn("median |error|", r.stdout)
@@ -106,8 +125,9 @@ class Calibrated(unittest.TestCase):
         r = llmcapd("predict", write("replay.json", replay), "--profiles-file", path("cal.json"),
                     "--out", "replayed.json")
         self.assertIn(r.returncode, (0, 4), r.stderr)
-        self.check_close(figures(load("replayed.json")), figures(load(measured_name)), 0.05,
-                         "reproduced")
+        measured = load(measured_name)
+        self.check_close(figures(load("replayed.json")), figures(measured), 0.05, "reproduced",
+                         host_ttft_allowance_ms(measured) if real_time else None)
         # ... and predicts loads it never saw: other levels, a rate, another seed.
         other = plan("sim://a100-80g-pcie-calibrated/llama-3.1-8b", 99, [2, 8, 32], [3.5])
         truth = plan("sim://a100-80g-pcie/llama-3.1-8b", 99, [2, 8, 32], [3.5])
@@ -143,9 +163,11 @@ class Calibrated(unittest.TestCase):
         self.assertIn(r.returncode, (0, 4), r.stderr)
         # The truth here is the box in virtual time, which a real-time measurement of it misses
         # by up to ~8 % on open-loop TTFT (HTTP and timers, ×4 at time_scale 4): other loads are
-        # checked on throughput and TPOT, the measured job on every fitted figure.
+        # checked on throughput and TPOT, the measured job on every fitted figure, its TTFT
+        # within 5 % plus what the host's timers lost in the same step (a busy host lengthened
+        # the 3 rps TTFT P50 by 6.8 % once: docs/ci.md).
         self.calibrate_and_check("measured.json", [1, 8, 32], [3], duration_s=20, warmup_s=5,
-                                 predicted_ttft=False)
+                                 predicted_ttft=False, real_time=True)
 
     def test_bad_input_names_the_flag(self):
         r = llmcapd("sim", "calibrate", "--out", "x.json")
