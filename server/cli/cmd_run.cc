@@ -20,6 +20,7 @@
 
 #include "api/plan_reader.h"
 #include "api/report_html.h"
+#include "api/report_junit.h"
 #include "api/report_tables.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
@@ -207,6 +208,13 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
         &out_path);
   s.add("out_dir", "folder of the default results file", &out_dir);
   s.add("no_out", "write no results file", &no_out);
+  std::string junit_path;
+  s.add("junit",
+        "also write the SLA verdicts as JUnit XML to this file for CI test reports (a test suite "
+        "per target, a test case per check and one for the qualified capacity), also when the "
+        "SLA fails; nothing when the run ends in an error without results (docs/plans.md, "
+        "\"JUnit XML for CI\")",
+        &junit_path);
   s.add("quiet", "print only the final table", &quiet);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("log_json", "write logs as JSON lines", &log.json);
@@ -390,6 +398,17 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
       return kExitRuntime;
     }
     std::cout << "report:  " << html_path << "\n";
+  }
+  // A run that ended in an error or was cancelled has no verdict to report: no JUnit file, so a
+  // CI does not show a stale or partial one as the answer (the exit code says what happened).
+  if (!junit_path.empty() && result.error.empty() && !result.cancelled) {
+    std::ofstream junit(junit_path);
+    junit << api::render_junit(result.results);
+    if (!junit) {
+      std::cerr << who << ": --junit: cannot write '" << junit_path << "'\n";
+      return kExitRuntime;
+    }
+    std::cout << "junit:   " << junit_path << "\n";
   }
   if (!result.error.empty()) {
     std::cerr << who << ": " << result.error << "\n";
