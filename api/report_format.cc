@@ -21,6 +21,63 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
+namespace {
+// Length of the well-formed UTF-8 sequence at the start of `text` (RFC 3629: no overlong forms,
+// no surrogates, nothing past U+10FFFF); 0 when the first byte starts none.
+std::size_t xml_utf8_length(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i)
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  return length;
+}
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string clean;
+  clean.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const std::size_t length = xml_utf8_length(text.substr(i));
+    if (length == 0) {
+      clean += kReplacement;
+      ++i;
+    } else if (c == '\t' || c == '\n' || c == '\r') {
+      clean += c == '\t' ? "&#9;" : c == '\n' ? "&#10;" : "&#13;";
+      ++i;
+    } else if ((length == 1 && static_cast<unsigned char>(c) < 0x20) ||
+               (length == 3 && text.substr(i, 2) == "\xEF\xBF" &&
+                static_cast<unsigned char>(text[i + 2]) >= 0xBE)) {
+      // C0 controls, U+FFFE and U+FFFF are not XML 1.0 characters.
+      clean += kReplacement;
+      i += length;
+    } else {
+      // Markup characters are ASCII: escaped below, one sequence at a time.
+      clean += length == 1 ? html_escape(text.substr(i, 1)) : std::string(text.substr(i, length));
+      i += length;
+    }
+  }
+  return clean;
+}
+
 std::string format_fixed(double value, int decimals) {
   if (!std::isfinite(value)) return "-";
   char buf[64];

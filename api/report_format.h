@@ -15,6 +15,13 @@ namespace llmcap::api {
 // Escapes & < > " ' so the text is safe in HTML/SVG element content and attribute values.
 std::string html_escape(std::string_view text);
 
+// Text safe in XML 1.0 element content and attribute values (JUnit XML, report_junit.h): & < > "
+// ' escaped as html_escape does; tab, LF and CR as character references, so an attribute keeps
+// them (a parser normalises literal ones to spaces); what XML 1.0 cannot carry at all — the other
+// C0 control characters, U+FFFE, U+FFFF and bytes that are not well-formed UTF-8 — replaced by
+// U+FFFD, one per character or stray byte.
+std::string xml_escape(std::string_view text);
+
 // Fixed-point with `decimals` digits; "-" for NaN/inf.
 std::string format_fixed(double value, int decimals);
 

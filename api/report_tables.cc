@@ -72,9 +72,20 @@ bool near(const std::optional<double>& a, const std::optional<double>& b, double
   return a && b && std::fabs(*a - *b) <= tolerance * std::max(1.0, std::fabs(*b));
 }
 
-// The step a qualified (or best-evidence) point was measured in: same load (rate or
-// concurrency) and the same throughput figures; the last such step (a confirm or soak repeats
-// an earlier rate). Null when none matches (an older or hand-made document).
+}  // namespace
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"')
+      out += "\"\"";
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
 const json* step_of_point(const json& target, const json& point) {
   const bool closed = json_string(point, "basis") == "closed_loop";
   const json* found = nullptr;
@@ -98,20 +109,6 @@ const json* step_of_point(const json& target, const json& point) {
     }
   }
   return found;
-}
-
-}  // namespace
-
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"')
-      out += "\"\"";
-    else
-      out += c;
-  }
-  return out + "\"";
 }
 
 std::vector<CapacityRow> capacity_rows(const json& results) {

@@ -142,6 +142,11 @@ struct DemandRow {
 };
 
 std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
+// The step of `target` (one of the document's "targets") that a capacity point — its
+// `qualified` or `best_evidence` — was measured in: same load (rate or concurrency) and the same
+// throughput figures; the last such step (a confirm or soak repeats an earlier rate). Null when
+// none matches (an older or hand-made document).
+const nlohmann::json* step_of_point(const nlohmann::json& target, const nlohmann::json& point);
 std::vector<StepRow> step_rows(const nlohmann::json& results);
 std::vector<DemandRow> demand_rows(const nlohmann::json& results);
 // "## Workload mix: per-class results" with one row per class of every mix step ("" when the

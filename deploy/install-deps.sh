@@ -15,6 +15,9 @@ packages=(
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   packages+=(prometheus chromium clang-14 libclang-rt-14-dev openssl)
+  # xmllint validates the JUnit XML output against tests/data/junit/junit.xsd
+  # (tests/integration/junit_report_test.py).
+  packages+=(libxml2-utils)
   # The compiler cache `make test` builds through (CMakeLists.txt: used when installed; the
   # cache is ~/.cache/llmcap/ccache, outside the clone, so a fresh clone builds warm).
   packages+=(ccache)

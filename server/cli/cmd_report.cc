@@ -1,6 +1,6 @@
 // `llmcapd report FILE|JOB --out report.html`: renders a results document (a file written by
 // `llmcapd run --out`, or a job of a running daemon) as the self-contained HTML report, or as
-// Markdown / CSV tables.
+// Markdown / CSV tables, or its SLA verdicts as JUnit XML (api/report_junit.h).
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -8,6 +8,7 @@
 
 #include "api/prediction_check.h"
 #include "api/report_html.h"
+#include "api/report_junit.h"
 #include "api/report_tables.h"
 #include "net/blocking_client.h"
 #include "server/cli/command_line.h"
@@ -29,7 +30,11 @@ int cmd_report(const std::vector<std::string>& args) {
   bool help = false;
   Settings s("");
   s.add("out", "write the report here (default: standard output)", &out_path);
-  s.add("format", "html, markdown or csv", &format);
+  s.add("format",
+        "html, markdown, csv (the capacity table) or junit (the SLA verdicts as JUnit XML for "
+        "CI: a test suite per target, a test case per check and one for the qualified "
+        "capacity; docs/plans.md, \"JUnit XML for CI\")",
+        &format);
   s.add("host", "host of the llmcapd serving the job, when a job id is given", &host);
   s.add("port", "its port", &port);
   s.add("token", "a read or admin token of that daemon (default: env LLMCAP_TOKEN)", &token);
@@ -40,17 +45,19 @@ int cmd_report(const std::vector<std::string>& args) {
         &against);
   s.add("help", "show this help", &help);
   std::vector<std::string> positional;
-  const CommandLine cl{"report",
-                       "Usage: llmcapd report RESULTS.json|JOB_ID [flags]\n\nRenders the capacity "
-                       "report (HTML with inline SVG charts, or Markdown/CSV tables).",
-                       1};
+  const CommandLine cl{
+      "report",
+      "Usage: llmcapd report RESULTS.json|JOB_ID [flags]\n\nRenders the capacity "
+      "report (HTML with inline SVG charts, or Markdown/CSV tables), or its SLA verdicts as "
+      "JUnit XML.",
+      1};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
   if (positional.size() != 1) {
     std::cerr << "llmcapd report: expected one results file or job id\n";
     return kExitUsage;
   }
-  if (format != "html" && format != "markdown" && format != "csv") {
-    std::cerr << "llmcapd report: format: expected html, markdown or csv\n";
+  if (format != "html" && format != "markdown" && format != "csv" && format != "junit") {
+    std::cerr << "llmcapd report: format: expected html, markdown, csv or junit\n";
     return kExitUsage;
   }
   std::string rendered;
@@ -70,8 +77,12 @@ int cmd_report(const std::vector<std::string>& args) {
     const net::BlockingClient daemon(base, token);
     const std::string accept = format == "markdown" ? "text/markdown"
                                : format == "csv"    ? "text/csv"
+                               : format == "junit"  ? "application/xml"
                                                     : "text/html";
-    auto r = daemon.request("GET", "/v1/jobs/" + source + "/report", "", {{"Accept", accept}});
+    // JUnit has no Accept type of its own (application/xml is generic): the daemon's ?format=.
+    const std::string query = format == "junit" ? "?format=junit" : "";
+    auto r =
+        daemon.request("GET", "/v1/jobs/" + source + "/report" + query, "", {{"Accept", accept}});
     if (r.status != 200) {
       std::cerr << "llmcapd report: GET " << base << "/v1/jobs/" << source
                 << "/report: " << (r.status ? std::to_string(r.status) : r.error);
@@ -114,6 +125,8 @@ int cmd_report(const std::vector<std::string>& args) {
       rendered = api::render_markdown(doc);
     else if (format == "csv")
       rendered = api::render_capacity_csv(doc);
+    else if (format == "junit")
+      rendered = api::render_junit(doc);
     else {
       api::ReportOptions o;
       if (doc.contains("job_id") && doc["job_id"].is_string()) o.job_id = doc["job_id"];

@@ -17,9 +17,11 @@
 #include <sstream>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include "api/plan_reader.h"
 #include "api/report_html.h"
+#include "api/report_junit.h"
 #include "api/report_tables.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
@@ -207,6 +209,13 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
         &out_path);
   s.add("out_dir", "folder of the default results file", &out_dir);
   s.add("no_out", "write no results file", &no_out);
+  std::string junit_path;
+  s.add("junit",
+        "also write the SLA verdicts as JUnit XML to this file for CI test reports (a test suite "
+        "per target, a test case per check and one for the qualified capacity), also when the "
+        "SLA fails; nothing when the run ends in an error without results (docs/plans.md, "
+        "\"JUnit XML for CI\")",
+        &junit_path);
   s.add("quiet", "print only the final table", &quiet);
   s.add("log_level", "trace|debug|info|warn|error|critical|off", &log.level);
   s.add("log_json", "write logs as JSON lines", &log.json);
@@ -373,23 +382,28 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
               << sla_text(parse.normalized.value("sla", nlohmann::json())) << ")\n"
               << capacity_table_text(result.results);
   }
-  if (!out_path.empty()) {
-    std::ofstream out(out_path);
-    out << result.results.dump(2) << "\n";
-    if (!out) {
-      std::cerr << who << ": cannot write '" << out_path << "'\n";
+  // Each file the run keeps: its path, what it holds, the label of the line that names it.
+  struct Output {
+    const std::string& path;
+    std::string text;
+    const char* label;
+  };
+  std::vector<Output> outputs;
+  if (!out_path.empty()) outputs.push_back({out_path, result.results.dump(2) + "\n", "results:"});
+  if (!html_path.empty())
+    outputs.push_back({html_path, api::render_report_html(result.results), "report: "});
+  // A run that ended in an error or was cancelled has no verdict to report: no JUnit file, so a
+  // CI does not show a stale or partial one as the answer (the exit code says what happened).
+  if (!junit_path.empty() && result.error.empty() && !result.cancelled)
+    outputs.push_back({junit_path, api::render_junit(result.results), "junit:  "});
+  for (const Output& o : outputs) {
+    std::ofstream file(o.path);
+    file << o.text;
+    if (!file) {
+      std::cerr << who << ": cannot write '" << o.path << "'\n";
       return kExitRuntime;
     }
-    std::cout << "results: " << out_path << "\n";
-  }
-  if (!html_path.empty()) {
-    std::ofstream html(html_path);
-    html << api::render_report_html(result.results);
-    if (!html) {
-      std::cerr << who << ": cannot write '" << html_path << "'\n";
-      return kExitRuntime;
-    }
-    std::cout << "report:  " << html_path << "\n";
+    std::cout << o.label << " " << o.path << "\n";
   }
   if (!result.error.empty()) {
     std::cerr << who << ": " << result.error << "\n";

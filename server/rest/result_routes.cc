@@ -1,5 +1,5 @@
-// A job's results: the results document, the report (HTML, Markdown, CSV), comparisons across
-// jobs, and the per-request samples export (NDJSON or CSV, streamed).
+// A job's results: the results document, the report (HTML, Markdown, CSV, JUnit XML),
+// comparisons across jobs, and the per-request samples export (NDJSON or CSV, streamed).
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -13,6 +13,7 @@
 #include "api/report_compare.h"
 #include "api/report_format.h"
 #include "api/report_html.h"
+#include "api/report_junit.h"
 #include "api/report_tables.h"
 #include "server/engine/sample_codec.h"
 #include "server/rest/rest_context.h"
@@ -121,11 +122,19 @@ HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams
   if (!doc) return error;
   if (!doc->contains("targets"))
     return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
-  add_prediction_check(c, id, *doc);
+  // ?format= picks the rendering (JUnit XML has no media type of its own); else Accept does.
+  const auto format = req.query_param("format");
+  if (format && *format != "html" && *format != "markdown" && *format != "csv" &&
+      *format != "junit")
+    return problem_response(ApiErrorCode::kBadRequest, "bad query",
+                            {{"format", "must be html, markdown, csv or junit"}});
   const std::string accept(req.header("accept").value_or("text/html"));
-  if (accept.find("text/markdown") != std::string::npos)
+  if (format == "junit")
+    return HttpResponse::text(200, api::render_junit(*doc), "application/xml; charset=utf-8");
+  add_prediction_check(c, id, *doc);
+  if (format ? *format == "markdown" : accept.find("text/markdown") != std::string::npos)
     return HttpResponse::text(200, api::render_markdown(*doc), "text/markdown; charset=utf-8");
-  if (accept.find("text/csv") != std::string::npos)
+  if (format ? *format == "csv" : accept.find("text/csv") != std::string::npos)
     return HttpResponse::text(200, api::render_capacity_csv(*doc), "text/csv; charset=utf-8");
   api::ReportOptions o;
   o.job_id = id;

@@ -321,6 +321,9 @@ class OpenApiLiveTest(unittest.TestCase):
         for accept in ("text/html", "text/markdown", "text/csv"):
             self.call(d, "GET", "/v1/jobs/%s/report" % tiny_id, headers={"Accept": accept},
                       status=200)
+        for fmt in ("html", "markdown", "csv", "junit"):
+            self.call(d, "GET", "/v1/jobs/%s/report?format=%s" % (tiny_id, fmt), status=200)
+        self.call(d, "GET", "/v1/jobs/%s/report?format=xunit" % tiny_id, status=400)
         self.call(d, "GET", "/v1/jobs/%s/agents/manifest" % tiny_id, status=404)
         self.call(d, "POST", "/v1/jobs/%s:cancel" % tiny_id, status=409)  # already finished
         self.call(d, "POST", "/v1/jobs/%s:resume" % tiny_id, status=409)
