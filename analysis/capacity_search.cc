@@ -16,6 +16,11 @@ std::optional<double> rate_from_knee(const Knee& knee) {
   return rate_from_knee(knee.point.concurrency, knee.point.mean_e2e_ns);
 }
 
+double confirm_window_s(double confirm_duration_s, double lifetime_s) {
+  if (!(lifetime_s > 0) || !std::isfinite(lifetime_s)) return confirm_duration_s;
+  return std::max(confirm_duration_s, std::ceil(kConfirmLifetimes * lifetime_s));
+}
+
 std::string_view to_string(SearchEnd e) {
   switch (e) {
     case SearchEnd::kRunning: return "running";

@@ -88,6 +88,15 @@ std::optional<double> rate_from_knee(double concurrency, double mean_e2e_ns);
 // The same from a sweep's knee (knee.h); nullopt when the knee point has no mean_e2e_ns.
 std::optional<double> rate_from_knee(const Knee& knee);
 
+// A confirm's window holds at least kConfirmLifetimes request lifetimes (τ, the mean E2E of a
+// passing step at or near its rate): its first τ fills the server, and the backlog check
+// (verdict.cc) then fits the in-flight count over at least 4 τ, long enough to tell a count
+// that settles from a queue that keeps growing. Short steps stay as planned: only a confirm
+// qualifies a rate, so only a confirm needs the long view.
+inline constexpr double kConfirmLifetimes = 5;
+// The confirm's window: max(confirm_duration_s, kConfirmLifetimes × lifetime_s), whole seconds.
+double confirm_window_s(double confirm_duration_s, double lifetime_s);
+
 struct SearchStep {
   double rate_rps = 0;
   bool confirm = false;          // a confirm-length step (duration × confirm_duration_factor)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 
 #include "analysis/burst.h"
 #include "analysis/capacity.h"
@@ -224,7 +225,8 @@ class TargetRun {
     if (needed_s <= step.duration_s) return;
     const double lengthened = std::min(needed_s, std::max(phase.max_duration_s, step.duration_s));
     if (lengthened <= step.duration_s) return;
-    step.params["lengthened_from_s"] = step.duration_s;
+    if (!step.params.contains("lengthened_from_s"))
+      step.params["lengthened_from_s"] = step.duration_s;
     step.duration_s = lengthened;
   }
   static void set_requests_window(const PlanPhase& phase, double rate, StepRequest& step) {
@@ -816,6 +818,16 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
   o.max_steps = phase.max_steps;
   o.confirm_duration_factor = phase.confirm_duration_s / std::max(1.0, phase.duration_s);
   analysis::CapacitySearch search(o);
+  // The request lifetimes (mean E2E, s) the passing steps measured, by rate: a confirm's window
+  // holds analysis::kConfirmLifetimes of the one at its rate, else at the nearest rate above
+  // (a longer lifetime), else the highest rate below.
+  std::map<double, double> lifetime_at;
+  const auto lifetime_near = [&lifetime_at](double rate) {
+    if (lifetime_at.empty()) return 0.0;
+    auto it = lifetime_at.lower_bound(rate * (1 - 1e-9));
+    if (it == lifetime_at.end()) --it;
+    return it->second;
+  };
   int i = 0;
   while (auto next = search.next_rate()) {
     StepRequest step;
@@ -833,11 +845,23 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     step.draw_key =
         draw_key_for(next->confirm ? phase.confirm_duration_s : phase.duration_s, next->attempt);
     if (!next->confirm) set_requests_window(phase, next->rate_rps, step);
+    if (next->confirm) {
+      const double settled =
+          analysis::confirm_window_s(step.duration_s, lifetime_near(next->rate_rps));
+      const double lengthened = std::min(settled, std::max(phase.max_duration_s, step.duration_s));
+      if (lengthened > step.duration_s) {
+        step.params["lengthened_from_s"] = step.duration_s;
+        step.params["lengthened_for_lifetimes_s"] = lifetime_near(next->rate_rps);
+        step.duration_s = lengthened;
+      }
+    }
     lengthen_for_samples(phase, next->rate_rps, step);
     step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
     step.planned_rate_rps = next->rate_rps;
     auto r = run_step(run, std::move(step));
     if (!r) break;
+    if (r->judged.outcome == analysis::Outcome::kPass && r->judged.stats.e2e_ns.mean > 0)
+      lifetime_at[next->rate_rps] = r->judged.stats.e2e_ns.mean / 1e9;
     search.report(next->rate_rps, r->judged.outcome, r->verdict.insufficient_samples);
   }
   const auto& res = search.result();
