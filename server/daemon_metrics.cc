@@ -109,6 +109,12 @@ struct DaemonMetrics::Families {
                     .Help("Verdict of the job's last judged step by target and phase: 1 pass, "
                           "0 fail, -1 inconclusive")
                     .Register(r)),
+        target_verdict(prometheus::BuildGauge()
+                           .Name("llmcap_target_verdict")
+                           .Help("The target's verdict in its latest measured job that ran to "
+                                 "its end (label job_id): 1 pass (a qualified capacity), 0 fail "
+                                 "(the SLA held at no load), -1 inconclusive")
+                           .Register(r)),
         capacity_rps(prometheus::BuildGauge()
                          .Name("llmcap_qualified_capacity_requests_per_second")
                          .Help("Qualified capacity (open-loop requests/s) from the target's "
@@ -182,6 +188,7 @@ struct DaemonMetrics::Families {
   prometheus::Family<Gauge>& queue;
   prometheus::Family<Gauge>& current_step;
   prometheus::Family<Gauge>& verdict;
+  prometheus::Family<Gauge>& target_verdict;
   prometheus::Family<Gauge>& capacity_rps;
   prometheus::Family<Gauge>& capacity_tps;
   prometheus::Family<Gauge>& cost;
@@ -211,6 +218,7 @@ struct DaemonMetrics::Families {
   std::mutex capacity_mu;
   std::map<std::string, Gauge*> cost_by_target;            // GUARDED_BY(capacity_mu)
   std::map<std::string, Gauge*> predicted_cost_by_target;  // GUARDED_BY(capacity_mu)
+  std::map<std::string, Gauge*> verdict_by_target;         // GUARDED_BY(capacity_mu)
 
   TargetHandles& target(const std::string& name) {
     std::lock_guard lock(mu);
@@ -400,6 +408,18 @@ void DaemonMetrics::set_capacity(const std::string& target, const Capacity& c, b
     g.Set(*c.cost_per_million_output_tokens);
     cost.emplace(target, &g);
   }
+}
+void DaemonMetrics::set_target_verdict(const std::string& job, const std::string& target,
+                                       double verdict) {
+  std::lock_guard lock(f_->capacity_mu);
+  // One series per target: the next job's verdict replaces the last one's (its job_id differs).
+  if (auto it = f_->verdict_by_target.find(target); it != f_->verdict_by_target.end()) {
+    f_->target_verdict.Remove(it->second);
+    f_->verdict_by_target.erase(it);
+  }
+  Gauge& g = f_->target_verdict.Add({{"target", target}, {"job_id", job}});
+  g.Set(verdict);
+  f_->verdict_by_target.emplace(target, &g);
 }
 void DaemonMetrics::set_storage_queue_depth(double n) { f_->storage_queue.Add({}).Set(n); }
 

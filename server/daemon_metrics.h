@@ -93,6 +93,11 @@ class DaemonMetrics final : public ApiMetrics {
   };
   // predicted: the job was a prediction (virtual time): the llmcap_predicted_* families.
   void set_capacity(const std::string& target, const Capacity& capacity, bool predicted = false);
+  // The target's verdict (1 pass, 0 fail, -1 inconclusive) in a measured job that ran to its
+  // end: one series per target (labels target, job_id), replaced by the next such job's and
+  // kept while llmcapd runs. What the SLA alert watches: a capacity search's failing steps
+  // above its answer are part of finding it, the target's verdict is the answer.
+  void set_target_verdict(const std::string& job, const std::string& target, double verdict);
 
   // --- process ---
   void set_storage_queue_depth(double n);

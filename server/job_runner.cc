@@ -571,9 +571,18 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     check(store_.save_capacity(r), job_id, "save capacity");
     // Only a job that ran to its end replaces a target's capacity gauges (a failed or cancelled
     // one judged only part of its plan).
-    if (result.error.empty() && !result.cancelled)
+    if (result.error.empty() && !result.cancelled) {
       metrics_.set_capacity(t.value("name", ""), capacity_metrics(t),
                             job.value().kind == "predicted");
+      const json* verdict = t.contains("verdict") ? &t["verdict"] : nullptr;
+      if (job.value().kind != "predicted" && verdict && verdict->contains("outcome")) {
+        const std::string outcome = verdict->value("outcome", "");
+        metrics_.set_target_verdict(job_id, t.value("name", ""),
+                                    outcome == "pass"   ? 1
+                                    : outcome == "fail" ? 0
+                                                        : -1);
+      }
+    }
   }
 
   if (!result.error.empty()) {

@@ -187,6 +187,12 @@ def check_sim_job(port):
         errors.append('llmcap_dropped_arrivals_total{target="gpu"} is not exported as 0')
     if re.search(r'^llmcap_qualified_capacity_requests_per_second\{', text, re.M):
         errors.append("a rate sweep qualifies nothing, yet a qualified rate is exported")
+    # The target's verdict, what the SLA alert watches: a sweep whose step passed confirms
+    # nothing, so inconclusive (-1), never a fail.
+    verdict = sample_value(text, 'llmcap_target_verdict{job_id="%s",target="gpu"}' % job)
+    if verdict != -1:
+        errors.append('llmcap_target_verdict{job_id="%s",target="gpu"} = %r, want -1 '
+                      '(inconclusive: a rate sweep qualifies nothing)' % (job, verdict))
     print("serve: sim job %s: offered %r, achieved %r req/s (plan time)" % (job, offered, achieved))
 
 

@@ -115,6 +115,24 @@ TEST(DaemonMetrics, AJobResumedWithinTheGracePeriodKeepsItsSeries) {
   EXPECT_EQ(sample(text, R"(llmcap_last_verdict{job_id="j1",phase="soak",target="gpu"})"), 1);
 }
 
+TEST(DaemonMetrics, TheTargetVerdictIsOneSeriesPerTargetThatOutlivesItsJob) {
+  DaemonMetrics m(0s);  // live series go at once; the target's verdict does not
+  feed(m, "j1");
+  m.set_target_verdict("j1", "gpu", 0);
+  m.set_target_verdict("j1", "cpu", -1);
+  m.job_finished("j1");
+  std::string text = m.serialize();
+  EXPECT_EQ(sample(text, R"(llmcap_target_verdict{job_id="j1",target="gpu"})"), 0);
+  EXPECT_EQ(sample(text, R"(llmcap_target_verdict{job_id="j1",target="cpu"})"), -1);
+  EXPECT_FALSE(sample(text, R"(llmcap_last_verdict{job_id="j1",phase="soak",target="gpu"})"));
+  // The next job of the target replaces its series (the SLA alert resolves); the other stays.
+  m.set_target_verdict("j2", "gpu", 1);
+  text = m.serialize();
+  EXPECT_FALSE(sample(text, R"(llmcap_target_verdict{job_id="j1",target="gpu"})")) << text;
+  EXPECT_EQ(sample(text, R"(llmcap_target_verdict{job_id="j2",target="gpu"})"), 1);
+  EXPECT_EQ(sample(text, R"(llmcap_target_verdict{job_id="j1",target="cpu"})"), -1);
+}
+
 TEST(DaemonMetrics, DroppedArrivalsStartAtZeroWithTheFirstStep) {
   DaemonMetrics m;
   EXPECT_FALSE(sample(m.serialize(), R"(llmcap_dropped_arrivals_total{target="gpu"})"));
