@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The llmcapd command line as a user meets it: help, version, exit codes, config errors,
 and a one-shot `run` of a tiny simulated plan that prints the qualified-capacity table."""
+import csv
+import io
 import json
 import os
 import re
@@ -249,6 +251,14 @@ class Cli(unittest.TestCase):
             with open(os.path.join(d, "kept", files[1])) as f:
                 doc = json.load(f)
             self.assertEqual(doc["plan_document"]["sla"]["tpot_ms"], {"p95": 35.0})
+            # The kept results name their job, and `report --format csv` carries it on every
+            # row (issue 40: the job_id column was empty).
+            self.assertRegex(doc["job_id"], r"^job_\w+$")
+            c = run("report", os.path.join(d, "kept", files[1]), "--format", "csv")
+            self.assertEqual(c.returncode, 0, c.stderr)
+            rows = list(csv.DictReader(io.StringIO(c.stdout)))
+            self.assertEqual([x["target"] for x in rows], ["a100"])
+            self.assertEqual({x["job_id"] for x in rows}, {doc["job_id"]})
             with open(os.path.join(d, "kept", files[0])) as f:
                 self.assertIn("<svg", f.read())
 
