@@ -118,7 +118,9 @@ std::vector<CapacityRow> capacity_rows(const json& results) {
     CapacityRow r;
     r.target = json_string(t, "name");
     r.workload = json_string(t, "workload_name");
-    r.job_id = json_string(t, "job_id");
+    // A combined (compare) document names each target's job; a job's own results document
+    // names its job once, at the top.
+    r.job_id = json_string(t, "job_id", json_string(results, "job_id"));
     r.model = json_string(t, "model");
     r.precision = json_string(t, "precision");
     const auto& w = json_member(t, "workload");

@@ -23,7 +23,7 @@ struct CapacityRow {
   // A workload matrix (`workloads`): the workload this row measured ("" without a matrix); the
   // rows come workload by workload, and reports show one table per workload.
   std::string workload;
-  std::string job_id;  // set in combined (compare) documents
+  std::string job_id;  // the target's job_id (combined documents), else the results' job_id
   std::string model;
   std::string precision;
   std::optional<double> input_tokens_mean;

@@ -89,7 +89,7 @@ std::optional<storage::IntendedRange> step_window(const storage::StepRecord& ste
 }
 
 SampleStepInfo sample_step_info(const storage::StepRecord& step, const nlohmann::json& plan) {
-  return SampleStepInfo{step.seq, step.target, step.phase_name, step_window(step, plan)};
+  return SampleStepInfo{step.seq + 1, step.target, step.phase_name, step_window(step, plan)};
 }
 
 std::optional<bool> in_window(const storage::SampleRow& r, const SampleStepInfo& step) {
@@ -112,7 +112,7 @@ nlohmann::json sample_json(const storage::SampleRow& r, const SampleStepInfo& st
   const auto belongs = in_window(r, step);
   return nlohmann::json{
       {"id", r.id},
-      {"step", step.seq},
+      {"step", step.number},
       {"target", step.target},
       {"phase", step.phase},
       {"in_window", belongs ? nlohmann::json(*belongs) : nlohmann::json(nullptr)},
@@ -151,7 +151,7 @@ std::string sample_csv_header() {
          "token_events,input_tokens,output_tokens,http_status,error,finish_reason,ttft_ms,"
          "tpot_ms,e2e_ms,connect_ns,tls_ns,t_headers_ns,planned_input_tokens,"
          "planned_output_tokens,output_tokens_estimated,max_itl_ns,error_message,target,phase,"
-         "in_window\r\n";
+         "in_window,ttft_service_ms,max_itl_ms\r\n";
 }
 
 namespace {
@@ -179,7 +179,7 @@ std::string sample_csv_line(const storage::SampleRow& r, const SampleStepInfo& s
   };
   std::string line;
   for (auto v :
-       {r.id, step.seq, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
+       {r.id, step.number, r.index, r.t_intended_ns, r.t_send_ns, r.t_first_token_ns,
         r.t_last_token_ns, r.t_end_ns, static_cast<std::int64_t>(r.token_events),
         static_cast<std::int64_t>(r.input_tokens), static_cast<std::int64_t>(r.output_tokens),
         static_cast<std::int64_t>(r.http_status)}) {
@@ -200,7 +200,10 @@ std::string sample_csv_line(const storage::SampleRow& r, const SampleStepInfo& s
   // in_window: empty while the step's window is not known (a running step).
   const auto belongs = in_window(r, step);
   line += "," + csv_field(step.target) + "," + csv_field(step.phase) + "," +
-          (belongs ? (*belongs ? "true" : "false") : "") + "\r\n";
+          (belongs ? (*belongs ? "true" : "false") : "");
+  // The JSON export's ttft_service_ms and max_itl_ms (empty where it has null).
+  line += "," + ms(analysis::ttft_service_ns_of(r)) + "," +
+          (r.max_itl_ns >= 0 ? ms(r.max_itl_ns) : std::string()) + "\r\n";
   return line;
 }
 

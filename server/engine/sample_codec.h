@@ -19,9 +19,11 @@ analysis::RequestSample from_row(const storage::SampleRow& r);
 
 // What an exported sample says about the step it belongs to.
 struct SampleStepInfo {
-  std::int64_t seq = 0;  // the job's global step number (the export's ?step=)
-  std::string target;    // the target's name
-  std::string phase;     // the phase's name
+  // The step's number as `llmcapd run` prints it ("[N/M]"), counted from 1: the stored seq (the
+  // results' global_step, counted from 0) + 1. The export's `step` column and its ?step=.
+  std::int64_t number = 1;
+  std::string target;  // the target's name
+  std::string phase;   // the phase's name
   // The step's measurement window on the samples' clock; nullopt while it is not known (the
   // step is still running, or was stored without a summary).
   std::optional<storage::IntendedRange> window;
@@ -40,6 +42,8 @@ std::optional<bool> in_window(const storage::SampleRow& r, const SampleStepInfo&
 
 // One sample as a JSON object (times in ns from the step start; derived TTFT/TPOT/E2E in ms).
 nlohmann::json sample_json(const storage::SampleRow& r, const SampleStepInfo& step);
+// The same sample as a CSV line: every scalar field of sample_json (token_times_ns, a list, only
+// in JSON), derived latencies in ms to 3 decimals, empty where the JSON has null.
 std::string sample_csv_header();
 std::string sample_csv_line(const storage::SampleRow& r, const SampleStepInfo& step);
 

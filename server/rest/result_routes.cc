@@ -204,7 +204,8 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
                                "use Accept: application/x-ndjson or text/csv");
   std::int64_t after = 0;
   std::optional<int> limit;  // nullopt: every row
-  std::optional<std::int64_t> step_seq;
+  // ?step=N: the step printed as [N/M] (numbered from 1; the stored seq is N - 1).
+  std::optional<std::int64_t> step_number;
   bool only_in_window = false;
   std::vector<api::FieldError> bad;
   if (auto a = req.query_param("after")) {
@@ -220,10 +221,10 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
       bad.push_back({"limit", "must be a whole number 1..100000 (leave it out for every row)"});
   }
   if (auto st = req.query_param("step")) {
-    if (auto v = query_int(*st, 0, INT64_MAX))
-      step_seq = *v;
+    if (auto v = query_int(*st, 1, INT64_MAX))
+      step_number = *v;
     else
-      bad.push_back({"step", "must be a whole number >= 0"});
+      bad.push_back({"step", "must be a whole number >= 1 (steps are numbered from 1)"});
   }
   if (auto w = req.query_param("in_window")) {
     if (*w == "true")
@@ -255,14 +256,15 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   if (only_in_window) filter.intended_by_step.emplace();
   for (const auto& s : steps.value()) {
     auto info = sample_step_info(s, plan);
-    if (step_seq && s.seq == *step_seq) filter.step_id = s.id;
+    if (step_number && info.number == *step_number) filter.step_id = s.id;
     // A step whose window is not known yet (running) has no in-window rows.
     if (only_in_window && info.window) (*filter.intended_by_step)[s.id] = *info.window;
     step_info.emplace(s.id, std::move(info));
   }
-  if (step_seq && !filter.step_id)
-    co_return problem_response(ApiErrorCode::kNotFound, "no such step in this job",
-                               {{"step", "no step " + std::to_string(*step_seq) + " in this job"}});
+  if (step_number && !filter.step_id)
+    co_return problem_response(
+        ApiErrorCode::kNotFound, "no such step in this job",
+        {{"step", "no step " + std::to_string(*step_number) + " in this job"}});
 
   // Before committing to a 200: where a capped export is cut (announced in the Link header),
   // and the first page.
@@ -288,7 +290,7 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   if (cut) {
     std::string next =
         req.path + "?after=" + std::to_string(*cut) + "&limit=" + std::to_string(*limit);
-    if (step_seq) next += "&step=" + std::to_string(*step_seq);
+    if (step_number) next += "&step=" + std::to_string(*step_number);
     if (only_in_window) next += "&in_window=true";
     headers.emplace_back("Link", "<" + next + ">; rel=\"next\"");
   }

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """The llmcapd command line as a user meets it: help, version, exit codes, config errors,
 and a one-shot `run` of a tiny simulated plan that prints the qualified-capacity table."""
+import csv
+import io
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llmcapd_harness import Daemon  # noqa: E402
 
 LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
 
@@ -244,8 +251,56 @@ class Cli(unittest.TestCase):
             with open(os.path.join(d, "kept", files[1])) as f:
                 doc = json.load(f)
             self.assertEqual(doc["plan_document"]["sla"]["tpot_ms"], {"p95": 35.0})
+            # The kept results name their job, and `report --format csv` carries it on every
+            # row (issue 40: the job_id column was empty).
+            self.assertRegex(doc["job_id"], r"^job_\w+$")
+            c = run("report", os.path.join(d, "kept", files[1]), "--format", "csv")
+            self.assertEqual(c.returncode, 0, c.stderr)
+            rows = list(csv.DictReader(io.StringIO(c.stdout)))
+            self.assertEqual([x["target"] for x in rows], ["a100"])
+            self.assertEqual({x["job_id"] for x in rows}, {doc["job_id"]})
             with open(os.path.join(d, "kept", files[0])) as f:
                 self.assertIn("<svg", f.read())
+
+    def test_samples_export_numbers_steps_as_printed(self):
+        # Issue 40 #6: the step the demo prints as [N/M] is ?step=N of the samples export (and
+        # the rows' step N), and its in-window rows give the P95 TTFT printed on that line.
+        with tempfile.TemporaryDirectory() as d:
+            plan = os.path.join(d, "plan.json")
+            db = os.path.join(d, "demo.db")
+            with open(plan, "w") as f:
+                json.dump(TINY_PLAN, f)
+            r = run("demo", "--plan", plan, "--database", db, "--out-dir",
+                    os.path.join(d, "kept"), timeout=180)
+            self.assertIn(r.returncode, (0, 1, 4), r.stderr)
+            printed = re.findall(r"\[(\d+)/\d+\] a100 +concurrency_sweep +(c=\d+) +\w+ .*?"
+                                 r"TTFT p50/p95 \d+/(\d+) ms", r.stdout)
+            self.assertEqual([int(n) for n, _, _ in printed], [1, 2], r.stdout)
+            job_id = re.search(r"submitted job (job_\w+)", r.stdout).group(1)
+
+            daemon = Daemon(LLMCAPD, db_path=db, log_level="warn")
+            self.addCleanup(daemon.cleanup)
+            daemon.start()
+            results = daemon.get_json("/v1/jobs/%s/results" % job_id)
+            by_label = {s["label"]: s for t in results["targets"] for ph in t["phases"]
+                        for s in ph["steps"]}
+            for n, label, p95_ms in printed:
+                resp = daemon.request("GET", "/v1/jobs/%s/requests?step=%s&in_window=true" %
+                                      (job_id, n))
+                self.assertEqual(resp.status, 200, resp)
+                rows = [json.loads(line) for line in resp.text.splitlines() if line]
+                self.assertEqual({x["step"] for x in rows}, {int(n)})
+                self.assertEqual({x["phase"] for x in rows}, {"concurrency_sweep"})
+                step = by_label[label]
+                self.assertEqual(step["global_step"] + 1, int(n))  # stored from 0
+                self.assertEqual(len(rows), step["stats"]["counts"]["intended"], label)
+                ok = [x["ttft_ms"] for x in rows if x["error"] == "none" and x["t_end_ns"] >= 0]
+                p95 = statistics.quantiles(ok, n=100, method="inclusive")[94]
+                self.assertAlmostEqual(p95, float(p95_ms), delta=0.5 + 1e-3)
+            # Step 0 is not a step (a 0-based index): refused, naming the field.
+            resp = daemon.request("GET", "/v1/jobs/%s/requests?step=0" % job_id)
+            self.assertEqual(resp.status, 400, resp)
+            self.assertEqual([e["path"] for e in json.loads(resp.text)["errors"]], ["step"])
 
     def test_run_keeps_its_results_by_default_named_by_plan_target_and_time(self):
         # Issue 22: a run without --out still leaves its results and the HTML report behind.

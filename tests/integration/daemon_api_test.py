@@ -153,7 +153,7 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertTrue(r.headers["content-type"].startswith("application/x-ndjson"))
         rows = [json.loads(line) for line in r.text.splitlines() if line]
         self.assertGreater(len(rows), 5)
-        self.assertEqual({row["step"] for row in rows}, {0, 1})
+        self.assertEqual({row["step"] for row in rows}, {1, 2})  # numbered as printed, from 1
         ids = [row["id"] for row in rows]
         self.assertEqual(ids, sorted(ids))
         ok = [row for row in rows if row["error"] == "none"]
@@ -176,11 +176,12 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertEqual([int(x["id"]) for x in table], ids)
 
         # Filters: one step, a page of 3, after a cursor, a bad limit, an unknown step.
-        r = d.request("GET", "/v1/jobs/%s/requests?step=1" % job_id)
+        r = d.request("GET", "/v1/jobs/%s/requests?step=2" % job_id)
         self.assertEqual(r.status, 200, r)
         one = [json.loads(line) for line in r.text.splitlines() if line]
         self.assertTrue(one)
-        self.assertEqual({row["step"] for row in one}, {1})
+        self.assertEqual({row["step"] for row in one}, {2})
+        self.assertEqual(len(one), len([row for row in rows if row["step"] == 2]))
         r = d.request("GET", "/v1/jobs/%s/requests?limit=3&after=%d" % (job_id, ids[1]))
         self.assertEqual([json.loads(line)["id"] for line in r.text.splitlines()], ids[2:5])
         self.assertProblem(d.request("GET", "/v1/jobs/%s/requests?limit=0" % job_id), 400)
@@ -750,7 +751,9 @@ class SamplesExportTest(unittest.TestCase, ProblemAssertions):
         return r, list(csv.DictReader(io.StringIO(r.text)))
 
     def steps(self):
-        return {s["global_step"]: (t["name"], ph["name"], s)
+        # By the export's step number: as `llmcapd run` prints it ([N/M]), the results'
+        # global_step (from 0) + 1.
+        return {s["global_step"] + 1: (t["name"], ph["name"], s)
                 for t in self.results["targets"] for ph in t["phases"] for s in ph["steps"]}
 
     def test_every_row_with_target_phase_step_and_window(self):
@@ -849,6 +852,25 @@ class SamplesExportTest(unittest.TestCase, ProblemAssertions):
         self.assertProblem(self.d.request("GET", base + "?after=999999999"), 400,
                            paths=["after"])
         self.assertProblem(self.d.request("GET", base + "?step=99"), 404, paths=["step"])
+        # Steps are numbered from 1 (as printed): 0 is no step number.
+        self.assertProblem(self.d.request("GET", base + "?step=0"), 400, paths=["step"])
+        self.assertProblem(self.d.request("GET", base + "?step=-1"), 400, paths=["step"])
+
+    def test_csv_has_every_json_lines_field(self):
+        # Issue 40 #6: the CSV lacked ttft_service_ms and max_itl_ms; every scalar field of the
+        # JSON lines is a CSV column with the same value (3 decimals of a ms; null is empty).
+        _, rows = self.ndjson()
+        _, table = self.csv_rows()
+        self.assertEqual(len(table), len(rows))
+        for row, line in zip(rows, table):
+            self.assertEqual(set(line), set(row) - {"token_times_ns"})
+            for name in ("ttft_ms", "ttft_service_ms", "tpot_ms", "e2e_ms", "max_itl_ms"):
+                if row[name] is None:
+                    self.assertEqual(line[name], "", (name, row))
+                else:
+                    self.assertAlmostEqual(float(line[name]), row[name], delta=5e-4 + 1e-9,
+                                           msg=(name, row["id"]))
+        self.assertTrue(any(row["max_itl_ms"] is not None for row in rows))
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ class RestartTest(unittest.TestCase):
         integrity, steps_now, unfinished, _ = db_snapshot(d.db_path)
         self.assertEqual(unfinished, 0, "half-done step not dropped at start-up")
         self.assertSteps(steps_now, steps)
-        r = d.request("GET", "/v1/jobs/%s/requests?step=0" % job_id)
+        r = d.request("GET", "/v1/jobs/%s/requests?step=1" % job_id)  # stored seq 0, [1/N]
         self.assertEqual(r.status, 200)
         self.assertEqual(len(r.text.splitlines()), steps[0][1])
         self.assertIn("interrupted", d.log_text())

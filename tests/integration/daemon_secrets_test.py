@@ -126,8 +126,9 @@ class SecretsTest(unittest.TestCase):
                 ("/metrics", None), ("/", None), ("/v1/openapi.json", None),
                 ("/v1/profiles", None)]
         for step in result_steps(results):
-            gets.append((base + "/requests?step=%d" % step["global_step"], None))
-            gets.append((base + "/requests?step=%d" % step["global_step"], "text/csv"))
+            # The export numbers steps as printed, from 1: global_step + 1.
+            gets.append((base + "/requests?step=%d" % (step["global_step"] + 1), None))
+            gets.append((base + "/requests?step=%d" % (step["global_step"] + 1), "text/csv"))
         errors_seen = 0
         for path, accept in gets:
             r = d.request("GET", path, token=READ,

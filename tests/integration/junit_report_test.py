@@ -13,6 +13,8 @@ control characters) escaped into well-formed XML.
 Usage: junit_report_test.py LLMCAPD. Skipped (exit 77) without xmllint. ~10 s.
 """
 import copy
+import csv
+import io
 import json
 import os
 import shutil
@@ -193,6 +195,14 @@ class DaemonReport(unittest.TestCase):
         r = d.request("GET", "/v1/jobs/%s/report?format=csv" % job_id,
                       headers={"Accept": "text/html"})
         self.assertEqual(r.headers["content-type"], "text/csv; charset=utf-8")
+        # Every row names the job (issue 40: the job_id column was empty), here and in
+        # `llmcapd report JOB --format csv`.
+        rows = list(csv.DictReader(io.StringIO(r.text)))
+        self.assertEqual(len(rows), 2)
+        self.assertEqual({x["job_id"] for x in rows}, {job_id})
+        c = llmcapd("report", job_id, "--format", "csv", "--port", str(d.port))
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertEqual({x["job_id"] for x in csv.DictReader(io.StringIO(c.stdout))}, {job_id})
         r = d.request("GET", "/v1/jobs/%s/report?format=xunit" % job_id)
         self.assertEqual(r.status, 400, r)
         self.assertEqual(r.headers["content-type"], "application/problem+json")

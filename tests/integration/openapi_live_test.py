@@ -6,8 +6,11 @@ that docs/openapi.json documents for that operation, a documented Content-Type, 
 (problem+json included; NDJSON line by line) valid against the documented schema. The schemas
 are OpenAPI 3.0 Schema Objects, checked with jsonschema's Draft 4 validator (the draft OpenAPI
 3.0 builds on: boolean exclusiveMinimum) after `$ref`s are inlined and `nullable` is turned
-into a "null" type. Also: the served document is docs/openapi.json, and every problem type of
-api/problem_json.cc has its section in docs/problems.md (and no section is left over).
+into a "null" type. The top-level keys of live results and validation documents are checked
+both ways (issue 40 #6): no key the daemon sends is missing from the schema's properties, and
+every key present in every live document is in the schema's required list. Also: the served
+document is docs/openapi.json, and every problem type of api/problem_json.cc has its section in
+docs/problems.md (and no section is left over).
 
 Usage: openapi_live_test.py SOURCE_DIR LLMCAPD. Python 3 + jsonschema (Debian python3-jsonschema;
 skipped with exit 77 without it). ~10 s: three tiny simulated jobs, one restart.
@@ -203,6 +206,26 @@ class OpenApiLiveTest(unittest.TestCase):
             self.assertEqual(r.status, status, "%s %s: %r" % (method, path, r))
         return r, parsed
 
+    def assert_top_level_keys(self, schema_name, documents):
+        """Each live document's top-level keys are properties of the named schema and include
+        its required ones; a key present in every document is required (so a generated client
+        keeps it, and a key added to the daemon must be added to the schema)."""
+        schema = self.api.doc["components"]["schemas"][schema_name]
+        documented = set(schema["properties"])
+        required = set(schema.get("required", []))
+        self.assertLessEqual(required, documented, "%s: required keys not in properties" %
+                             schema_name)
+        self.assertTrue(documents, schema_name)
+        for doc in documents:
+            self.assertEqual(set(doc) - documented, set(),
+                             "%s: live keys missing from the schema's properties" % schema_name)
+            self.assertEqual(required - set(doc), set(),
+                             "%s: required keys missing from a live document" % schema_name)
+        always = set.intersection(*(set(doc) for doc in documents))
+        self.assertEqual(always - required, set(),
+                         "%s: keys in every live document that the schema does not require" %
+                         schema_name)
+
     def test_problem_types_have_their_sections(self):
         with open(os.path.join(SOURCE_DIR, "api", "problem_json.cc")) as f:
             slugs = set(re.findall(r'\{ApiErrorCode::k\w+, \d+, "([a-z0-9-]+)"', f.read()))
@@ -247,7 +270,17 @@ class OpenApiLiveTest(unittest.TestCase):
             self.call(d, "POST", path, '{"version": 1, "targets": [', status=400)
             self.call(d, "POST", path, json.dumps(plan()), content_type="text/plain", status=415)
             self.call(d, "POST", path, dict(plan(), description="x" * 20000), status=413)
-        self.call(d, "POST", "/v1/plans:validate", plan(), status=200)
+        _, validation = self.call(d, "POST", "/v1/plans:validate", plan(), status=200)
+        self.assert_top_level_keys("Validation", [validation])
+        # The docs name the validate response's fields as the API does (issue 40 #6: they
+        # called workload_fingerprint `fingerprint`).
+        with open(os.path.join(SOURCE_DIR, "docs", "plans.md")) as f:
+            plans_md = f.read()
+        for key in set(validation) - {"valid", "plan"}:
+            self.assertIn("`%s`" % key, plans_md, "docs/plans.md does not name %s" % key)
+        for name in ("README.md", "docs/plans.md", "docs/metrics.md", "docs/prediction.md"):
+            with open(os.path.join(SOURCE_DIR, name)) as f:
+                self.assertNotIn("`fingerprint`", f.read(), name)
         self.call(d, "POST", "/v1/jobs", plan(), headers={"Idempotency-Key": "k" * 201},
                   status=400)
 
@@ -279,7 +312,8 @@ class OpenApiLiveTest(unittest.TestCase):
         d.wait_state(long_id, "running", 30)
         time.sleep(1.0)  # live progress and a few samples
         self.call(d, "GET", "/v1/jobs/" + long_id, status=200)
-        self.call(d, "GET", "/v1/jobs/%s/results" % long_id, status=200)
+        _, so_far = self.call(d, "GET", "/v1/jobs/%s/results" % long_id, status=200)
+        self.assert_top_level_keys("ResultsSoFar", [so_far])
         self.call(d, "GET", "/v1/jobs/%s/report" % long_id, status=409)
         self.call(d, "GET", "/v1/jobs/%s/requests" % long_id, status=200)
         self.call(d, "DELETE", "/v1/jobs/" + long_id, status=409)
@@ -290,7 +324,8 @@ class OpenApiLiveTest(unittest.TestCase):
         self.call(d, "POST", "/v1/jobs/%s:cancel" % long_id, status=202)
         d.wait_state(long_id, "cancelled", 30)
         self.call(d, "GET", "/v1/jobs/" + long_id, status=200)
-        self.call(d, "GET", "/v1/jobs/%s/results" % long_id, status=200)
+        _, cancelled_results = self.call(d, "GET", "/v1/jobs/%s/results" % long_id, status=200)
+        self.assertEqual(cancelled_results["state"], "cancelled")
         # A queued job (Q) cancelled at once (200), then deleted (204).
         _, queued = self.call(d, "POST", "/v1/jobs", plan("queued"), status=201)
         self.call(d, "POST", "/v1/jobs/%s:cancel" % queued["id"], status=200)
@@ -300,6 +335,7 @@ class OpenApiLiveTest(unittest.TestCase):
         # A second finished job with another workload, for a comparison that is refused.
         other = plan("other-workload")
         other["workload"]["output_tokens"] = {"fixed": 24}
+        other["demand"] = {"requests_per_minute": 60, "mean_output_tokens": 24}  # demand_plan
         _, other_job = self.call(d, "POST", "/v1/jobs", other, status=201)
         tiny_id = tiny["id"]
         d.wait_state(tiny_id, "succeeded", 60)
@@ -307,7 +343,14 @@ class OpenApiLiveTest(unittest.TestCase):
 
         # A finished job on every read route.
         self.call(d, "GET", "/v1/jobs/" + tiny_id, status=200)
-        self.call(d, "GET", "/v1/jobs/%s/results" % tiny_id, status=200)
+        _, tiny_results = self.call(d, "GET", "/v1/jobs/%s/results" % tiny_id, status=200)
+        _, other_results = self.call(d, "GET", "/v1/jobs/%s/results" % other_job["id"],
+                                     status=200)
+        self.assertIn("demand_plan", other_results)
+        # Succeeded, succeeded with a demand plan, cancelled: every key documented, and every
+        # key they all have required.
+        self.assert_top_level_keys("Results", [tiny_results, other_results, cancelled_results])
+        self.assertEqual(tiny_results["job_id"], tiny_id)
         _, samples = self.call(d, "GET", "/v1/jobs/%s/requests?limit=20" % tiny_id, status=200)
         self.assertTrue(samples, "no samples")
         self.call(d, "GET", "/v1/jobs/%s/requests" % tiny_id, headers={"Accept": "text/csv"},

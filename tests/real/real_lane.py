@@ -283,7 +283,9 @@ def main():
         failures.append("job ended %s: %s" % (job["state"], job.get("error")))
 
     # ---- per step: what llmcap reports ----
-    steps = []  # results: targets[].phases[].steps[]; a sample's "step" is its global_step
+    # results: targets[].phases[].steps[]; a sample's "step" is the step's number as printed
+    # ([N/M], from 1): its global_step + 1
+    steps = []
     for tgt in results.get("targets", []):
         for ph in tgt.get("phases", []):
             steps.extend(ph.get("steps", []))
@@ -291,10 +293,10 @@ def main():
     for st in steps:
         params = st.get("params") or {}
         if "concurrency" in params:
-            label_of[st.get("global_step")] = "c=%s" % params["concurrency"]
+            label_of[st["global_step"] + 1] = "c=%s" % params["concurrency"]
         else:
-            label_of[st.get("global_step")] = "rate=%s" % params.get("rate_rps", "?")
-    summary["steps"] = [{"step": st.get("global_step"), "label": label_of[st.get("global_step")],
+            label_of[st["global_step"] + 1] = "rate=%s" % params.get("rate_rps", "?")
+    summary["steps"] = [{"step": st["global_step"] + 1, "label": label_of[st["global_step"] + 1],
                          "calibration": (st.get("calibration") or {}).get("method"),
                          "p50_ttft_ms": st["stats"]["ttft_ms"].get("p50"),
                          "p50_tpot_ms": st["stats"]["tpot_ms"].get("p50"),

@@ -319,6 +319,27 @@ TEST(ReportTablesTest, CapacityCsvIsRfc4180WithEveryTarget) {
   EXPECT_EQ(csv_split(lines[1])[1], "rtx4090-48g");
 }
 
+// A job's own results document names its job at the top (job_id): every row of the capacity
+// CSV carries it (`llmcapd report --format csv` left the column empty); a combined (compare)
+// document's per-target job_id wins.
+TEST(ReportTablesTest, CapacityCsvJobIdFromTheResultsDocument) {
+  json doc = load("results-two-targets.json");
+  doc["job_id"] = "job_01TESTCSVJOBID0000000000";
+  auto lines = lines_of(render_capacity_csv(doc), "\r\n");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(csv_split(lines[0])[0], "job_id");
+  EXPECT_EQ(csv_split(lines[1])[0], "job_01TESTCSVJOBID0000000000");
+  EXPECT_EQ(csv_split(lines[2])[0], "job_01TESTCSVJOBID0000000000");
+  doc["targets"][1]["job_id"] = "job_01OTHER";
+  lines = lines_of(render_capacity_csv(doc), "\r\n");
+  EXPECT_EQ(csv_split(lines[1])[0], "job_01TESTCSVJOBID0000000000");
+  EXPECT_EQ(csv_split(lines[2])[0], "job_01OTHER");
+  doc.erase("job_id");  // a document without one (written by hand): empty, never invented
+  doc["targets"][1].erase("job_id");
+  lines = lines_of(render_capacity_csv(doc), "\r\n");
+  EXPECT_EQ(csv_split(lines[1])[0], "");
+}
+
 TEST(ReportTablesTest, StepsCsvHasOneLinePerStep) {
   const auto doc = load("results-two-targets.json");
   const auto csv = render_steps_csv(doc);

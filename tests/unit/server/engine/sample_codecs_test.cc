@@ -6,6 +6,7 @@
 // is added to kFields (and so checked in every codec).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -151,7 +152,7 @@ TEST(SampleCodecs, ShardUploadKeepsEveryField) {
   expect_same(r.samples[0], back.samples[0]);
 }
 
-// The step a distinct sample belongs to: its window holds t_intended_ns = 1001.
+// The step a distinct sample belongs to (printed as [3/M]): its window holds t_intended_ns = 1001.
 SampleStepInfo distinct_step() {
   return SampleStepInfo{3, "a100, \"west\"", "sweep", storage::IntendedRange{1'000, 2'000}};
 }
@@ -215,9 +216,11 @@ TEST(SampleCodecs, CsvExportHasEveryScalarField) {
   EXPECT_EQ(column("phase"), "sweep");
   EXPECT_EQ(column("in_window"), "true");
   // Columns added later go at the end: readers by position keep working.
-  ASSERT_GE(header.size(), 3u);
-  EXPECT_EQ(header[header.size() - 3], "target");
-  EXPECT_EQ(header.back(), "in_window");
+  ASSERT_GE(header.size(), 5u);
+  EXPECT_EQ(header[header.size() - 5], "target");
+  EXPECT_EQ(header[header.size() - 3], "in_window");
+  EXPECT_EQ(header[header.size() - 2], "ttft_service_ms");
+  EXPECT_EQ(header.back(), "max_itl_ms");
   for (const auto& f : kFields) {
     // Per-token arrival times are a list: the JSON export carries them, CSV has no lists.
     if (std::string(f.name) == "token_times_ns") continue;
@@ -244,7 +247,9 @@ TEST(SampleCodecs, InWindowFollowsTheStepWindow) {
   EXPECT_EQ(in_window(row, step), std::nullopt);
   EXPECT_TRUE(sample_json(row, step).at("in_window").is_null());
   const auto csv = split_csv(sample_csv_line(row, step));
-  EXPECT_EQ(csv.back(), "");
+  const auto header = split_csv(sample_csv_header());
+  ASSERT_EQ(header[csv.size() - 3], "in_window");
+  EXPECT_EQ(csv[csv.size() - 3], "");
 }
 
 TEST(SampleCodecs, StepWindowFromTheSummaryElseDerivedFromThePlan) {
@@ -269,9 +274,66 @@ TEST(SampleCodecs, StepWindowFromTheSummaryElseDerivedFromThePlan) {
   EXPECT_EQ(w->end_ns, 9'750'000'000);
   EXPECT_EQ(step_window(step, nlohmann::json()), std::nullopt);  // no plan to derive from
   const auto info = sample_step_info(step, plan);
-  EXPECT_EQ(info.seq, 4);
+  EXPECT_EQ(info.number, 5);  // stored seq 4 is the fifth step, printed [5/M]
   EXPECT_EQ(info.target, "t");
   EXPECT_EQ(info.phase, "search");
+}
+
+// The CSV export carries every scalar field of the JSON-lines export under the same name, with
+// the same value (derived latencies to 3 decimals of a ms; null is an empty field): issue 40 #6,
+// the CSV lacked ttft_service_ms and max_itl_ms.
+TEST(SampleCodecs, CsvExportHasEveryJsonLinesField) {
+  auto row = to_row(distinct_sample(), 99);
+  row.id = 5;
+  // Latencies of a realistic size, so 3 decimals tell the derived fields apart.
+  row.t_intended_ns = 0;
+  row.t_send_ns = 1'500'000;
+  row.t_first_token_ns = 250'123'456;
+  row.max_itl_ns = 42'424'242;
+  const auto j = sample_json(row, distinct_step());
+  const auto header = split_csv(sample_csv_header());
+  const auto values = split_csv(sample_csv_line(row, distinct_step()));
+  ASSERT_EQ(header.size(), values.size());
+  std::map<std::string, std::string> csv;
+  for (std::size_t i = 0; i < header.size(); ++i) csv[header[i]] = values[i];
+  EXPECT_EQ(csv.at("ttft_ms"), "250.123");
+  EXPECT_EQ(csv.at("ttft_service_ms"), "248.623");
+  EXPECT_EQ(csv.at("max_itl_ms"), "42.424");
+  for (const auto& [name, v] : j.items()) {
+    if (name == "token_times_ns") continue;  // a list: JSON lines only
+    ASSERT_TRUE(csv.count(name)) << name << " is in the JSON-lines export, not in the CSV";
+    const std::string& text = csv.at(name);
+    if (v.is_null())
+      EXPECT_EQ(text, "") << name;
+    else if (v.is_number_float())
+      EXPECT_NEAR(std::stod(text), v.get<double>(), 0.0005) << name;
+    else if (v.is_string())
+      EXPECT_EQ(text, v.get<std::string>()) << name;
+    else
+      EXPECT_EQ(text, v.dump()) << name;
+  }
+  EXPECT_EQ(header.size(), j.size() - 1) << "a CSV column the JSON-lines export lacks";
+  // Without a second token event there is no inter-token gap: null in JSON, empty in CSV.
+  row.max_itl_ns = -1;
+  EXPECT_TRUE(sample_json(row, distinct_step()).at("max_itl_ms").is_null());
+  const auto no_itl = split_csv(sample_csv_line(row, distinct_step()));
+  EXPECT_EQ(no_itl.back(), "");
+}
+
+// The export numbers steps as `llmcapd run` prints them ("[1/M]" is the job's first step), not
+// as they are stored (seq from 0): issue 40 #6.
+TEST(SampleCodecs, ExportNumbersStepsFromOneAsPrinted) {
+  storage::StepRecord step;
+  step.seq = 0;
+  step.target = "t";
+  step.phase_name = "sweep";
+  const auto first = sample_step_info(step, nlohmann::json());
+  EXPECT_EQ(first.number, 1);
+  auto row = to_row(distinct_sample(), 99);
+  EXPECT_EQ(sample_json(row, first).at("step"), 1);
+  EXPECT_EQ(split_csv(sample_csv_line(row, first))[1], "1");
+  step.seq = 3;
+  EXPECT_EQ(sample_json(row, sample_step_info(step, nlohmann::json())).at("step"), 4);
 }
 
 }  // namespace
