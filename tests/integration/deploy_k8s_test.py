@@ -454,9 +454,22 @@ def check_agents(kust, o):
          "ConfigMap: k8s_agent_token_secret does not name agents/agent-token-secret.yaml")
     need(cfg.get("k8s_mode", "auto") in ("auto", "api"),
          "ConfigMap: k8s_mode must let llmcapd use its service account (auto or api)")
-    need(str(cfg.get("k8s_agent_image", "")).split(":")[0] in
-         [i.get("name") for i in kust.get("images", [])],
-         "ConfigMap: k8s_agent_image %r is not llmcapd's image" % cfg.get("k8s_agent_image"))
+    # The agents run the daemon's own image: not pinned in the ConfigMap (it would not follow
+    # `kustomize edit set image`), but copied from the container into its environment.
+    need("k8s_agent_image" not in cfg,
+         "ConfigMap: k8s_agent_image %r is pinned; the Deployment's LLMCAP_K8S_AGENT_IMAGE, copied "
+         "from its own image by kustomization.yaml, must decide it" % cfg.get("k8s_agent_image"))
+    dep = o.get("Deployment", {})
+    env = [e.get("name") for c in get(dep, "spec.template.spec.containers", []) or []
+           if c.get("name") == "llmcapd" for e in c.get("env", []) or []]
+    need("LLMCAP_K8S_AGENT_IMAGE" in env,
+         "Deployment: the llmcapd container has no LLMCAP_K8S_AGENT_IMAGE variable")
+    copied = [r for r in kust.get("replacements", []) or []
+              if get(r, "source.fieldPath", "").endswith("[name=llmcapd].image") and
+              any(p.endswith("[name=LLMCAP_K8S_AGENT_IMAGE].value")
+                  for t in r.get("targets", []) for p in t.get("fieldPaths", []))]
+    need(len(copied) == 1,
+         "kustomization.yaml: no replacement copies the llmcapd image to LLMCAP_K8S_AGENT_IMAGE")
     return docs[0] if docs else None, secret
 
 
@@ -570,6 +583,31 @@ def kubectl_render():
             image = get(d, "spec.template.spec.containers.0.image", "")
             need(":" in image, "rendered image %r has no tag" % image)
     print("kubectl kustomize: %d objects rendered" % len(docs))
+    # `kustomize edit set image llmcapd=...` on a copy: the agents' image follows the daemon's.
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "k8s")
+        shutil.copytree(K8S, copy)
+        path = os.path.join(copy, "kustomization.yaml")
+        with open(path, encoding="utf-8") as f:
+            kust = yaml.safe_load(f)
+        for i in kust.get("images", []):
+            if i.get("name") == "llmcapd":
+                i["newName"], i["newTag"] = "registry.example.com/team/llmcapd", "9.9.9"
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(kust, f)
+        r = subprocess.run(["kubectl", "kustomize", copy], capture_output=True, text=True,
+                           timeout=60)
+        if not need(r.returncode == 0, "kubectl kustomize (image set) failed: %s" % r.stderr):
+            return
+        for d in yaml.safe_load_all(r.stdout):
+            if d and d["kind"] == "Deployment":
+                c = get(d, "spec.template.spec.containers.0", {})
+                agent = [e.get("value") for e in c.get("env", [])
+                         if e.get("name") == "LLMCAP_K8S_AGENT_IMAGE"]
+                need(c.get("image") == "registry.example.com/team/llmcapd:9.9.9" and
+                     agent == [c.get("image")],
+                     "with the image set, llmcapd runs %r and its agents %r"
+                     % (c.get("image"), agent))
 
 
 if __name__ == "__main__":
