@@ -1265,7 +1265,8 @@ json TargetRun::run(std::string& error, bool& cancelled) {
   json doc{
       {"name", target_.name},
       {"base_url", target_.base_url},
-      {"simulated", EmbeddedSimulators::is_sim_url(target_.base_url)},
+      {"simulated",
+       EmbeddedSimulators::is_sim_url(target_.base_url) || target_.simulator_over_http},
       {"model", model_.empty() ? target_.spec.model : model_},
       {"precision", target_.precision},
       {"api", std::string(agent::to_string(target_.spec.api))},
@@ -1476,6 +1477,19 @@ ExecutionResult PlanExecutor::run(const RunPlan& plan, std::stop_token stop,
       clock_lost_ns = resolved.clock_lost_ns;
     } else {
       target.spec.base_url = target.base_url;
+      // A standalone `llmcapd sim` runs its GPU time_scale times faster than real time: its
+      // steps are compressed and scaled back as a sim:// target's, or it reads that much
+      // optimistic. Unless the plan gave the target a time_scale of its own.
+      if (target.time_scale == 1.0) {
+        if (const auto id = backend_->identify(target.spec)) {
+          target.time_scale = id->time_scale;
+          target.simulator_over_http = true;
+          char k[32];
+          std::snprintf(k, sizeof k, "%g", id->time_scale);
+          description = "llmcap simulator at " + target.base_url + " (" + id->hardware + " / " +
+                        id->model + ", time_scale " + k + "): measured in simulated time";
+        }
+      }
     }
     sink_.on_target_started(target, target.spec.base_url, description);
     bool cancelled = false;

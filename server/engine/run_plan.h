@@ -42,6 +42,9 @@ struct RunTarget {
   // executor runs each step compressed by this factor and scales every measured time back
   // (× time_scale) before analysis, so results read in simulated real time.
   double time_scale = 1.0;
+  // An http(s) target that said it is llmcap's simulator (`llmcapd sim`; the executor asks it,
+  // server/engine/target_probe.h): simulated in the results, time_scale taken from it.
+  bool simulator_over_http = false;
 };
 
 // Phases run as the plan gives them (api::PlanPhase): one struct, one set of defaults.

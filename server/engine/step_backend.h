@@ -1,7 +1,8 @@
 // StepBackend: the seam where the executor has one step of load generated (issue 11). The
 // PlanExecutor builds the step's StepSpec (time compression included), hands it to a backend,
 // and judges the StepResult it gets back, whoever produced it:
-//   LocalStepBackend   runs agent::StepRunner in this process (the default);
+//   LocalStepBackend   runs agent::StepRunner in this process (the default), and asks an http(s)
+//                      target whether it is llmcap's simulator (identify());
 //   ShardCoordinator   (server/fleet/shard_coordinator.h) splits the step over `llmcapd agent`
 //                      processes and merges their results;
 //   VirtualStepBackend (server/engine/virtual_step_backend.h) runs a simulated target in
@@ -21,6 +22,7 @@
 #include "agent/step_runner.h"
 #include "agent/step_spec.h"
 #include "agent/telemetry_scraper.h"
+#include "server/engine/target_probe.h"
 
 namespace llmcap::server {
 
@@ -40,6 +42,11 @@ class StepBackend {
                           std::stop_token stop, const agent::ProgressCallback& progress) = 0;
   // True when run() fills BackendStep::telemetry (no target to scrape).
   virtual bool provides_telemetry() const { return false; }
+  // Whether an http(s) target is llmcap's own simulator (server/engine/target_probe.h), asked
+  // once before the target's first step; nullopt: a server to take as it is (the default).
+  virtual std::optional<SimulatorIdentity> identify(const agent::TargetSpec& /*target*/) {
+    return std::nullopt;
+  }
 };
 
 class LocalStepBackend final : public StepBackend {
@@ -48,6 +55,9 @@ class LocalStepBackend final : public StepBackend {
                   const agent::ProgressCallback& progress) override {
     agent::StepRunner runner;
     return BackendStep{runner.run(spec, std::move(stop), progress), nullptr, std::nullopt};
+  }
+  std::optional<SimulatorIdentity> identify(const agent::TargetSpec& target) override {
+    return probe_simulator(target);
   }
 };
 

@@ -347,6 +347,56 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         self.assertIn("target unreachable", r.stderr)
 
+    def test_a_standalone_simulator_is_measured_in_its_own_time(self):
+        """`llmcapd sim --time-scale 4` as an http:// target: llmcap asks its /v1/models, runs
+        the steps 4x compressed and scales them back, as for sim:// (it read 4x optimistic and
+        "simulated": false before). Compared with the prediction of the same profile: the
+        TTFT a 4x-optimistic reading would give is a quarter of it; a busy host only adds."""
+        import queue
+        import threading
+        sim = subprocess.Popen([LLMCAPD, "sim", "--port", "0", "--time-scale", "4",
+                                "--hardware", "a100-80g-pcie", "--model", "llama-3.1-8b",
+                                "--log-level", "warn"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(sim.wait)
+        self.addCleanup(sim.terminate)
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in sim.stdout], daemon=True).start()
+        port = None
+        while port is None:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", lines.get(timeout=15))
+            port = int(m.group(1)) if m else None
+        doc = {"version": 1, "name": "sim-over-http",
+               "targets": [{"name": "box", "base_url": "http://127.0.0.1:%d" % port}],
+               "workload": {"input_tokens": {"fixed": 256}, "output_tokens": {"fixed": 64}},
+               "sla": {"ttft_ms": {"p95": 5000}, "min_requests": 5},
+               "phases": [{"kind": "concurrency_sweep", "levels": [4], "duration_s": 20,
+                           "warmup_s": 2}]}
+        results, printed = {}, {}
+        for name, url in (("measured", doc["targets"][0]["base_url"]),
+                          ("predicted", "sim://a100-80g-pcie/llama-3.1-8b")):
+            doc["targets"][0]["base_url"] = url
+            plan = os.path.join(SCRATCH.name, "sim-over-http-%s.json" % name)
+            out = os.path.join(SCRATCH.name, "sim-over-http-%s.out.json" % name)
+            with open(plan, "w") as f:
+                json.dump(doc, f)
+            r = run("run" if name == "measured" else "predict", plan, "--out", out, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            printed[name] = r.stdout
+            with open(out) as f:
+                results[name] = json.load(f)["targets"][0]
+        box = results["measured"]
+        self.assertIs(box["simulated"], True)
+        self.assertEqual(box["time_scale"], 4)
+        self.assertIn("llmcap simulator at http://127.0.0.1:%d" % port, box["simulator"])
+        measured = box["phases"][0]["steps"][0]["stats"]
+        predicted = results["predicted"]["phases"][0]["steps"][0]["stats"]
+        self.assertAlmostEqual(measured["window_s"], 20, delta=0.5)  # plan time, not 5 s
+        self.assertGreater(measured["ttft_ms"]["p50"], 0.5 * predicted["ttft_ms"]["p50"])
+        self.assertGreater(measured["tpot_ms"]["p50"], 0.5 * predicted["tpot_ms"]["p50"])
+        row = [x for x in printed["measured"].splitlines() if x.startswith("box ")]
+        self.assertTrue(row and "simulated" in row[0], printed["measured"])
+
     def test_missing_or_malformed_dataset_is_a_plan_error_naming_the_path(self):
         with tempfile.TemporaryDirectory() as d:
             doc = json.loads(json.dumps(TINY_PLAN))
