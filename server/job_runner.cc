@@ -19,6 +19,7 @@
 #include "api/plan_reader.h"
 #include "server/daemon_metrics.h"
 #include "server/engine/embedded_sims.h"
+#include "server/engine/job_eta.h"
 #include "server/engine/plan_conversion.h"
 #include "server/engine/plan_executor.h"
 #include "server/engine/sample_codec.h"
@@ -245,7 +246,11 @@ class DaemonSink final : public ExecutionSink {
            {"percent", std::min(100.0, 100.0 * done / planned)}};
     const double elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - job_started_).count();
-    j["eta_s"] = done > 0 ? json(elapsed_s / done * (planned - done)) : json(nullptr);
+    // Wall-clock, as the console's: from the first step on (the running step's planned length
+    // stands for the others until one has finished).
+    const double k = ctx.time_scale > 0 ? ctx.time_scale : 1.0;
+    j["eta_s"] = eta_seconds(elapsed_s, ctx.global_step, ctx.planned_steps,
+                             p ? static_cast<double>(p->elapsed_ns) / 1e9 : 0.0, ctx.planned_s / k);
     if (p) {
       j["live"] = json{{"elapsed_s", p->elapsed_ns / 1e9},
                        {"in_window", p->in_window},

@@ -31,16 +31,6 @@ std::string duration_text(double seconds) {
   return buf;
 }
 
-double eta_seconds(double job_elapsed_s, std::int64_t steps_done, std::int64_t steps_planned,
-                   double step_elapsed_s, double step_planned_s) {
-  const double this_step = std::max(0.0, step_planned_s - step_elapsed_s);
-  const auto after = std::max<std::int64_t>(0, steps_planned - steps_done - 1);
-  const double per_step = steps_done > 0
-                              ? (job_elapsed_s - step_elapsed_s) / static_cast<double>(steps_done)
-                              : step_planned_s;
-  return this_step + static_cast<double>(after) * std::max(0.0, per_step);
-}
-
 std::string step_result_text(const json& step) {
   const json& s = api::json_member(step, "stats");
   const json& v = api::json_member(step, "verdict");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "server/engine/job_eta.h"
 #include "server/engine/plan_executor.h"
 
 namespace llmcap::server {
@@ -26,12 +27,6 @@ std::string step_result_text(const nlohmann::json& step);
 
 // "4m05s", "52s", "1h02m".
 std::string duration_text(double seconds);
-
-// Seconds left in a job: what is left of the running step (planned - elapsed, at least 0),
-// plus the steps after it at the mean duration of the finished ones (or, before any finished,
-// the running step's planned length). Steps of a capacity search are estimates.
-double eta_seconds(double job_elapsed_s, std::int64_t steps_done, std::int64_t steps_planned,
-                   double step_elapsed_s, double step_planned_s);
 
 class ConsoleSink final : public ExecutionSink {
  public:

@@ -262,6 +262,11 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
                    ((j["progress"] or {}).get("live") or {}).get("completed_ok", 0) >= 2,
                    60, "running with completed requests")
         self.assertEqual(d.job(queued_id)["state"], "queued")
+        # The estimate is there from the first step on (the running step's plan stands in for
+        # the steps after it until one has finished).
+        running = d.job(long_id)["progress"]
+        self.assertEqual(running["steps_done"], 0, running)
+        self.assertGreater(running["eta_s"], 0, running)
 
         # Running and queued jobs cannot be deleted.
         self.assertProblem(d.request("DELETE", "/v1/jobs/" + long_id), 409, "conflict")
