@@ -11,9 +11,8 @@ namespace llmcap::server {
 // plus the steps after it at the mean duration of the finished ones (or, before any finished,
 // the running step's planned length). Steps of a capacity search are estimates. All in wall-clock
 // seconds (a simulated target's planned step length divided by its time_scale).
-inline double eta_seconds(double job_elapsed_s, std::int64_t steps_done,
-                          std::int64_t steps_planned, double step_elapsed_s,
-                          double step_planned_s) {
+inline double eta_seconds(double job_elapsed_s, std::int64_t steps_done, std::int64_t steps_planned,
+                          double step_elapsed_s, double step_planned_s) {
   const double this_step = std::max(0.0, step_planned_s - step_elapsed_s);
   const auto after = std::max<std::int64_t>(0, steps_planned - steps_done - 1);
   const double per_step = steps_done > 0

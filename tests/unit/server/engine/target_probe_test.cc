@@ -100,18 +100,19 @@ class DescriptionSink final : public ExecutionSink {
 };
 
 TEST(TargetProbe, AnHttpTargetThatIsTheSimulatorIsCompressedAndLabelledSimulated) {
-  const json plan{{"version", 1},
-                  {"name", "sim-over-http"},
-                  {"targets", json::array({json{{"name", "box"},
-                                                {"base_url", "http://127.0.0.1:8000"},
-                                                {"model", "llama-3.1-8b"}}})},
-                  {"workload", json{{"input_tokens", json{{"fixed", 64}}},
-                                    {"output_tokens", json{{"fixed", 8}}}}},
-                  {"sla", json{{"ttft_ms", json{{"p95", 5000}}}, {"min_requests", 1}}},
-                  {"phases", json::array({json{{"kind", "concurrency_sweep"},
-                                               {"levels", json::array({1})},
-                                               {"duration_s", 40},
-                                               {"warmup_s", 0}}})}};
+  const json plan{
+      {"version", 1},
+      {"name", "sim-over-http"},
+      {"targets",
+       json::array({json{
+           {"name", "box"}, {"base_url", "http://127.0.0.1:8000"}, {"model", "llama-3.1-8b"}}})},
+      {"workload",
+       json{{"input_tokens", json{{"fixed", 64}}}, {"output_tokens", json{{"fixed", 8}}}}},
+      {"sla", json{{"ttft_ms", json{{"p95", 5000}}}, {"min_requests", 1}}},
+      {"phases", json::array({json{{"kind", "concurrency_sweep"},
+                                   {"levels", json::array({1})},
+                                   {"duration_s", 40},
+                                   {"warmup_s", 0}}})}};
   const auto parse = api::parse_plan(plan.dump());
   ASSERT_TRUE(parse.errors.empty()) << parse.errors.front().path;
   RunPlan run_plan;
