@@ -278,7 +278,9 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
       "unreachable), 4 when inconclusive.";
   const std::string usage =
       predict ? "Usage: llmcapd predict PLAN.json [flags]\n       llmcapd predict --catalog "
-                "PLAN.json [flags]\n\nPredicts the plan's results in virtual time: every "
+                "PLAN.json [flags]\n       llmcapd predict --base-url sim://<hardware>/<model> "
+                "(--concurrency 1,4,16 | --request-rate R | --search) [ad-hoc flags]\n\nPredicts "
+                "the plan's results in virtual time: every "
                 "target must be sim://<hardware>/<model>; the load generator's schedule and the "
                 "simulated engine share one discrete-event clock (no sockets, no sleeping), and "
                 "the same statistics, verdicts, capacity search and cost code judge it. Same plan "
