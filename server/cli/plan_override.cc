@@ -90,7 +90,7 @@ PlanOverride apply_plan_override(ordered_json& plan, std::string_view assignment
       } else if (value.is_null()) {
         node->erase(seg);
       } else {
-        (*node)[seg] = std::move(value);
+        (*node)[seg] = value;
       }
     } else if (node->is_array()) {
       const std::size_t index = array_index(seg, so_far, node->size(), last, error);
@@ -99,9 +99,9 @@ PlanOverride apply_plan_override(ordered_json& plan, std::string_view assignment
         node = &(*node)[index];
       } else if (!value.is_null()) {
         if (index == node->size())
-          node->push_back(std::move(value));
+          node->push_back(value);
         else
-          (*node)[index] = std::move(value);
+          (*node)[index] = value;
       } else if (index < node->size()) {
         node->erase(index);
       } else {
