@@ -201,6 +201,25 @@ void Settings::add(std::string key, std::string help, std::vector<std::string>* 
   fields_.emplace(std::move(key), std::move(f));
 }
 
+void Settings::add_repeated(std::string key, std::string help, std::vector<std::string>* field) {
+  Field f{std::move(help), "repeated", "", nullptr, nullptr};
+  f.set_text = [field](std::string_view v) {
+    field->emplace_back(v);
+    return std::string();
+  };
+  f.set_json = [field](const void* p) {
+    const auto& j = *static_cast<const json*>(p);
+    if (!j.is_array()) return std::string("expected an array of strings");
+    for (const auto& item : j) {
+      if (!item.is_string()) return std::string("expected an array of strings");
+      field->push_back(item.get<std::string>());
+    }
+    return std::string();
+  };
+  order_.push_back(key);
+  fields_.emplace(std::move(key), std::move(f));
+}
+
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
   // Optimal string alignment distance.
   auto distance = [](std::string_view a, std::string_view b) {
@@ -317,6 +336,7 @@ std::string Settings::help_text() const {
     else
       flag += "  ";
     out += flag + f.help;
+    if (f.type == "repeated") out += " (repeatable)";
     if (!f.default_text.empty()) out += " (default: " + f.default_text + ")";
     out += "\n";
   }

@@ -34,6 +34,9 @@ class Settings {
   void add(std::string key, std::string help, double* field);
   // Lists: comma-separated in the environment and flags, a JSON array of strings in files.
   void add(std::string key, std::string help, std::vector<std::string>* field);
+  // Repeatable: each occurrence of the flag (or the one environment variable) appends its value
+  // as it is, commas included (`--set a=1 --set b=2`); a JSON array of strings in files.
+  void add_repeated(std::string key, std::string help, std::vector<std::string>* field);
 
   // Each returns "" on success, else one error message naming the key and the source.
   std::string apply_file(const std::string& path);
@@ -58,7 +61,7 @@ class Settings {
  private:
   struct Field {
     std::string help;
-    std::string type;          // "string", "bool", "int", "number", "list"
+    std::string type;          // "string", "bool", "int", "number", "list", "repeated"
     std::string default_text;  // rendered at registration
     std::function<std::string(std::string_view)> set_text;  // returns error or ""
     std::function<std::string(const void* json)> set_json;  // nlohmann::json*

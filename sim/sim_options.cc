@@ -80,6 +80,8 @@ SimOptionsResult sim_options_from_json(std::string_view json_text) {
   const std::map<std::string, Setter> setters = {
       {"hardware", [&](const json& v, const std::string& k) { o.hardware = as_string(v, k); }},
       {"model", [&](const json& v, const std::string& k) { o.model = as_string(v, k); }},
+      {"served_model_name",
+       [&](const json& v, const std::string& k) { o.served_model_name = as_string(v, k); }},
       {"dtype", [&](const json& v, const std::string& k) { o.dtype = as_string(v, k); }},
       {"engine", [&](const json& v, const std::string& k) { o.engine = as_string(v, k); }},
       {"kv_cache_dtype",

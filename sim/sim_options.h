@@ -14,8 +14,11 @@ namespace llmcap::sim {
 
 struct SimOptions {
   std::string hardware = "rtx4090-48g";  // GPU profile name (see ProfileCatalog::listing())
-  std::string model = "llama-3.1-8b";    // model profile name; also the served model name
-  std::string dtype = "bf16";            // weight dtype: bf16, fp16, fp8, int8, int4
+  std::string model = "llama-3.1-8b";    // model profile name
+  // The model name requests must carry and /v1/models and /metrics show (vLLM
+  // --served-model-name); empty = the profile name `model`.
+  std::string served_model_name;
+  std::string dtype = "bf16";  // weight dtype: bf16, fp16, fp8, int8, int4
   // Serving engine whose CPU costs the step time carries (sim/README.md "Engines"): "vllm"
   // (V1, CUDA graphs), "vllm-2024" (V0), "trt-llm", "sglang", "llama.cpp".
   std::string engine = "vllm";

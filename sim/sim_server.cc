@@ -62,6 +62,10 @@ struct SimServerState {
   std::atomic<std::uint64_t> next_request{0};
   std::atomic<bool> stopped{false};  // set by SimServer::stop(); read by sleeping handlers
   std::time_t started_at = 0;
+  // The name requests must carry: --served-model-name, else the model profile's name.
+  const std::string& served_model() const {
+    return options.served_model_name.empty() ? sim.model.name : options.served_model_name;
+  }
 };
 
 namespace {
@@ -108,7 +112,7 @@ HttpResponse models(const SimServerState& s) {
       {"per_request_ms", s.sim.roofline.engine().per_request_s * 1000.0},
       {"tokenizer", "whitespace words, 1 token each"},
   };
-  json entry = {{"id", s.sim.model.name},     {"object", "model"},
+  json entry = {{"id", s.served_model()},     {"object", "model"},
                 {"created", s.started_at},    {"owned_by", "llmcap-sim"},
                 {"root", s.sim.model.name},   {"max_model_len", s.sim.max_model_len},
                 {"metadata", std::move(meta)}};
@@ -176,7 +180,7 @@ asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
 
 Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
   GenerationLimits limits{
-      s->sim.max_model_len, s->options.default_max_tokens, s->sim.model.name,
+      s->sim.max_model_len, s->options.default_max_tokens, s->served_model(),
       s->sim.engine_config.enable_prefix_caching ? s->sim.engine_config.block_tokens : 0};
   ParseResult parsed = parse_generation_request(req.body, chat, *s->tokenizer, limits);
   if (!parsed.request)
@@ -218,7 +222,7 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
   });
   const std::string id = request_id(chat, s->options.seed, index);
   const std::time_t created = std::time(nullptr);
-  const std::string& model = s->sim.model.name;
+  const std::string& model = s->served_model();
   WordGenerator words(s->options.seed, index);
 
   if (!g.stream) {
@@ -368,7 +372,7 @@ void SimServer::start() {
   // build_sim_model throws with the numbers when the model or one sequence does not fit.
   auto state = std::make_shared<SimServerState>(options_, build_sim_model(options_));
   const SimModel& m = state->sim;
-  state->metrics = std::make_unique<SimMetrics>(m.model.name);
+  state->metrics = std::make_unique<SimMetrics>(state->served_model());
   state->faults = std::make_unique<FaultInjector>(options_.faults, options_.seed);
   state->tokenizer = std::make_unique<SimTokenizer>(m.model.vocab);
   state->runner = SimEngineRunner::create(io_, BatchEngine(m.roofline, m.engine_config),

@@ -2,8 +2,11 @@
 // same parser, executor and analysis as the daemon; prints a line per step (redrawn live on a
 // terminal) and the qualified-capacity table, and keeps the results: by default
 // llmcap-results/<plan>_<targets>_<UTC time>.json and the HTML report beside it. Embedded
-// simulators serve sim:// targets. `llmcapd predict PLAN.json` (cmd_predict.cc) is the same
-// command in virtual time (ExecutionMode::kPredict).
+// simulators serve sim:// targets. `llmcapd predict PLAN.json` is the same command in virtual
+// time (ExecutionMode::kPredict). Instead of PLAN.json both take the ad-hoc flags (--base-url,
+// --concurrency, --sla, ...; adhoc_plan.h), which build the plan document a user could write; and
+// --set key.path=value (plan_override.h) changes either before the plan is read. Either way the
+// document goes through the one plan reader; --print-plan prints it and stops.
 #include <unistd.h>
 
 #include <cctype>
@@ -23,11 +26,13 @@
 #include "api/report_html.h"
 #include "api/report_junit.h"
 #include "api/report_tables.h"
+#include "server/cli/adhoc_plan.h"
 #include "server/cli/capacity_table.h"
 #include "server/cli/command_line.h"
 #include "server/cli/commands.h"
 #include "server/cli/console_sink.h"
 #include "server/cli/exit_codes.h"
+#include "server/cli/plan_override.h"
 #include "server/engine/catalog_plan.h"
 #include "server/engine/dataset_policy.h"
 #include "server/engine/embedded_sims.h"
@@ -56,9 +61,14 @@ std::string read_file(const std::string& path, std::string& error) {
 
 // Parses and converts a plan file; prints every error with its path. Returns kExitOk or kExitUsage.
 // `profiles`: the simulator profiles its sim:// targets may name (the built-in ones plus
-// --profiles-file).
+// --profiles-file). `sources`: the flags that wrote parts of the plan (ad-hoc flags, --set),
+// named after each error found there.
 int load_plan(const std::string& path, const std::string& text, const sim::ProfileCatalog& profiles,
-              api::PlanParse& parse, RunPlan& plan, const char* who) {
+              api::PlanParse& parse, RunPlan& plan, const char* who, const PlanSources& sources) {
+  auto from = [&sources](const std::string& pointer) {
+    const std::string flag = flag_for_pointer(sources, pointer);
+    return flag.empty() ? std::string() : " (from " + flag + ")";
+  };
   api::PlanLimits limits;
   limits.sim_hardware = profiles.hardware_names();
   limits.sim_models = profiles.model_names();
@@ -67,7 +77,8 @@ int load_plan(const std::string& path, const std::string& text, const sim::Profi
     std::cerr << who << ": " << path << ": invalid plan (" << parse.errors.size() << " error"
               << (parse.errors.size() == 1 ? "" : "s") << ")\n";
     for (const auto& e : parse.errors) {
-      std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message << "\n";
+      std::cerr << "  " << (e.path.empty() ? "(document)" : e.path) << ": " << e.message
+                << from(e.path) << "\n";
     }
     return kExitUsage;
   }
@@ -75,7 +86,8 @@ int load_plan(const std::string& path, const std::string& text, const sim::Profi
   if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized, DatasetPolicy{});
       !problems.empty()) {
     std::cerr << who << ": " << path << ": dataset not usable\n";
-    for (const auto& e : problems) std::cerr << "  " << e.path << ": " << e.message << "\n";
+    for (const auto& e : problems)
+      std::cerr << "  " << e.path << ": " << e.message << from(e.path) << "\n";
     return kExitUsage;
   }
   if (auto err = to_run_plan(parse, plan); !err.empty()) {
@@ -246,6 +258,19 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
           "with --catalog: tensor-parallel degrees to offer each profile at (comma-separated)",
           &tp_list);
   }
+  AdhocFlags adhoc;
+  bind_adhoc_flags(s, adhoc);
+  std::vector<std::string> overrides;
+  s.add_repeated("set",
+                 "change the plan (PLAN.json or the ad-hoc one) before it is read: KEY.PATH=VALUE, "
+                 "dots between keys, numbers index arrays, VALUE as JSON else a string, null "
+                 "removes (e.g. --set phases.0.duration_s=60 --set sla.ttft_ms.p95=800)",
+                 &overrides);
+  bool print_plan = false;
+  s.add("print_plan",
+        "print the plan (built from the ad-hoc flags, --set applied) as JSON after checking it, "
+        "and exit without running",
+        &print_plan);
   std::vector<std::string> positional;
   const std::string exits =
       "\nExit 0 when the verdict is pass (every target has a confirmed qualified capacity), 1 "
@@ -253,7 +278,9 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
       "unreachable), 4 when inconclusive.";
   const std::string usage =
       predict ? "Usage: llmcapd predict PLAN.json [flags]\n       llmcapd predict --catalog "
-                "PLAN.json [flags]\n\nPredicts the plan's results in virtual time: every "
+                "PLAN.json [flags]\n       llmcapd predict --base-url sim://<hardware>/<model> "
+                "(--concurrency 1,4,16 | --request-rate R | --search) [ad-hoc flags]\n\nPredicts "
+                "the plan's results in virtual time: every "
                 "target must be sim://<hardware>/<model>; the load generator's schedule and the "
                 "simulated engine share one discrete-event clock (no sockets, no sleeping), and "
                 "the same statistics, verdicts, capacity search and cost code judge it. Same plan "
@@ -263,25 +290,67 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                 "capacity (without a demand: by cost per million output tokens), and says why "
                 "each candidate that cannot qualify does not (docs/prediction.md)." +
                     exits + " With --catalog: 0 when at least one profile qualified, else 1."
-              : "Usage: llmcapd run PLAN.json [flags]\n\nRuns a test plan once without a daemon "
-                "and prints the qualified-capacity table." +
+              : "Usage: llmcapd run PLAN.json [flags]\n       llmcapd run --base-url URL "
+                "[--model M] (--concurrency 1,4,16 | --request-rate R | --search) "
+                "[--num-prompts N | --duration S] [--sla ttft_p95=1000ms,...] [flags]\n\nRuns a "
+                "test plan once without a daemon and prints the qualified-capacity table. Without "
+                "PLAN.json the ad-hoc flags build the plan (--print-plan shows it; docs/plans.md, "
+                "\"Ad-hoc runs\")." +
                     exits;
   const CommandLine cl{name, usage, 1};
   if (auto rc = parse_command_line(cl, s, args, help, positional)) return *rc;
-  if (positional.size() != 1) {
-    std::cerr << who << ": expected exactly one plan file (see " << who << " --help)\n";
+  const std::vector<std::string> adhoc_given = given_adhoc_flags(adhoc);
+  if (!adhoc_given.empty() && !positional.empty()) {
+    std::cerr << who << ": " << adhoc_given.front()
+              << " builds a plan from flags: give PLAN.json or the ad-hoc flags, not both (--set "
+                 "KEY.PATH=VALUE changes a plan file)\n";
+    return kExitUsage;
+  }
+  if (adhoc_given.empty() && positional.size() != 1) {
+    std::cerr << who << ": expected a plan file, or --base-url URL and the ad-hoc flags (see "
+              << who << " --help)\n";
     return kExitUsage;
   }
   if (auto err = setup_logging(log); !err.empty()) {
     std::cerr << who << ": " << err << "\n";
     return kExitUsage;
   }
-  std::string error;
-  const std::string text = read_file(positional[0], error);
-  if (!error.empty()) {
-    std::cerr << who << ": " << error << "\n";
-    return kExitUsage;
+  // The plan document: the file's text, or the one the ad-hoc flags build; --set edits it.
+  const std::string plan_path = adhoc_given.empty() ? positional[0] : "ad-hoc plan";
+  std::string text;
+  nlohmann::ordered_json document;  // null: `text` is the plan as given
+  PlanSources sources;
+  if (adhoc_given.empty()) {
+    std::string error;
+    text = read_file(plan_path, error);
+    if (!error.empty()) {
+      std::cerr << who << ": " << error << "\n";
+      return kExitUsage;
+    }
+    // A file that is not JSON is left to the plan reader, which says where it breaks.
+    if (!overrides.empty() || print_plan)
+      document = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (document.is_discarded()) document = nullptr;
+  } else {
+    AdhocPlan built = build_adhoc_plan(adhoc);
+    if (!built.errors.empty()) {
+      for (const auto& e : built.errors) std::cerr << who << ": " << e << "\n";
+      return kExitUsage;
+    }
+    document = std::move(built.plan);
+    sources = std::move(built.sources);
   }
+  if (!overrides.empty() && !document.is_null()) {
+    for (const auto& assignment : overrides) {
+      const PlanOverride o = apply_plan_override(document, assignment);
+      if (!o.error.empty()) {
+        std::cerr << who << ": --set " << o.error << "\n";
+        return kExitUsage;
+      }
+      sources.emplace_back(o.pointer, "--set " + assignment);
+    }
+  }
+  if (!document.is_null()) text = document.dump();
   // The profiles are read first: the plan's sim:// targets may name those of --profiles-file.
   sim::ProfileCatalog profiles = sim::ProfileCatalog::builtin();
   if (!profiles_file.empty()) {
@@ -292,16 +361,24 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   }
   api::PlanParse parse;
   RunPlan plan;
-  if (int rc = load_plan(positional[0], text, profiles, parse, plan, who.c_str()); rc != kExitOk)
+  if (int rc = load_plan(plan_path, text, profiles, parse, plan, who.c_str(), sources);
+      rc != kExitOk)
     return rc;
+  if (print_plan) {
+    // Checked as it would run; what is printed is the document as given or built (not the
+    // normalised one with every default), to save and edit.
+    for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
+    std::cout << document.dump(2) << "\n";
+    return kExitOk;
+  }
   if (!catalog && (!prices_path.empty() || !hardware_list.empty() || tp_list != "1,2,4,8")) {
     std::cerr << who << ": --prices, --hardware and --tensor-parallel go with --catalog\n";
     return kExitUsage;
   }
   nlohmann::json catalog_info;
   if (catalog) {
-    if (int rc = load_catalog_plan(who, positional[0], prices_path, hardware_list, tp_list, parse,
-                                   plan, catalog_info);
+    if (int rc = load_catalog_plan(who, plan_path, prices_path, hardware_list, tp_list, parse, plan,
+                                   catalog_info);
         rc != kExitOk)
       return rc;
   }
@@ -314,7 +391,7 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   if (parse.plan->agents && !predict) {
     // Shards need the daemon's /v1/jobs/{id}/shards routes; running them in-process instead
     // would silently measure a different set-up than the plan asks for.
-    std::cerr << who << ": " << positional[0]
+    std::cerr << who << ": " << plan_path
               << ": /agents: a plan with agents runs only in the daemon (llmcapd serve, then "
                  "POST /v1/jobs); remove /agents to run it here with one in-process agent\n";
     return kExitUsage;
@@ -323,14 +400,14 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
     // Only simulated targets that fit their GPU can run in virtual time: refused before anything
     // runs.
     if (const auto problems = PlanExecutor::prediction_problems(plan); !problems.empty()) {
-      std::cerr << who << ": " << positional[0] << ": cannot predict\n";
+      std::cerr << who << ": " << plan_path << ": cannot predict\n";
       for (const auto& p : problems) std::cerr << "  " << p << "\n";
       return kExitUsage;
     }
   }
   for (const auto& w : parse.warnings) std::cerr << "warning: " << w << "\n";
-  std::cerr << "plan " << (plan.name.empty() ? positional[0] : plan.name) << ": "
-            << plan.targets.size() << " target(s), "
+  std::cerr << "plan " << (plan.name.empty() ? plan_path : plan.name) << ": " << plan.targets.size()
+            << " target(s), "
             << (predict ? "predicted in virtual time (measured it would take at most "
                         : "estimated at most ")
             << duration_text(parse.estimated_duration_s) << (predict ? ")" : "") << "\n";
@@ -338,8 +415,8 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   if (out_path.empty() && !no_out) {
     const std::string stem =
         results_file_name(
-            plan.name.empty() ? std::filesystem::path(positional[0]).stem().string() : plan.name,
-            plan, std::chrono::system_clock::now()) +
+            plan.name.empty() ? std::filesystem::path(plan_path).stem().string() : plan.name, plan,
+            std::chrono::system_clock::now()) +
         (predict ? "_predicted" : "");
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);

@@ -21,6 +21,10 @@ namespace {
 void bind_sim(Settings& s, sim::SimOptions& o, std::int64_t& seed) {
   s.add("hardware", "GPU profile (see --list)", &o.hardware);
   s.add("model", "model profile (see --list); also the served model name", &o.model);
+  s.add("served_model_name",
+        "the model name requests must carry and /v1/models lists, instead of the profile name "
+        "(as vLLM's --served-model-name)",
+        &o.served_model_name);
   s.add("dtype", "weight dtype: bf16, fp16, fp8, int8, int4", &o.dtype);
   s.add("kv_cache_dtype", "auto (16-bit) or fp8", &o.kv_cache_dtype);
   s.add("profiles_file", "extra hardware/model profiles (JSON)", &o.profiles_file);

@@ -71,6 +71,19 @@ TEST(Settings, FlagsParseAllForms) {
   EXPECT_EQ(e.hosts, (std::vector<std::string>{"a", "b"}));
 }
 
+TEST(Settings, RepeatedFlagAppendsEachValueWithItsCommas) {
+  std::vector<std::string> sets;
+  Settings s("");
+  s.add_repeated("set", "set a key", &sets);
+  std::vector<std::string> positional;
+  EXPECT_EQ(parse_flags(s, {"--set", "a=1,2", "--set=b=x", "--set", "c=-1"}, positional), "");
+  EXPECT_EQ(sets, (std::vector<std::string>{"a=1,2", "b=x", "c=-1"}));
+  EXPECT_EQ(s.apply_json_text(R"({"set":["d=4"]})", "f"), "");
+  EXPECT_EQ(sets.back(), "d=4");
+  EXPECT_NE(s.help_text().find("--set VALUE"), std::string::npos) << s.help_text();
+  EXPECT_NE(s.help_text().find("(repeatable)"), std::string::npos) << s.help_text();
+}
+
 TEST(Settings, UnknownFlagIsNamed) {
   Example e;
   auto s = bind(e);

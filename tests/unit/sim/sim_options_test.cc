@@ -41,6 +41,17 @@ TEST(SimOptionsTest, EngineIsParsedValidatedAndShown) {
   }
 }
 
+TEST(SimOptionsTest, ServedModelNameDefaultsToTheProfile) {
+  auto r = sim_options_from_json("{}");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->served_model_name, "");
+  r = sim_options_from_json(R"({"served_model_name": "m"})");
+  ASSERT_TRUE(r.options) << r.error;
+  EXPECT_EQ(r.options->served_model_name, "m");
+  EXPECT_EQ(r.options->model, "llama-3.1-8b");
+  EXPECT_FALSE(sim_options_from_json(R"({"served_model_name": 3})").options);
+}
+
 TEST(SimOptionsTest, TensorParallelSplitsTheModelAndSaysWhatTheAllReduceCosts) {
   auto r = sim_options_from_json(
       R"({"hardware": "a100-80g-sxm", "model": "llama-3.1-70b", "tensor_parallel": 4})");
