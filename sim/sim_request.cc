@@ -184,8 +184,9 @@ void check_unsimulated(const json& body, bool chat) {
     return body.contains(key) && !body[key].is_null() && body[key] != false;
   };
   if (!chat && given("suffix")) fail("suffix", "suffix is not currently supported");
-  if (!chat && given("echo"))
-    fail("echo", "echo is not simulated: the simulator does not return the prompt's text");
+  // Chat's echo prepends the last message when it is the assistant's (the reply continues it).
+  if (chat && given("echo") && body["messages"].back().value("role", "") == "assistant")
+    fail("echo", "echo of an assistant message is not simulated");
   if (given("response_format")) {
     const json& rf = body["response_format"];
     if (!rf.is_object() || rf.value("type", "") != "text") {
@@ -266,6 +267,15 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
       r.seed = static_cast<std::uint64_t>(optional_int(body, "seed", 0));
     if (chat) check_tools(body);
     check_unsimulated(body, chat);
+    if (!chat && optional_bool(body, "echo")) {
+      const json& p = body["prompt"];
+      if (!p.is_string() && !(p.is_array() && p[0].is_string()))
+        fail("echo",
+             "echo with token-id prompts is not simulated: the simulator cannot detokenize");
+      if (r.logprobs)
+        fail("echo", "echo with logprobs is not simulated: it needs the prompt's logprobs");
+      r.echo = p.is_string() ? p.get<std::string>() : p[0].get<std::string>();
+    }
     if (r.prompt_tokens + r.max_tokens > limits.max_model_len) {
       fail(chat ? "messages" : "prompt",
            "This model's maximum context length is " + std::to_string(limits.max_model_len) +

@@ -36,6 +36,9 @@ struct GenerationRequest {
   // `logprobs: true` with `top_logprobs`: k, default 0); empty = no logprobs.
   std::optional<std::int64_t> logprobs;
   std::optional<std::uint64_t> seed;  // the request's `seed`: its text no longer depends on arrival
+  // Completions `echo: true`: the prompt text, sent before each choice's text (string prompts
+  // without logprobs only; the rest is refused).
+  std::optional<std::string> echo;
   // prefix_block_hashes() of the prompt's token ids (GenerationLimits::block_tokens > 0).
   std::vector<std::uint64_t> block_hashes;
   // The prompt's token ids after its last full block (block_tokens > 0): where the chain of

@@ -244,10 +244,13 @@ std::string next_event(const GenerationRequest& g, const std::string& id, std::t
                        const std::string& model, std::size_t c, ChoiceState& st) {
   const std::size_t visible = st.plan.visible_chars[static_cast<std::size_t>(st.generated) - 1];
   const bool last = st.generated == static_cast<std::int64_t>(st.plan.tokens.size());
-  json choice = choice_json(g, c, st.plan.text.substr(st.sent_chars, visible - st.sent_chars),
-                            logprobs_json(g, st.plan, c, static_cast<std::size_t>(st.sent_tokens),
-                                          static_cast<std::size_t>(st.generated)),
-                            last ? &st.plan : nullptr);
+  // echo: the prompt goes before the first text of each choice, as vLLM streams it.
+  const std::string echo = st.sent_tokens == 0 && g.echo ? *g.echo : std::string();
+  json choice =
+      choice_json(g, c, echo + st.plan.text.substr(st.sent_chars, visible - st.sent_chars),
+                  logprobs_json(g, st.plan, c, static_cast<std::size_t>(st.sent_tokens),
+                                static_cast<std::size_t>(st.generated)),
+                  last ? &st.plan : nullptr);
   st.sent_tokens = st.generated;
   st.sent_chars = visible;
   return sse(envelope(g, id, created, model, json::array({std::move(choice)}), true));
@@ -322,8 +325,8 @@ HttpResponse whole_response(const GenerationRequest& g, const std::string& id, s
   for (std::size_t c = 0; c < choices.size(); ++c) {
     const ChoicePlan& plan = choices[c].plan;
     completion_tokens += static_cast<std::int64_t>(plan.tokens.size());
-    out.push_back(choice_json(g, c, plan.text, logprobs_json(g, plan, c, 0, plan.tokens.size()),
-                              &plan, true));
+    out.push_back(choice_json(g, c, g.echo.value_or("") + plan.text,
+                              logprobs_json(g, plan, c, 0, plan.tokens.size()), &plan, true));
   }
   json body = envelope(g, id, created, model, std::move(out), false);
   body["usage"] = usage(g, completion_tokens);

@@ -1,7 +1,7 @@
 // Drives `llmcapd sim` with the official `openai` npm client (see sim_openai_client_test.sh):
 // what the simulator honours as vLLM does (stop strings and stop_reason, n choices, logprobs in
 // vLLM's shapes, streamed and not, per-request seed) and what it refuses with vLLM's 400
-// (tool_choice "auto", logprobs above 20, best_of > n); GET /version.
+// (tool_choice "auto", logprobs above 20, best_of > n); completions echo; GET /version.
 // Usage: node sim_openai_client_test.mjs LLMCAPD OPENAI_PREFIX
 import assert from 'node:assert/strict';
 import {spawn} from 'node:child_process';
@@ -186,6 +186,15 @@ await check('completions logprobs and stop, streamed and not, n=2', async () => 
     assert.equal(out[c.index].finish, 'stop');
     assert.deepEqual(out[c.index].tokens, lp.tokens);
   }
+});
+
+await check('completions echo: the prompt before the text, streamed and not', async () => {
+  const body = {model, prompt: 'Say this', max_tokens: 5, echo: true, seed: 2};
+  const whole = await client.completions.create(body);
+  assert.ok(whole.choices[0].text.startsWith('Say this '), whole.choices[0].text);
+  const {out} = await collect(await client.completions.create({...body, stream: true}), false);
+  assert.equal(out[0].text, whole.choices[0].text);
+  await refused(() => client.completions.create({...body, logprobs: 1}), 'echo');
 });
 
 await check('logprobs out of range and best_of > n are refused naming the field', async () => {

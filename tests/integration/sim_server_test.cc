@@ -311,6 +311,11 @@ TEST(SimServerTest, StopStringsNChoicesLogprobsToolsAndVersion) {
   EXPECT_EQ(json::parse(auto_tools.body)["error"]["param"], "tool_choice") << auto_tools.body;
   const Reply many = post(sim.port(), "/v1/completions", {{"prompt", "a"}, {"logprobs", 21}});
   EXPECT_EQ(json::parse(many.body)["error"]["param"], "logprobs");
+  const Reply echo = post(sim.port(), "/v1/completions",
+                          {{"prompt", "say this"}, {"max_tokens", 2}, {"echo", true}});
+  ASSERT_EQ(echo.status, 200) << echo.body;
+  EXPECT_EQ(json::parse(echo.body)["choices"][0]["text"].get<std::string>().rfind("say this ", 0),
+            0u);
   const Reply version = call(sim.port(), http::verb::get, "/version");
   ASSERT_EQ(version.status, 200);
   EXPECT_FALSE(json::parse(version.body)["version"].get<std::string>().empty());

@@ -83,6 +83,11 @@ TEST(SimRequestTest, StopNAndLogprobs) {
   EXPECT_EQ(r.request->logprobs, 0);
   EXPECT_EQ(r.request->seed, 5u);
   EXPECT_TRUE(r.request->include_stop_str_in_output);
+  EXPECT_FALSE(r.request->echo);
+  r = parse_generation_request(R"({"prompt": ["say this"], "echo": true})", false, kTokenizer,
+                               kLimits);
+  ASSERT_TRUE(r.request) << r.error.message;
+  EXPECT_EQ(r.request->echo, "say this");
   r = parse_generation_request(R"({"prompt": "a", "stop": "end"})", false, kTokenizer, kLimits);
   ASSERT_TRUE(r.request);
   EXPECT_EQ(r.request->stop, std::vector<std::string>{"end"});
@@ -115,7 +120,12 @@ TEST(SimRequestTest, RefusalsNameTheField) {
   EXPECT_EQ(param(R"({"prompt": "a", "logprobs": 21})"), "logprobs");
   EXPECT_EQ(param(R"({"prompt": "a", "logprobs": -1})"), "logprobs");
   EXPECT_EQ(param(R"({"prompt": "a", "logprobs": true})"), "logprobs");
-  EXPECT_EQ(param(R"({"prompt": "a", "echo": true})"), "echo");
+  EXPECT_EQ(param(R"({"prompt": [1, 2], "echo": true})"), "echo");
+  EXPECT_EQ(param(R"({"prompt": "a", "echo": true, "logprobs": 1})"), "echo");
+  EXPECT_EQ(param(R"({"messages": [{"role": "user", "content": "q"},
+                                   {"role": "assistant", "content": "a"}], "echo": true})",
+                  true),
+            "echo");
   EXPECT_EQ(param(R"({"prompt": "a", "suffix": "x"})"), "suffix");
   EXPECT_EQ(param(R"({"prompt": "a", "guided_json": {}})"), "guided_json");
   EXPECT_EQ(param(R"({"prompt": "a", "response_format": {"type": "json_object"}})"),
