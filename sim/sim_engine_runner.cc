@@ -35,25 +35,41 @@ void SimEngineRunner::start() {
 std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
     std::uint64_t id, std::int64_t prompt_tokens, std::int64_t max_output_tokens,
     const asio::any_io_executor& consumer, std::vector<std::uint64_t> block_hashes) {
+  std::vector<EngineRequest> one;
+  one.push_back(EngineRequest{id, prompt_tokens, max_output_tokens, std::move(block_hashes)});
+  return submit(std::move(one), consumer);
+}
+
+std::shared_ptr<SimEngineRunner::TokenChannel> SimEngineRunner::submit(
+    std::vector<EngineRequest> sequences, const asio::any_io_executor& consumer) {
   // Capacity for every token update plus slack, so try_send never blocks the runner.
-  auto channel =
-      std::make_shared<TokenChannel>(consumer, static_cast<std::size_t>(max_output_tokens) + 2);
+  std::size_t capacity = 2;
+  for (const auto& s : sequences) capacity += static_cast<std::size_t>(s.max_output_tokens);
+  auto channel = std::make_shared<TokenChannel>(consumer, capacity);
   // The moment the server handed the request over, before the hop onto the runner's strand:
   // an idle GPU would start on it now (loop()), and the server-side TTFT counts from here.
   const Clock::time_point submitted = Clock::now();
-  asio::post(strand_, [self = shared_from_this(), id, prompt_tokens, max_output_tokens, channel,
-                       submitted, hashes = std::move(block_hashes)]() mutable {
-    if (self->stopped_ || !self->engine_.add(EngineRequest{id, prompt_tokens, max_output_tokens,
-                                                           std::move(hashes)})) {
+  asio::post(strand_, [self = shared_from_this(), channel, submitted,
+                       sequences = std::move(sequences)]() mutable {
+    std::size_t added = 0;
+    for (; !self->stopped_ && added < sequences.size(); ++added) {
+      if (!self->engine_.add(sequences[added])) break;
+      Pending p;
+      p.channel = channel;
+      p.sequence = added;
+      p.max_output_tokens = sequences[added].max_output_tokens;
+      p.arrival = submitted;
+      self->pending_.emplace(sequences[added].id, std::move(p));
+    }
+    if (added < sequences.size()) {
+      for (std::size_t i = 0; i < added; ++i) {
+        self->engine_.cancel(sequences[i].id);
+        self->pending_.erase(sequences[i].id);
+      }
       channel->close();
       return;
     }
-    Pending p;
-    p.channel = channel;
-    p.max_output_tokens = max_output_tokens;
-    p.arrival = submitted;
     if (!self->idle_arrival_) self->idle_arrival_ = submitted;
-    self->pending_.emplace(id, std::move(p));
     self->publish_state();
     self->wake_timer_.cancel();
   });
@@ -102,7 +118,7 @@ void SimEngineRunner::deliver(const StepOutcome& outcome, Clock::time_point now)
       p.first_token = now;
       metrics_.observe_ttft_s(std::chrono::duration<double>(now - p.arrival).count());
     }
-    p.channel->try_send(boost::system::error_code{}, p.delivered);
+    p.channel->try_send(boost::system::error_code{}, p.sequence, p.delivered);
     if (p.delivered >= p.max_output_tokens) {
       if (p.delivered >= 2) {
         metrics_.observe_tpot_s(std::chrono::duration<double>(now - p.first_token).count() /

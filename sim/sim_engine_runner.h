@@ -2,8 +2,10 @@
 // Each iteration: BatchEngine::step() plans and accounts the step, the runner waits the step's
 // duration (divided by time_scale) on an absolute-deadline timer (back-to-back steps do not
 // drift, and a late wake-up is caught up by the next steps within kMaxCatchUp), then delivers the
-// step's tokens: each request has a thread-safe channel that receives the cumulative count of
-// tokens generated so far. Requests that arrive during a step join the next one, as in a real
+// step's tokens: each submission (one request, or the n sequences of a request with n > 1, which
+// the engine runs as independent requests as vLLM V1 fans parallel sampling out) has a
+// thread-safe channel that receives, per sequence, the cumulative count of tokens generated so
+// far. Requests that arrive during a step join the next one, as in a real
 // engine; a request that finds the engine idle starts a step at the moment it was submitted.
 // The timer is set early by the host's measured wake-up latency, so deliveries centre on the
 // engine's clock instead of trailing it. Updates SimMetrics after every step.
@@ -36,10 +38,11 @@ namespace llmcap::sim {
 
 class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
  public:
-  // Receives the cumulative number of tokens generated for the request after each step that
-  // produced one; closed (error) when the runner stops or the request is rejected.
-  using TokenChannel =
-      boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::int64_t)>;
+  // Receives (sequence, cumulative tokens generated for it) after each step that produced one:
+  // sequence is the index in the submission; closed (error) when the runner stops or a sequence
+  // is rejected.
+  using TokenChannel = boost::asio::experimental::concurrent_channel<void(
+      boost::system::error_code, std::size_t, std::int64_t)>;
 
   static std::shared_ptr<SimEngineRunner> create(boost::asio::io_context& io, BatchEngine engine,
                                                  double time_scale, SimMetrics& metrics);
@@ -52,6 +55,10 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
                                        std::int64_t max_output_tokens,
                                        const boost::asio::any_io_executor& consumer,
                                        std::vector<std::uint64_t> block_hashes = {});
+  // Queues several sequences (distinct ids) that report on one channel, each update naming its
+  // index in `sequences`. If the engine rejects one, the others are dropped and the channel closed.
+  std::shared_ptr<TokenChannel> submit(std::vector<EngineRequest> sequences,
+                                       const boost::asio::any_io_executor& consumer);
   // Drops a request (client disconnected or fault). Safe for unknown/finished ids.
   void cancel(std::uint64_t id);
   // Stops the loop and closes every open channel. Idempotent.
@@ -69,6 +76,7 @@ class SimEngineRunner : public std::enable_shared_from_this<SimEngineRunner> {
   using Clock = std::chrono::steady_clock;
   struct Pending {
     std::shared_ptr<TokenChannel> channel;
+    std::size_t sequence = 0;  // index in its submission
     std::int64_t max_output_tokens = 0;
     std::int64_t delivered = 0;
     Clock::time_point arrival;

@@ -35,10 +35,15 @@ std::string message_content(const json& content, const std::string& where) {
 
 std::string render_messages(const json& body) {
   if (!body.contains("messages")) fail("messages", "'messages' is required");
+  const json tools = body.value("tools", json());
+  if (!tools.is_null() && !tools.is_array()) fail("tools", "'tools' must be an array");
   const json& messages = body["messages"];
   if (!messages.is_array() || messages.empty())
     fail("messages", "'messages' must be a non-empty array");
   std::vector<std::pair<std::string, std::string>> rendered;
+  // Tool definitions are part of the prompt, as a chat template renders them (vLLM does unless
+  // --exclude-tools-when-tool-choice-none): one "<|tools|>" line of the indented JSON.
+  if (tools.is_array() && !tools.empty()) rendered.emplace_back("tools", tools.dump(1));
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     const json& m = messages[i];
@@ -79,6 +84,124 @@ bool optional_bool(const json& body, const char* key) {
   if (!body.contains(key) || body[key].is_null()) return false;
   if (!body[key].is_boolean()) fail(key, std::string("'") + key + "' must be a boolean");
   return body[key].get<bool>();
+}
+
+std::vector<std::string> stop_strings(const json& body) {
+  std::vector<std::string> out;
+  if (!body.contains("stop") || body["stop"].is_null()) return out;
+  const json& stop = body["stop"];
+  if (stop.is_string()) {
+    out.push_back(stop.get<std::string>());
+  } else if (stop.is_array()) {
+    for (const auto& s : stop) {
+      if (!s.is_string()) fail("stop", "'stop' must be a string or an array of strings");
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    fail("stop", "'stop' must be a string or an array of strings");
+  }
+  for (const auto& s : out) {
+    if (s.empty()) fail("stop", "stop cannot contain an empty string.");
+  }
+  return out;
+}
+
+std::vector<std::int64_t> stop_token_ids(const json& body) {
+  std::vector<std::int64_t> out;
+  if (!body.contains("stop_token_ids") || body["stop_token_ids"].is_null()) return out;
+  const json& ids = body["stop_token_ids"];
+  if (!ids.is_array()) fail("stop_token_ids", "'stop_token_ids' must be an array of integers");
+  for (const auto& id : ids) {
+    if (!id.is_number_integer())
+      fail("stop_token_ids", "'stop_token_ids' must be an array of integers");
+    out.push_back(id.get<std::int64_t>());
+  }
+  return out;
+}
+
+constexpr std::int64_t kMaxLogprobs = 20;  // vLLM's default --max-logprobs
+constexpr std::int64_t kMaxChoices = 128;  // OpenAI's documented bound on n
+
+void check_logprobs_count(const char* key, std::int64_t k) {
+  if (k < 0) fail(key, std::string("`") + key + "` must be a positive value.");
+  if (k > kMaxLogprobs) {
+    fail(key, "Requested sample logprobs of " + std::to_string(k) +
+                  ", which is greater than max allowed: " + std::to_string(kMaxLogprobs));
+  }
+}
+
+// Completions: `logprobs` k (0..20). Chat: `logprobs: true`, `top_logprobs` k (0..20; requires
+// logprobs).
+std::optional<std::int64_t> logprobs(const json& body, bool chat) {
+  if (!chat) {
+    if (!body.contains("logprobs") || body["logprobs"].is_null()) return std::nullopt;
+    const std::int64_t k = optional_int(body, "logprobs", 0);
+    check_logprobs_count("logprobs", k);
+    return k;
+  }
+  const bool wanted = optional_bool(body, "logprobs");
+  const bool top_given = body.contains("top_logprobs") && !body["top_logprobs"].is_null();
+  const std::int64_t top = optional_int(body, "top_logprobs", 0);
+  check_logprobs_count("top_logprobs", top);
+  if (top_given && top > 0 && !wanted)
+    fail("top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true.");
+  if (!wanted) return std::nullopt;
+  return top;
+}
+
+// tools / tool_choice as vLLM serves them without --enable-auto-tool-choice and a tool parser:
+// tools given without tool_choice mean "auto", which it refuses; "none" is served (the tools
+// only lengthen the prompt). "required" and a named function work in vLLM through structured
+// output, which the simulator cannot produce: refused, naming tool_choice.
+void check_tools(const json& body) {
+  const bool has_tools =
+      body.contains("tools") && body["tools"].is_array() && !body["tools"].empty();
+  const json choice = body.value("tool_choice", json());
+  if (choice.is_null() && !has_tools) return;
+  const std::string name = choice.is_null()     ? "auto"
+                           : choice.is_string() ? choice.get<std::string>()
+                                                : "";
+  if (name == "none") return;
+  if (name == "auto") {
+    fail("tool_choice",
+         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be "
+         "set");
+  }
+  if (!has_tools) fail("tool_choice", "When using `tool_choice`, `tools` must be set.");
+  if (name == "required" || choice.is_object()) {
+    fail("tool_choice",
+         "tool_choice " + (choice.is_object() ? std::string("naming a function") : "\"required\"") +
+             " is not simulated: vLLM answers it with structured output (a generated tool call), "
+             "which the simulator does not produce; send tool_choice \"none\"");
+  }
+  fail("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function");
+}
+
+// Fields vLLM honours that change what the answer is and the simulator cannot produce: refused
+// rather than silently ignored.
+void check_unsimulated(const json& body, bool chat) {
+  const auto given = [&](const char* key) {
+    return body.contains(key) && !body[key].is_null() && body[key] != false;
+  };
+  if (!chat && given("suffix")) fail("suffix", "suffix is not currently supported");
+  // Chat's echo prepends the last message when it is the assistant's (the reply continues it).
+  if (chat && given("echo") && body["messages"].back().value("role", "") == "assistant")
+    fail("echo", "echo of an assistant message is not simulated");
+  if (given("response_format")) {
+    const json& rf = body["response_format"];
+    if (!rf.is_object() || rf.value("type", "") != "text") {
+      fail("response_format",
+           "response_format other than {\"type\": \"text\"} is not simulated: it needs "
+           "structured output, which the simulator does not produce");
+    }
+  }
+  for (const char* key : {"guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                          "structured_outputs", "prompt_logprobs", "use_beam_search"}) {
+    if (given(key)) {
+      fail(key, std::string("'") + key +
+                    "' is not simulated: the simulator's synthetic text cannot honour it");
+    }
+  }
 }
 
 }  // namespace
@@ -125,7 +248,34 @@ ParseResult parse_generation_request(std::string_view text, bool chat,
         fail("stream_options", "'stream_options' is only allowed when 'stream' is true");
       r.include_usage = optional_bool(so, "include_usage");
     }
-    if (body.contains("n") && optional_int(body, "n", 1) != 1) fail("n", "only n = 1 is simulated");
+    r.n = optional_int(body, "n", 1);
+    if (r.n < 1) fail("n", "n must be at least 1, got " + std::to_string(r.n) + ".");
+    if (r.n > kMaxChoices)
+      fail("n", "n must be at most " + std::to_string(kMaxChoices) + " in the simulator");
+    const std::int64_t best_of = optional_int(body, "best_of", r.n);
+    if (best_of < r.n) {
+      fail("best_of", "best_of must be greater than or equal to n, got n=" + std::to_string(r.n) +
+                          ", best_of=" + std::to_string(best_of) + ".");
+    }
+    if (best_of > r.n)
+      fail("best_of", "best_of > n is not supported (vLLM V1 does not support best_of)");
+    r.stop = stop_strings(body);
+    r.stop_token_ids = stop_token_ids(body);
+    r.include_stop_str_in_output = optional_bool(body, "include_stop_str_in_output");
+    r.logprobs = logprobs(body, chat);
+    if (body.contains("seed") && !body["seed"].is_null())
+      r.seed = static_cast<std::uint64_t>(optional_int(body, "seed", 0));
+    if (chat) check_tools(body);
+    check_unsimulated(body, chat);
+    if (!chat && optional_bool(body, "echo")) {
+      const json& p = body["prompt"];
+      if (!p.is_string() && !(p.is_array() && p[0].is_string()))
+        fail("echo",
+             "echo with token-id prompts is not simulated: the simulator cannot detokenize");
+      if (r.logprobs)
+        fail("echo", "echo with logprobs is not simulated: it needs the prompt's logprobs");
+      r.echo = p.is_string() ? p.get<std::string>() : p[0].get<std::string>();
+    }
     if (r.prompt_tokens + r.max_tokens > limits.max_model_len) {
       fail(chat ? "messages" : "prompt",
            "This model's maximum context length is " + std::to_string(limits.max_model_len) +

@@ -1,6 +1,9 @@
 // SimRequest: parsing and validation of an OpenAI-style /v1/completions or
 // /v1/chat/completions body into what the simulator needs (prompt length under SimTokenizer,
-// output length, streaming flags). Kept apart from HTTP so it is unit-testable.
+// output length, streaming flags, stop conditions, n, logprobs). Fields that would change the
+// answer's meaning and the simulator cannot honour are refused with a 400 naming the field, as
+// vLLM refuses what it does not support (sim/README.md "What the simulator honours"); unknown
+// fields are ignored, as vLLM does. Kept apart from HTTP so it is unit-testable.
 // Pure; thread-safe.
 #pragma once
 
@@ -23,6 +26,19 @@ struct GenerationRequest {
   bool ignore_eos = false;      // accepted; the sim never emits EOS anyway
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  std::int64_t n = 1;          // choices, each an independent sequence (best_of must equal n)
+  // Stop strings, in the order sent (vLLM checks them in this order); the text ends before the
+  // first one found, finish_reason "stop", stop_reason the string.
+  std::vector<std::string> stop;
+  std::vector<std::int64_t> stop_token_ids;  // ids of the sim tokenizer; stop_reason the id
+  bool include_stop_str_in_output = false;   // vLLM's extension: keep the stop string
+  // Top alternatives per token when logprobs were asked (completions `logprobs`: k; chat
+  // `logprobs: true` with `top_logprobs`: k, default 0); empty = no logprobs.
+  std::optional<std::int64_t> logprobs;
+  std::optional<std::uint64_t> seed;  // the request's `seed`: its text no longer depends on arrival
+  // Completions `echo: true`: the prompt text, sent before each choice's text (string prompts
+  // without logprobs only; the rest is refused).
+  std::optional<std::string> echo;
   // prefix_block_hashes() of the prompt's token ids (GenerationLimits::block_tokens > 0).
   std::vector<std::uint64_t> block_hashes;
   // The prompt's token ids after its last full block (block_tokens > 0): where the chain of

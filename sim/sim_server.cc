@@ -19,6 +19,7 @@
 #include "sim/sim_engine_runner.h"
 #include "sim/sim_metrics.h"
 #include "sim/sim_model.h"
+#include "sim/sim_output.h"
 #include "sim/sim_request.h"
 #include "sim/sim_tokenizer.h"
 
@@ -34,17 +35,19 @@ namespace {
 
 constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 
-// vLLM's error body.
+// vLLM's error body (current vLLM's ErrorResponse; older versions sent the inner object alone,
+// with "object": "error"): {"error": {"message", "type", "param", "code"}}, which OpenAI
+// clients read (the openai npm client shows the message and exposes error.param).
 HttpResponse error_response(int status, const std::string& message, const std::string& param) {
   const char* type = status == 404   ? "NotFoundError"
                      : status == 429 ? "RateLimitError"
                      : status >= 500 ? "InternalServerError"
                                      : "BadRequestError";
-  json body = {{"object", "error"},
-               {"message", message},
-               {"type", type},
-               {"param", param.empty() ? json() : json(param)},
-               {"code", status}};
+  json body = {{"error",
+                {{"message", message},
+                 {"type", type},
+                 {"param", param.empty() ? json() : json(param)},
+                 {"code", status}}}};
   return HttpResponse::json(status, body.dump());
 }
 
@@ -128,31 +131,129 @@ HttpResponse tokenize(const SimServerState& s, const HttpRequest& req) {
   return HttpResponse::json(200, body.dump());
 }
 
-// One SSE event / response object for `text` of the request.
-json chunk(const GenerationRequest& g, const std::string& id, std::time_t created,
-           const std::string& model, const std::string& text, const char* finish_reason,
-           bool role_only = false) {
-  json choice = {{"index", 0},
-                 {"logprobs", nullptr},
-                 {"finish_reason", finish_reason ? json(finish_reason) : json()}};
-  if (g.chat) {
-    choice["delta"] =
-        role_only ? json{{"role", "assistant"}, {"content", ""}} : json{{"content", text}};
-  } else {
-    choice["text"] = text;
-    choice["stop_reason"] = nullptr;
+std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
+
+json token_bytes(const std::string& token) {
+  json bytes = json::array();
+  for (unsigned char c : token) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+// The logprobs object of tokens [from, to) of a choice, in vLLM's shapes: completions
+// {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset} (the sampled token
+// always in the dict, so logprobs = 0 gives one entry); chat {content: [{token, logprob, bytes,
+// top_logprobs: [{token, logprob, bytes}]}]} (top_logprobs entries, possibly none).
+json logprobs_json(const GenerationRequest& g, const ChoicePlan& plan, std::size_t choice,
+                   std::size_t from, std::size_t to) {
+  if (!g.logprobs) return nullptr;
+  const std::int64_t k = *g.logprobs;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < from; ++i) offset += plan.tokens[i].size();
+  json tokens = json::array(), token_logprobs = json::array(), tops = json::array(),
+       offsets = json::array(), content = json::array();
+  for (std::size_t i = from; i < to; ++i) {
+    const std::uint64_t salt = (static_cast<std::uint64_t>(choice) << 32) | i;
+    const TokenLogprob lp =
+        synthetic_logprob(plan.tokens[i], salt, g.chat ? k : std::max<std::int64_t>(k, 1));
+    if (g.chat) {
+      json top = json::array();
+      for (const auto& t : lp.top)
+        top.push_back(
+            {{"token", t.token}, {"logprob", t.logprob}, {"bytes", token_bytes(t.token)}});
+      content.push_back({{"token", lp.token},
+                         {"logprob", lp.logprob},
+                         {"bytes", token_bytes(lp.token)},
+                         {"top_logprobs", std::move(top)}});
+    } else {
+      json top = json::object();
+      for (const auto& t : lp.top) top[t.token] = t.logprob;
+      tokens.push_back(lp.token);
+      token_logprobs.push_back(lp.logprob);
+      tops.push_back(std::move(top));
+      offsets.push_back(offset);
+    }
+    offset += plan.tokens[i].size();
   }
+  if (g.chat) return {{"content", std::move(content)}};
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
+json stop_reason(const ChoicePlan& plan) {
+  if (plan.stop_string) return *plan.stop_string;
+  if (plan.stop_token_id) return *plan.stop_token_id;
+  return nullptr;
+}
+
+// One choice of a chunk or response. `finished`: it carries finish_reason and stop_reason.
+// message: chat's whole-response form ("message") rather than a stream's "delta".
+json choice_json(const GenerationRequest& g, std::size_t index, const std::string& text,
+                 json logprobs, const ChoicePlan* finished, bool message = false) {
+  json choice = {{"index", index},
+                 {"logprobs", std::move(logprobs)},
+                 {"finish_reason", finished ? json(finished->finish_reason()) : json()},
+                 {"stop_reason", finished ? stop_reason(*finished) : json()}};
+  if (!g.chat) {
+    choice["text"] = text;
+  } else if (message) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["delta"] = {{"content", text}};
+  }
+  return choice;
+}
+
+json role_chunk_choice(std::size_t index) {
+  return {{"index", index},
+          {"delta", {{"role", "assistant"}, {"content", ""}}},
+          {"logprobs", nullptr},
+          {"finish_reason", nullptr}};
+}
+
+json envelope(const GenerationRequest& g, const std::string& id, std::time_t created,
+              const std::string& model, json choices, bool stream) {
   return {{"id", id},
-          {"object", g.chat ? "chat.completion.chunk" : "text_completion"},
+          {"object", !g.chat  ? "text_completion"
+                     : stream ? "chat.completion.chunk"
+                              : "chat.completion"},
           {"created", created},
           {"model", model},
-          {"choices", json::array({std::move(choice)})}};
+          {"choices", std::move(choices)}};
 }
 
 json usage(const GenerationRequest& g, std::int64_t completion_tokens) {
   return {{"prompt_tokens", g.prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", g.prompt_tokens + completion_tokens}};
+}
+
+// One choice in flight: its plan and what the client has been sent of it.
+struct ChoiceState {
+  ChoicePlan plan;
+  std::int64_t generated = 0;    // tokens the engine produced
+  std::int64_t sent_tokens = 0;  // tokens covered by events written
+  std::size_t sent_chars = 0;    // characters of plan.text written
+  bool done() const { return sent_tokens == static_cast<std::int64_t>(plan.tokens.size()); }
+};
+
+// The event of choice c's tokens [sent_tokens, generated): its text delta and logprobs; marks
+// them sent.
+std::string next_event(const GenerationRequest& g, const std::string& id, std::time_t created,
+                       const std::string& model, std::size_t c, ChoiceState& st) {
+  const std::size_t visible = st.plan.visible_chars[static_cast<std::size_t>(st.generated) - 1];
+  const bool last = st.generated == static_cast<std::int64_t>(st.plan.tokens.size());
+  // echo: the prompt goes before the first text of each choice, as vLLM streams it.
+  const std::string echo = st.sent_tokens == 0 && g.echo ? *g.echo : std::string();
+  json choice =
+      choice_json(g, c, echo + st.plan.text.substr(st.sent_chars, visible - st.sent_chars),
+                  logprobs_json(g, st.plan, c, static_cast<std::size_t>(st.sent_tokens),
+                                static_cast<std::size_t>(st.generated)),
+                  last ? &st.plan : nullptr);
+  st.sent_tokens = st.generated;
+  st.sent_chars = visible;
+  return sse(envelope(g, id, created, model, json::array({std::move(choice)}), true));
 }
 
 // Deterministic id: seed and arrival index in hex (a helper: GCC 12 mishandles local arrays
@@ -164,8 +265,6 @@ std::string request_id(bool chat, std::uint64_t seed, std::uint64_t index) {
   return buf;
 }
 
-std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
-
 // Sleeps `ms` (slow headers, stalls) in short slices so stop() ends the wait promptly; the
 // connection's executor runs the timer, `stopped` is the only cross-thread state.
 asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
@@ -176,6 +275,62 @@ asio::awaitable<void> sleep_ms(const SimServerState& s, std::int64_t ms) {
         std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
     co_await timer.async_wait(use_nothrow);
   }
+}
+
+// Engine ids: (arrival index + 1) × kChoiceIds + choice, so the n sequences of a request are
+// distinct engine requests.
+constexpr std::uint64_t kChoiceIds = 256;
+
+// The plans of a request's n choices. Each choice draws its own words: from the request's seed
+// when it sent one (same seed, same text), else from the server's seed and the arrival index.
+std::vector<ChoiceState> plan_choices(const SimServerState& s, const GenerationRequest& g,
+                                      std::uint64_t index) {
+  std::vector<ChoiceState> out(static_cast<std::size_t>(g.n));
+  for (std::size_t c = 0; c < out.size(); ++c) {
+    WordGenerator words =
+        g.seed ? WordGenerator(*g.seed, 0, c) : WordGenerator(s.options.seed, index, c);
+    out[c].plan = plan_choice(g, words, *s.tokenizer);
+  }
+  return out;
+}
+
+// The engine's view of the choices: each an independent sequence of the same prompt (vLLM V1
+// fans n out into child requests; with prefix caching a later child finds the prompt blocks the
+// first computed), as long as its plan (a stop ends it early).
+std::vector<EngineRequest> engine_requests(const GenerationRequest& g,
+                                           const std::vector<ChoiceState>& choices,
+                                           std::uint64_t index, std::int64_t block_tokens) {
+  std::vector<EngineRequest> out;
+  for (std::size_t c = 0; c < choices.size(); ++c) {
+    const ChoicePlan& plan = choices[c].plan;
+    EngineRequest r{(index + 1) * kChoiceIds + c, g.prompt_tokens,
+                    static_cast<std::int64_t>(plan.tokens.size()), g.block_hashes};
+    if (block_tokens > 0) {
+      // The blocks of the answer are cached too (vLLM keeps full blocks of prompt + output): the
+      // chain of block hashes continues over the tokens it will generate (the words the stream
+      // sends), so a next turn that sends this answer back hits them.
+      std::vector<std::int64_t> ids = g.partial_block_ids;
+      ids.insert(ids.end(), plan.token_ids.begin(), plan.token_ids.end());
+      append_block_hashes(r.block_hashes, ids, block_tokens);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+HttpResponse whole_response(const GenerationRequest& g, const std::string& id, std::time_t created,
+                            const std::string& model, const std::vector<ChoiceState>& choices) {
+  json out = json::array();
+  std::int64_t completion_tokens = 0;
+  for (std::size_t c = 0; c < choices.size(); ++c) {
+    const ChoicePlan& plan = choices[c].plan;
+    completion_tokens += static_cast<std::int64_t>(plan.tokens.size());
+    out.push_back(choice_json(g, c, g.echo.value_or("") + plan.text,
+                              logprobs_json(g, plan, c, 0, plan.tokens.size()), &plan, true));
+  }
+  json body = envelope(g, id, created, model, std::move(out), false);
+  body["usage"] = usage(g, completion_tokens);
+  return HttpResponse::json(200, body.dump());
 }
 
 Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat) {
@@ -198,85 +353,65 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
   }
 
   s->metrics->add_prompt_tokens(g.prompt_tokens);
-  if (limits.block_tokens > 0) {
-    // The blocks of the answer are cached too (vLLM keeps full blocks of prompt + output): the
-    // request's chain of block hashes continues over the tokens it will generate (the same
-    // seeded words the stream sends), so a next turn that sends this answer back hits them.
-    WordGenerator ahead(s->options.seed, index);
-    std::vector<std::int64_t> ids = std::move(g.partial_block_ids);
-    ids.reserve(ids.size() + static_cast<std::size_t>(g.max_tokens));
-    for (std::int64_t k = 0; k < g.max_tokens; ++k) {
-      const std::vector<std::int64_t> word = s->tokenizer->tokenize(ahead.next_token_text());
-      ids.insert(ids.end(), word.begin(), word.end());
-    }
-    append_block_hashes(g.block_hashes, ids, limits.block_tokens);
-  }
-  const std::uint64_t engine_id = index + 1;
-  auto channel = s->runner->submit(engine_id, g.prompt_tokens, g.max_tokens,
-                                   co_await asio::this_coro::executor, g.block_hashes);
+  std::vector<ChoiceState> choices = plan_choices(*s, g, index);
+  std::vector<EngineRequest> sequences = engine_requests(g, choices, index, limits.block_tokens);
+  std::vector<std::uint64_t> engine_ids;
+  for (const auto& r : sequences) engine_ids.push_back(r.id);
+  auto channel = s->runner->submit(std::move(sequences), co_await asio::this_coro::executor);
+  const auto cancel_all = [runner = s->runner, engine_ids] {
+    for (std::uint64_t id : engine_ids) runner->cancel(id);
+  };
   // A client that leaves while its request is queued or prefilling (nothing written yet) frees
-  // its slot at once, as vLLM aborts a request whose connection closed.
-  stream.watch_peer_close([runner = s->runner, engine_id, channel] {
-    runner->cancel(engine_id);
+  // its slots at once, as vLLM aborts a request whose connection closed.
+  stream.watch_peer_close([cancel_all, channel] {
+    cancel_all();
     channel->close();
   });
   const std::string id = request_id(chat, s->options.seed, index);
   const std::time_t created = std::time(nullptr);
   const std::string& model = s->served_model();
-  WordGenerator words(s->options.seed, index);
+  std::size_t open_choices = choices.size();
 
   if (!g.stream) {
-    std::string text;
-    std::int64_t have = 0;
-    while (have < g.max_tokens) {
-      auto [ec, n] = co_await channel->async_receive(use_nothrow);
+    while (open_choices > 0) {
+      auto [ec, c, n] = co_await channel->async_receive(use_nothrow);
       if (ec) co_return error_response(503, "simulator stopped", "");
-      for (; have < n; ++have) text += words.next_token_text();
+      choices[c].generated = n;
+      if (n == static_cast<std::int64_t>(choices[c].plan.tokens.size())) --open_choices;
     }
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
-    if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
-    } else {
-      choice["text"] = text;
-      choice["stop_reason"] = nullptr;
-    }
-    json body = {{"id", id},
-                 {"object", chat ? "chat.completion" : "text_completion"},
-                 {"created", created},
-                 {"model", model},
-                 {"choices", json::array({std::move(choice)})},
-                 {"usage", usage(g, g.max_tokens)}};
-    co_return HttpResponse::json(200, body.dump());
+    co_return whole_response(g, id, created, model, choices);
   }
 
   net::HeaderList sse_headers;
   sse_headers.emplace_back("Content-Type", "text/event-stream");
   sse_headers.emplace_back("Cache-Control", "no-cache");
   if (!co_await stream.start(200, std::move(sse_headers))) {
-    s->runner->cancel(engine_id);
+    cancel_all();
     co_return std::nullopt;
   }
-  if (chat && !co_await stream.write(sse(chunk(g, id, created, model, "", nullptr, true)))) {
-    s->runner->cancel(engine_id);
-    co_return std::nullopt;
+  for (std::size_t c = 0; chat && c < choices.size(); ++c) {
+    const json role = envelope(g, id, created, model, json::array({role_chunk_choice(c)}), true);
+    if (!co_await stream.write(sse(role))) {
+      cancel_all();
+      co_return std::nullopt;
+    }
   }
   const bool faulty_stream = fault.kind == FaultKind::kStall || fault.kind == FaultKind::kReset ||
                              fault.kind == FaultKind::kMalformed;
-  std::int64_t sent = 0;  // tokens written to the client
-  std::int64_t have = 0;  // tokens generated so far
-  std::string pending_text;
-  std::int64_t pending_tokens = 0;
-  while (sent < g.max_tokens) {
-    auto [ec, n] = co_await channel->async_receive(use_nothrow);
+  std::int64_t taken = 0;  // tokens of all choices generated and sent or pending
+  std::int64_t completion_tokens = 0;
+  while (open_choices > 0) {
+    auto [ec, c, n] = co_await channel->async_receive(use_nothrow);
     if (ec) {  // runner stopped
       stream.reset();
       co_return std::nullopt;
     }
-    for (; have < n; ++have) {
-      if (faulty_stream && sent + pending_tokens == fault.after_tokens) {
-        s->runner->cancel(engine_id);
-        if (!pending_text.empty())
-          co_await stream.write(sse(chunk(g, id, created, model, pending_text, nullptr)));
+    ChoiceState& st = choices[c];
+    while (st.generated < n) {
+      if (faulty_stream && taken == fault.after_tokens) {
+        cancel_all();
+        if (st.generated > st.sent_tokens)
+          co_await stream.write(next_event(g, id, created, model, c, st));
         if (fault.kind == FaultKind::kStall) {
           co_await sleep_ms(*s, s->options.faults.stall_ms);
         } else if (fault.kind == FaultKind::kMalformed) {
@@ -288,29 +423,24 @@ Result generate(StatePtr s, HttpRequest& req, ResponseStream& stream, bool chat)
         stream.reset();
         co_return std::nullopt;
       }
-      pending_text += words.next_token_text();
-      ++pending_tokens;
-      const bool last = sent + pending_tokens == g.max_tokens;
-      if (pending_tokens >= s->options.tokens_per_event || last) {
-        const bool ok = co_await stream.write(
-            sse(chunk(g, id, created, model, pending_text, last ? "length" : nullptr)));
-        if (!ok) {
-          s->runner->cancel(engine_id);
+      ++st.generated;
+      ++taken;
+      const bool last = st.generated == static_cast<std::int64_t>(st.plan.tokens.size());
+      if (st.generated - st.sent_tokens >= s->options.tokens_per_event || last) {
+        if (!co_await stream.write(next_event(g, id, created, model, c, st))) {
+          cancel_all();
           co_return std::nullopt;
         }
-        sent += pending_tokens;
-        pending_text.clear();
-        pending_tokens = 0;
+      }
+      if (last) {
+        --open_choices;
+        completion_tokens += st.generated;
       }
     }
   }
   if (g.include_usage) {
-    json u = {{"id", id},
-              {"object", chat ? "chat.completion.chunk" : "text_completion"},
-              {"created", created},
-              {"model", model},
-              {"choices", json::array()},
-              {"usage", usage(g, g.max_tokens)}};
+    json u = envelope(g, id, created, model, json::array(), true);
+    u["usage"] = usage(g, completion_tokens);
     if (!co_await stream.write(sse(u))) co_return std::nullopt;
   }
   co_await stream.write("data: [DONE]\n\n");
@@ -325,6 +455,10 @@ struct Route {
 };
 
 Result health(StatePtr, HttpRequest&, ResponseStream&) { co_return HttpResponse::text(200, ""); }
+// vLLM's GET /version: the version of the server (here llmcap's, which the simulator ships in).
+Result version(StatePtr, HttpRequest&, ResponseStream&) {
+  co_return HttpResponse::json(200, json{{"version", LLMCAP_SIM_VERSION}}.dump());
+}
 Result get_models(StatePtr s, HttpRequest&, ResponseStream&) { co_return models(*s); }
 Result post_tokenize(StatePtr s, HttpRequest& r, ResponseStream&) { co_return tokenize(*s, r); }
 Result metrics(StatePtr s, HttpRequest&, ResponseStream&) {
@@ -339,6 +473,7 @@ Result chat_completions(StatePtr s, HttpRequest& r, ResponseStream& st) {
 
 constexpr Route kRoutes[] = {
     {"GET", "/health", health},
+    {"GET", "/version", version},
     {"GET", "/v1/models", get_models},
     {"POST", "/tokenize", post_tokenize},
     {"GET", "/metrics", metrics},

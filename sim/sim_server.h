@@ -3,8 +3,9 @@
 // pool (refusing to start when the model or one max-length sequence does not fit), a
 // continuous-batching scheduler (BatchEngine) runs iteration by iteration with step times from
 // a roofline (Roofline), and tokens are emitted on real timers so clients see the latency.
-// Endpoints: POST /v1/completions, POST /v1/chat/completions (SSE or JSON), GET /v1/models,
-// POST /tokenize, GET /health, GET /metrics (vLLM metric names). See sim/README.md.
+// Endpoints: POST /v1/completions, POST /v1/chat/completions (SSE or JSON; stop strings, n
+// choices, logprobs as vLLM serves them), GET /v1/models, POST /tokenize, GET /health,
+// GET /version, GET /metrics (vLLM metric names). See sim/README.md.
 //
 // Ownership: runs on the io_context it is given (which must outlive it); call stop() before
 // destroying it or the io_context. Threading: start()/stop()/port() from any one thread; the

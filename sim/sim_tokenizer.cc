@@ -62,18 +62,22 @@ std::string SimTokenizer::render_chat(
   return out;
 }
 
-WordGenerator::WordGenerator(std::uint64_t seed, std::uint64_t request_index)
-    : rng_(splitmix64(seed ^ splitmix64(request_index))) {}
+WordGenerator::WordGenerator(std::uint64_t seed, std::uint64_t request_index, std::uint64_t choice)
+    : rng_(splitmix64(seed ^ splitmix64(request_index)) ^
+           (choice == 0 ? 0 : splitmix64(choice * 0x9e3779b97f4a7c15ULL))) {}
 
 std::string WordGenerator::next_token_text() {
-  std::string word = " ";
   const std::uint64_t r = rng_();
+  // A new paragraph for one sentence in four (bits 56-57, unused by the word itself).
+  std::string word = after_sentence_ && ((r >> 56) & 3) == 0 ? "\n" : " ";
   const int syllables = 1 + static_cast<int>(r % 3);
   for (int s = 0; s < syllables; ++s) {
     word.append(kOnsets[(r >> (8 + s * 8)) % kOnsets.size()]);
     word.append(kVowels[(r >> (12 + s * 8)) % kVowels.size()]);
   }
-  if ((r >> 60) == 0) word.append(".");
+  after_sentence_ = (r >> 60) == 0;
+  if (after_sentence_) word.append(".");
+  if ((r >> 60) == 1) word.append(",");
   return word;
 }
 

@@ -259,6 +259,68 @@ TEST(SimServerTest, NonStreamingAndDeterministicText) {
   EXPECT_EQ(json::parse(chat.body)["usage"]["prompt_tokens"], 3);
 }
 
+TEST(SimServerTest, StopStringsNChoicesLogprobsToolsAndVersion) {
+  Sim sim(fast());
+  // A stop string: text cut before it, finish_reason "stop", and the engine generated only the
+  // tokens up to it (the generation counter rises by completion_tokens, not max_tokens × n).
+  const json body = json::parse(
+      R"({"prompt": "a b c", "max_tokens": 400, "n": 2, "stop": ["."], "seed": 3, "logprobs": 1})");
+  const Reply whole = post(sim.port(), "/v1/completions", body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json w = json::parse(whole.body);
+  ASSERT_EQ(w["choices"].size(), 2u);
+  std::int64_t tokens = 0;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const json& c = w["choices"][i];
+    EXPECT_EQ(c["index"], i);
+    EXPECT_EQ(c["finish_reason"], "stop");
+    EXPECT_EQ(c["stop_reason"], ".");
+    EXPECT_EQ(c["text"].get<std::string>().find('.'), std::string::npos);
+    const json& lp = c["logprobs"];
+    tokens += static_cast<std::int64_t>(lp["tokens"].size());
+    EXPECT_EQ(lp["token_logprobs"].size(), lp["tokens"].size());
+    EXPECT_EQ(lp["text_offset"].size(), lp["tokens"].size());
+    EXPECT_LE(lp["token_logprobs"][0].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][0].size(), 1u);
+  }
+  EXPECT_NE(w["choices"][0]["text"], w["choices"][1]["text"]);
+  EXPECT_EQ(w["usage"]["completion_tokens"], tokens);
+  EXPECT_LT(tokens, 800);
+  const Reply m = call(sim.port(), http::verb::get, "/metrics");
+  EXPECT_EQ(metric(m.body, "vllm:generation_tokens_total"), static_cast<double>(tokens));
+  // Streamed, the same request (same seed) gives the same text per choice.
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const Reply streamed = post(sim.port(), "/v1/completions", streamed_body);
+  ASSERT_EQ(streamed.status, 200);
+  std::string texts[2];
+  for (const std::string& data : sse_data(streamed.body)) {
+    if (data == "[DONE]") break;
+    const json event = json::parse(data);
+    const json& c = event["choices"][0];
+    texts[c["index"].get<std::size_t>()] += c["text"].get<std::string>();
+  }
+  EXPECT_EQ(texts[0], w["choices"][0]["text"]);
+  EXPECT_EQ(texts[1], w["choices"][1]["text"]);
+  // Refusals in vLLM's body, naming the field.
+  const json chat_tools = json::parse(R"({"messages": [{"role": "user", "content": "q"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+      "tool_choice": "auto"})");
+  const Reply auto_tools = post(sim.port(), "/v1/chat/completions", chat_tools);
+  EXPECT_EQ(auto_tools.status, 400);
+  EXPECT_EQ(json::parse(auto_tools.body)["error"]["param"], "tool_choice") << auto_tools.body;
+  const Reply many = post(sim.port(), "/v1/completions", {{"prompt", "a"}, {"logprobs", 21}});
+  EXPECT_EQ(json::parse(many.body)["error"]["param"], "logprobs");
+  const Reply echo = post(sim.port(), "/v1/completions",
+                          {{"prompt", "say this"}, {"max_tokens", 2}, {"echo", true}});
+  ASSERT_EQ(echo.status, 200) << echo.body;
+  EXPECT_EQ(json::parse(echo.body)["choices"][0]["text"].get<std::string>().rfind("say this ", 0),
+            0u);
+  const Reply version = call(sim.port(), http::verb::get, "/version");
+  ASSERT_EQ(version.status, 200);
+  EXPECT_FALSE(json::parse(version.body)["version"].get<std::string>().empty());
+}
+
 TEST(SimServerTest, ModelsTokenizeHealthMetricsAndErrors) {
   Sim sim(fast());
   const Reply models = call(sim.port(), http::verb::get, "/v1/models");

@@ -28,7 +28,7 @@ BatchEngine engine(std::int64_t blocks = 10000) {
 asio::awaitable<void> drain(std::shared_ptr<SimEngineRunner::TokenChannel> ch, std::int64_t want,
                             std::vector<std::int64_t>& seen, bool& closed) {
   while (true) {
-    auto [ec, n] = co_await ch->async_receive(asio::as_tuple(asio::use_awaitable));
+    auto [ec, sequence, n] = co_await ch->async_receive(asio::as_tuple(asio::use_awaitable));
     if (ec) {
       closed = true;
       co_return;
@@ -99,6 +99,38 @@ TEST(SimEngineRunnerTest, RejectedRequestClosesChannelAndStopClosesOpenOnes) {
   EXPECT_TRUE(long_closed);  // 50 tokens × ≈ 8 ms do not finish in 100 ms
   EXPECT_FALSE(long_seen.empty());
   EXPECT_LT(long_seen.back(), 50);
+}
+
+TEST(SimEngineRunnerTest, SequencesOfOneSubmissionReportOnOneChannelByIndex) {
+  // n > 1: the choices of a request are separate engine requests (their own lengths) whose
+  // updates share one channel, each naming its index.
+  asio::io_context io;
+  SimMetrics metrics("m");
+  auto runner = SimEngineRunner::create(io, engine(), 20.0, metrics);
+  runner->start();
+  std::vector<EngineRequest> choices;
+  choices.push_back(EngineRequest{11, 40, 3});
+  choices.push_back(EngineRequest{12, 40, 6});
+  auto channel = runner->submit(std::move(choices), io.get_executor());
+  std::vector<std::vector<std::int64_t>> seen(2);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        while (seen[0].size() < 3 || seen[1].size() < 6) {
+          auto [ec, sequence, n] =
+              co_await channel->async_receive(asio::as_tuple(asio::use_awaitable));
+          if (ec) break;
+          seen.at(sequence).push_back(n);
+        }
+        runner->stop();
+      },
+      asio::detached);
+  io.run_for(std::chrono::seconds(10));
+  EXPECT_EQ(seen[0], (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(seen[1], (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
+  const std::string text = metrics.serialize();
+  EXPECT_NE(text.find("vllm:generation_tokens_total{model_name=\"m\"} 9"), std::string::npos)
+      << text;
 }
 
 TEST(SimEngineRunnerTest, AHostStallPastTheCatchUpWindowIsCountedAsLostTime) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace llmcap::sim {
 namespace {
 
@@ -34,13 +36,34 @@ TEST(SimTokenizerTest, GeneratedTextRetokenizesToTheSameCountAndIsSeeded) {
   for (int i = 0; i < 50; ++i) {
     const std::string w = a.next_token_text();
     EXPECT_EQ(w, b.next_token_text());
-    EXPECT_EQ(w[0], ' ');
+    EXPECT_TRUE(w[0] == ' ' || w[0] == '\n') << w;
     EXPECT_EQ(t.count(w), 1);
     ta += w;
     tc += c.next_token_text();
   }
   EXPECT_EQ(t.count(ta), 50);
   EXPECT_NE(ta, tc);
+}
+
+TEST(SimTokenizerTest, GeneratedTextHasSentencesParagraphsAndIndependentChoices) {
+  WordGenerator a(1, 2), choice0(1, 2, 0), choice1(1, 2, 1);
+  std::string text, c0, c1;
+  for (int i = 0; i < 2000; ++i) {
+    text += a.next_token_text();
+    c0 += choice0.next_token_text();
+    c1 += choice1.next_token_text();
+  }
+  EXPECT_EQ(text, c0);  // choice 0 is what n = 1 draws
+  EXPECT_NE(c0, c1);
+  const auto count = [&](char ch) { return std::count(text.begin(), text.end(), ch); };
+  // About one word in 16 ends a sentence, one in 16 has a comma, a quarter of sentences start a
+  // paragraph.
+  EXPECT_GT(count('.'), 2000 / 32);
+  EXPECT_LT(count('.'), 2000 / 8);
+  EXPECT_GT(count(','), 2000 / 32);
+  EXPECT_GT(count('\n'), 5);
+  EXPECT_LT(count('\n'), count('.'));
+  EXPECT_EQ(SimTokenizer(32000).count(text), 2000);
 }
 
 }  // namespace
