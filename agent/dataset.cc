@@ -20,6 +20,12 @@ std::string line_error(std::uint32_t line, const std::string& what) {
   return "dataset line " + std::to_string(line) + ": " + what;
 }
 
+// How a user raises the limit, named in the refusal.
+std::string limit_setting_text() {
+  return "raise it with llmcapd run --max-dataset-mib, or the daemon's max_dataset_mib / "
+         "LLMCAP_MAX_DATASET_MIB";
+}
+
 }  // namespace
 
 namespace {
@@ -127,70 +133,250 @@ Expected<bool> Dataset::add_entry(Dataset& ds, const json& doc, std::uint32_t li
   return true;
 }
 
+// Reads a dataset from consecutive chunks of its text with memory bounded by the largest
+// request (a JSONL line or one element of a top-level JSON array), never by the file: a 640 MB
+// ShareGPT file is scanned element by element, each parsed alone (nlohmann's DOM of the whole
+// array took several times the file's size). Array elements are delimited by a scanner that
+// follows strings (with escapes) and bracket depth; each element is then parsed, so malformed
+// JSON inside one is still found.
+class Dataset::Reader {
+ public:
+  explicit Reader(Dataset& ds) : ds_(ds) {}
+
+  // False (error() set) at the first problem; later calls do nothing.
+  bool feed(std::string_view chunk) {
+    for (std::size_t i = 0; i < chunk.size() && error_.empty(); ++i) take(chunk[i]);
+    return error_.empty();
+  }
+
+  bool finish() {
+    if (!error_.empty()) return false;
+    if (mode_ == Mode::kLines) {
+      if (!line_.empty()) end_line();
+    } else if (mode_ == Mode::kArray && !closed_) {
+      fail("dataset: a JSON array file that is not valid JSON (it ends before its closing ']')");
+    }
+    return error_.empty();
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  enum class Mode { kUnknown, kLines, kArray };
+
+  void fail(std::string what) {
+    if (error_.empty()) error_ = std::move(what);
+  }
+
+  void take(char c) {
+    if (mode_ == Mode::kUnknown) {
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+        if (c == '\n')
+          end_line();  // leading blank lines still count for JSONL line numbers
+        else
+          line_ += c;
+        return;
+      }
+      if (c == '[') {
+        mode_ = Mode::kArray;
+        line_.clear();
+        return;
+      }
+      mode_ = Mode::kLines;
+    }
+    if (mode_ == Mode::kLines) {
+      if (c == '\n') {
+        end_line();
+      } else {
+        line_ += c;
+      }
+      return;
+    }
+    take_array(c);
+  }
+
+  void end_line() {
+    ++line_no_;
+    std::string_view line = line_;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+      const json doc = json::parse(line.begin(), line.end(), nullptr, false);
+      if (doc.is_discarded()) {
+        fail(line_error(line_no_, "invalid JSON"));
+      } else if (auto added = add_entry(ds_, doc, line_no_); !added) {
+        fail(added.error());
+      }
+    }
+    line_.clear();
+  }
+
+  // Inside the top-level array: between elements (depth 0) only whitespace, commas and the
+  // closing ']' may come; an element is a value whose depth returns to 0.
+  void take_array(char c) {
+    if (closed_) {
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+        fail("dataset: a JSON array file that is not valid JSON (text after its closing ']')");
+      return;
+    }
+    if (depth_ == 0 && !in_scalar_) {
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') return;
+      if (c == ',') {
+        if (!after_element_) fail(array_error("a ',' where an element should be"));
+        after_element_ = false;
+        return;
+      }
+      if (c == ']') {
+        if (elements_ > 0 && !after_element_) fail(array_error("a ',' before the closing ']'"));
+        closed_ = true;
+        return;
+      }
+      if (after_element_) {
+        fail(array_error("elements not separated by ','"));
+        return;
+      }
+      element_.clear();
+      if (c == '{' || c == '[') {
+        depth_ = 1;
+      } else if (c == '"') {
+        depth_ = 1;  // a string element: ends with its closing quote
+        in_string_ = true;
+        string_element_ = true;
+      } else {
+        in_scalar_ = true;  // a number, true, false or null: not a request, add_entry says so
+      }
+      element_ += c;
+      return;
+    }
+    if (in_scalar_) {
+      if (c == ',' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+        in_scalar_ = false;
+        end_element();
+        take_array(c);
+        return;
+      }
+      element_ += c;
+      return;
+    }
+    element_ += c;
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        if (string_element_) {
+          string_element_ = false;
+          depth_ = 0;
+          end_element();
+        }
+      }
+      return;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      if (--depth_ == 0) end_element();
+    }
+  }
+
+  void end_element() {
+    ++elements_;
+    after_element_ = true;
+    const json doc = json::parse(element_, nullptr, false);
+    if (doc.is_discarded()) {
+      fail(array_error("element " + std::to_string(elements_) + " is not valid JSON"));
+    } else if (auto added = add_entry(ds_, doc, static_cast<std::uint32_t>(elements_)); !added) {
+      fail(added.error());
+    }
+    element_.clear();
+  }
+
+  std::string array_error(const std::string& what) const {
+    return "dataset: a JSON array file that is not valid JSON (" + what + ")";
+  }
+
+  Dataset& ds_;
+  Mode mode_ = Mode::kUnknown;
+  std::string error_;
+  // JSONL
+  std::string line_;
+  std::uint32_t line_no_ = 0;
+  // top-level array
+  std::string element_;
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false, string_element_ = false, in_scalar_ = false;
+  bool after_element_ = false, closed_ = false;
+  std::uint64_t elements_ = 0;
+};
+
+namespace {
+
+Expected<Dataset> finished(Dataset&& ds) {
+  if (ds.entries().empty()) {
+    return Expected<Dataset>::failure(
+        ds.skipped() > 0 ? "dataset has no usable requests (" + std::to_string(ds.skipped()) +
+                               " conversation(s) without a human turn and a reply)"
+                         : "dataset has no requests");
+  }
+  return std::move(ds);
+}
+
+}  // namespace
+
 Expected<Dataset> Dataset::parse(std::string_view text) {
   Dataset ds;
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && text[first] == '[') {
-    // A whole-file JSON array (the usual ShareGPT file).
-    json doc = json::parse(text.begin(), text.end(), nullptr, false);
-    if (doc.is_discarded())
-      return Expected<Dataset>::failure("dataset: a JSON array file that is not valid JSON");
-    for (std::size_t i = 0; i < doc.size(); ++i) {
-      auto added = add_entry(ds, doc[i], static_cast<std::uint32_t>(i + 1));
-      if (!added) return Expected<Dataset>::failure(added.error());
-    }
-  } else {
-    std::uint32_t line_no = 0;
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-      const std::size_t nl = text.find('\n', pos);
-      std::string_view line =
-          text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-      pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-      json doc = json::parse(line.begin(), line.end(), nullptr, false);
-      if (doc.is_discarded())
-        return Expected<Dataset>::failure(line_error(line_no, "invalid JSON"));
-      auto added = add_entry(ds, doc, line_no);
-      if (!added) return Expected<Dataset>::failure(added.error());
-    }
+  Reader reader(ds);
+  if (!reader.feed(text) || !reader.finish()) return Expected<Dataset>::failure(reader.error());
+  return finished(std::move(ds));
+}
+
+Expected<int> open_request_file(const std::string& path, const DatasetLimits& limits,
+                                std::string_view what) {
+  using Result = Expected<int>;
+  const std::string name = std::string(what) + " file '" + path + "'";
+  // Non-blocking open: a FIFO with no writer must not hang the step; fstat then refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Result::failure("cannot open " + name + ": " + std::strerror(errno));
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) {
+    problem = "cannot stat " + name + ": " + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = name + " is not a regular file";
+  } else if (static_cast<std::uint64_t>(st.st_size) > limits.max_bytes) {
+    problem = name + " is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+              std::to_string(limits.max_bytes) + " (" + limit_setting_text() + ")";
   }
-  if (ds.entries_.empty()) {
-    return Expected<Dataset>::failure(
-        ds.skipped_ > 0 ? "dataset has no usable requests (" + std::to_string(ds.skipped_) +
-                              " conversation(s) without a human turn and a reply)"
-                        : "dataset has no requests");
+  if (!problem.empty()) {
+    ::close(fd);
+    return Result::failure(problem);
   }
-  return ds;
+  return fd;
 }
 
 Expected<std::string> read_request_file(const std::string& path, const DatasetLimits& limits,
                                         std::string_view what) {
   using Result = Expected<std::string>;
-  const std::string name = std::string(what) + " file '" + path + "'";
-  // Non-blocking open: a FIFO with no writer must not hang the step; fstat then refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Result::failure("cannot open " + name + ": " + std::strerror(errno));
+  auto file = open_request_file(path, limits, what);
+  if (!file) return Result::failure(file.error());
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
-  } closer{fd};
+  } closer{*file};
   struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    return Result::failure("cannot stat " + name + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Result::failure(name + " is not a regular file");
-  if (static_cast<std::uint64_t>(st.st_size) > limits.max_bytes)
-    return Result::failure(name + " is " + std::to_string(st.st_size) +
-                           " bytes, over the limit of " + std::to_string(limits.max_bytes));
+  ::fstat(*file, &st);
   std::string text;
   text.resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
   while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    const ssize_t n = ::read(*file, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Result::failure("cannot read " + name + ": " + std::strerror(errno));
+    if (n < 0)
+      return Result::failure("cannot read " + std::string(what) + " file '" + path +
+                             "': " + std::strerror(errno));
     if (n == 0) break;  // shrank while read
     got += static_cast<std::size_t>(n);
   }
@@ -199,11 +385,29 @@ Expected<std::string> read_request_file(const std::string& path, const DatasetLi
 }
 
 Expected<Dataset> Dataset::load(const std::string& path, const DatasetLimits& limits) {
-  auto text = read_request_file(path, limits, "dataset");
-  if (!text) return Expected<Dataset>::failure(text.error());
-  auto ds = parse(*text);
-  if (!ds) return Expected<Dataset>::failure(path + ": " + ds.error());
-  return ds;
+  using Result = Expected<Dataset>;
+  auto file = open_request_file(path, limits, "dataset");
+  if (!file) return Result::failure(file.error());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{*file};
+  Dataset ds;
+  Reader reader(ds);
+  std::string chunk(std::max<std::size_t>(1, limits.read_chunk_bytes), '\0');
+  for (;;) {
+    const ssize_t n = ::read(*file, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return Result::failure("cannot read dataset file '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    if (!reader.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n))))
+      return Result::failure(path + ": " + reader.error());
+  }
+  if (!reader.finish()) return Result::failure(path + ": " + reader.error());
+  auto done = finished(std::move(ds));
+  if (!done) return Result::failure(path + ": " + done.error());
+  return done;
 }
 
 DatasetCursor::DatasetCursor(const Dataset& dataset, DatasetOrder order, std::uint64_t seed)

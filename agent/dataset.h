@@ -40,6 +40,7 @@ struct DatasetEntry {
 
 struct DatasetLimits {
   std::uint64_t max_bytes = 256ULL << 20;  // larger files are refused before they are read
+  std::size_t read_chunk_bytes = 1 << 20;  // Dataset::load reads this much at a time
 };
 
 inline constexpr double kShareGptTokensPerWord = 1.3;
@@ -50,10 +51,17 @@ inline constexpr double kShareGptTokensPerWord = 1.3;
 Expected<std::string> read_request_file(const std::string& path, const DatasetLimits& limits,
                                         std::string_view what);
 
+// Opens a request file under `limits` (the checks of read_request_file) and returns its
+// descriptor, for the caller to read and close.
+Expected<int> open_request_file(const std::string& path, const DatasetLimits& limits,
+                                std::string_view what);
+
 class Dataset {
  public:
   static Expected<Dataset> parse(std::string_view text);
-  // Reads and parses a file; the error names the path and line (never the file's content).
+  // Reads and parses a file as it streams in (1 MiB reads): memory holds the requests kept and
+  // the largest single request, never the whole file; the error names the path and line or
+  // array element (never the file's content).
   static Expected<Dataset> load(const std::string& path, const DatasetLimits& limits = {});
 
   const std::vector<DatasetEntry>& entries() const { return entries_; }
@@ -61,6 +69,7 @@ class Dataset {
   std::size_t skipped() const { return skipped_; }  // ShareGPT conversations without a reply
 
  private:
+  class Reader;  // the streaming reader behind parse() and load()
   // One request object (a JSONL line or an element of a ShareGPT array); false = skipped.
   static Expected<bool> add_entry(Dataset& ds, const nlohmann::json& doc, std::uint32_t line_no);
 

@@ -64,7 +64,8 @@ std::string read_file(const std::string& path, std::string& error) {
 // --profiles-file). `sources`: the flags that wrote parts of the plan (ad-hoc flags, --set),
 // named after each error found there.
 int load_plan(const std::string& path, const std::string& text, const sim::ProfileCatalog& profiles,
-              api::PlanParse& parse, RunPlan& plan, const char* who, const PlanSources& sources) {
+              api::PlanParse& parse, RunPlan& plan, const char* who, const PlanSources& sources,
+              std::uint64_t dataset_max_bytes) {
   auto from = [&sources](const std::string& pointer) {
     const std::string flag = flag_for_pointer(sources, pointer);
     return flag.empty() ? std::string() : " (from " + flag + ")";
@@ -83,7 +84,8 @@ int load_plan(const std::string& path, const std::string& text, const sim::Profi
     return kExitUsage;
   }
   // Dataset files are read and parsed now, so a missing or malformed one is a plan error.
-  if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized, DatasetPolicy{});
+  if (const auto problems = check_plan_datasets(*parse.plan, parse.normalized,
+                                                DatasetPolicy{false, "", dataset_max_bytes});
       !problems.empty()) {
     std::cerr << who << ": " << path << ": dataset not usable\n";
     for (const auto& e : problems)
@@ -94,6 +96,7 @@ int load_plan(const std::string& path, const std::string& text, const sim::Profi
     std::cerr << who << ": " << path << ": " << err << "\n";
     return kExitUsage;
   }
+  for (auto& t : plan.targets) t.workload.dataset_max_bytes = dataset_max_bytes;
   return kExitOk;
 }
 
@@ -266,6 +269,22 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
                  "dots between keys, numbers index arrays, VALUE as JSON else a string, null "
                  "removes (e.g. --set phases.0.duration_s=60 --set sla.ttft_ms.p95=800)",
                  &overrides);
+  // The largest dataset or trace file a plan may name: the daemon's max_dataset_mib, from
+  // LLMCAP_MAX_DATASET_MIB when set, the flag winning over both.
+  double max_dataset_mib = 256;
+  if (const char* env = std::getenv("LLMCAP_MAX_DATASET_MIB"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    max_dataset_mib = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !(max_dataset_mib > 0 && max_dataset_mib <= 65536)) {
+      std::cerr << who << ": LLMCAP_MAX_DATASET_MIB: must be a number in (0, 65536] (MiB)\n";
+      return kExitUsage;
+    }
+  }
+  s.add("max_dataset_mib",
+        "largest dataset or trace file a plan may use, MiB (default 256, or "
+        "LLMCAP_MAX_DATASET_MIB); files are read as they stream in, so memory follows the "
+        "requests kept, not the file",
+        &max_dataset_mib);
   bool print_plan = false;
   s.add("print_plan",
         "print the plan (built from the ad-hoc flags, --set applied) as JSON after checking it, "
@@ -361,7 +380,13 @@ int run_plan_command(const std::vector<std::string>& args, ExecutionMode mode) {
   }
   api::PlanParse parse;
   RunPlan plan;
-  if (int rc = load_plan(plan_path, text, profiles, parse, plan, who.c_str(), sources);
+  if (!(max_dataset_mib > 0 && max_dataset_mib <= 65536)) {
+    std::cerr << who << ": --max-dataset-mib: must be in (0, 65536]\n";
+    return kExitUsage;
+  }
+  const auto dataset_max_bytes = static_cast<std::uint64_t>(max_dataset_mib * 1024 * 1024);
+  if (int rc = load_plan(plan_path, text, profiles, parse, plan, who.c_str(), sources,
+                         dataset_max_bytes);
       rc != kExitOk)
     return rc;
   if (print_plan) {

@@ -409,6 +409,39 @@ class Cli(unittest.TestCase):
             self.assertIn("/workload/dataset/path", r.stderr)
             self.assertIn("absent.jsonl", r.stderr)
 
+    def test_the_dataset_size_limit_is_set_by_flag_or_environment(self):
+        with tempfile.TemporaryDirectory() as d:
+            ds = os.path.join(d, "big.jsonl")
+            with open(ds, "w") as f:  # about 3 KiB
+                for i in range(100):
+                    f.write('{"prompt": "request %d of a dataset"}\n' % i)
+            doc = json.loads(json.dumps(TINY_PLAN))
+            doc["workload"] = {"dataset": {"path": ds}, "output_tokens": {"fixed": 8}}
+            path = os.path.join(d, "plan.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            # 0.002 MiB (2 KiB): refused naming the field and how to raise it.
+            r = run("run", path, "--max-dataset-mib", "0.002", "--print-plan")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("/workload/dataset/path", r.stderr)
+            self.assertIn("over the limit of 2097", r.stderr)
+            self.assertIn("--max-dataset-mib", r.stderr)
+            r = run("run", path, "--print-plan", env={"LLMCAP_MAX_DATASET_MIB": "0.002"})
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("over the limit of 2097", r.stderr)
+            # The flag wins over the environment; the default (256 MiB) takes the file.
+            r = run("run", path, "--max-dataset-mib", "1", "--print-plan",
+                    env={"LLMCAP_MAX_DATASET_MIB": "0.002"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(run("run", path, "--print-plan").returncode, 0)
+            for bad in ("0", "-1", "70000"):
+                r = run("run", path, "--max-dataset-mib", bad, "--print-plan")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("--max-dataset-mib", r.stderr)
+            r = run("run", path, "--print-plan", env={"LLMCAP_MAX_DATASET_MIB": "lots"})
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("LLMCAP_MAX_DATASET_MIB", r.stderr)
+
     def test_sharegpt_dataset_is_labelled_with_its_measured_lengths(self):
         with tempfile.TemporaryDirectory() as d:
             ds = os.path.join(d, "sharegpt.json")

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/test_paths.h"
 #include "tests/unit/agent/test_util.h"
@@ -158,6 +161,92 @@ TEST(Dataset, TheShippedShareGptExampleLoads) {
     EXPECT_FALSE(e.prompt.empty());
     EXPECT_GT(e.max_tokens, 0);
   }
+}
+
+// Files are read as they stream in (Dataset::load, DatasetLimits::read_chunk_bytes): whatever
+// byte a read ends on — inside a string, an escape, a multi-byte character, between elements —
+// the requests are those the whole text gives, and so are the errors.
+TEST(Dataset, StreamedReadsGiveWhatTheWholeTextGivesAtEveryChunkBoundary) {
+  const std::string array = R"(  [
+    {"conversations": [{"from": "human", "value": "brackets ] } [ { and \"quotes\" \\ inside"},
+                       {"from": "gpt", "value": "a b c"}]} ,
+    {"conversations": [{"from": "human", "value": "ünïcödé ✓ \u00e9\n"},
+                       {"from": "gpt", "value": "[1, 2]"}], "nested": [[{}], {"a": []}]},
+    {"conversations": [{"from": "human", "value": "alone"}]},
+    {"prompt": "plain", "max_tokens": 3}
+  ]
+)";
+  const std::string lines =
+      "\n{\"prompt\": \"x } ] \\\" y\", \"max_tokens\": 2}\r\n\n"
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"[{\"}]}\n{\"prompt\": \"last\"}";
+  for (const std::string& text : {array, lines}) {
+    auto whole = Dataset::parse(text);
+    ASSERT_TRUE(whole) << whole.error();
+    const std::string path = temp_path("stream.json");
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << text;
+    }
+    for (std::size_t chunk = 1; chunk <= text.size() + 1; ++chunk) {
+      DatasetLimits limits;
+      limits.read_chunk_bytes = chunk;
+      auto streamed = Dataset::load(path, limits);
+      ASSERT_TRUE(streamed) << "chunk " << chunk << ": " << streamed.error();
+      ASSERT_EQ(streamed->entries().size(), whole->entries().size()) << chunk;
+      EXPECT_EQ(streamed->skipped(), whole->skipped()) << chunk;
+      for (std::size_t i = 0; i < whole->entries().size(); ++i) {
+        const auto& a = streamed->entries()[i];
+        const auto& b = whole->entries()[i];
+        EXPECT_EQ(a.prompt, b.prompt) << chunk;
+        EXPECT_EQ(a.messages_json, b.messages_json) << chunk;
+        EXPECT_EQ(a.max_tokens, b.max_tokens) << chunk;
+        EXPECT_EQ(a.line, b.line) << chunk;
+      }
+    }
+    ::unlink(path.c_str());
+  }
+  auto a = Dataset::parse(array);
+  ASSERT_EQ(a->entries().size(), 3u);
+  EXPECT_EQ(a->entries()[0].prompt, "brackets ] } [ { and \"quotes\" \\ inside");
+  EXPECT_EQ(a->entries()[2].line, 4u);  // array elements are numbered like lines
+  auto l = Dataset::parse(lines);
+  ASSERT_EQ(l->entries().size(), 3u);
+  EXPECT_EQ(l->entries()[0].line, 2u);  // blank lines count
+  EXPECT_EQ(l->entries()[2].line, 5u);  // the last line needs no newline
+}
+
+TEST(Dataset, AMalformedArrayIsRefusedSayingWhereNeverQuotingIt) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"([{"prompt": "secret"})", "it ends before its closing ']'"},
+      {R"([{"prompt": "secret"}] x)", "text after its closing ']'"},
+      {R"([{"prompt": "secret"} {"prompt": "b"}])", "elements not separated by ','"},
+      {R"([{"prompt": "secret"},])", "a ',' before the closing ']'"},
+      {R"([, {"prompt": "secret"}])", "a ',' where an element should be"},
+      {R"([{"prompt": "a"}, {"prompt": secret}])", "element 2 is not valid JSON"},
+      {R"([{"prompt": "a"}, 7])", "dataset line 2: must be a JSON object"},
+      {R"([{"prompt": "a"}, "secret"])", "dataset line 2: must be a JSON object"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto ds = Dataset::parse(text);
+    ASSERT_FALSE(ds) << text;
+    EXPECT_NE(ds.error().find(want), std::string::npos) << text << " -> " << ds.error();
+    EXPECT_EQ(ds.error().find("secret"), std::string::npos) << ds.error();
+  }
+}
+
+TEST(Dataset, TheSizeRefusalSaysHowToRaiseTheLimit) {
+  const std::string path = temp_path("limit.jsonl");
+  {
+    std::ofstream out(path);
+    out << "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n";
+  }
+  DatasetLimits limits;
+  limits.max_bytes = 8;
+  auto ds = Dataset::load(path, limits);
+  ::unlink(path.c_str());
+  ASSERT_FALSE(ds);
+  EXPECT_NE(ds.error().find("--max-dataset-mib"), std::string::npos) << ds.error();
+  EXPECT_NE(ds.error().find("LLMCAP_MAX_DATASET_MIB"), std::string::npos) << ds.error();
 }
 
 TEST(Dataset, CrlfLinesAccepted) {
