@@ -1,6 +1,9 @@
 #include "api/report_compare.h"
 
+#include <algorithm>
+
 #include "analysis/cost.h"
+#include "api/prediction_check.h"
 #include "api/report_format.h"
 #include "api/result_json.h"
 
@@ -25,6 +28,25 @@ std::string job_label(std::size_t index) {
   for (std::size_t n = index + 1; n > 0; n = (n - 1) / 26)
     out.insert(out.begin(), static_cast<char>('A' + (n - 1) % 26));
   return out;
+}
+
+const json& demand_of(const json& doc) {
+  return json_member(json_member(doc, "plan_document"), "demand");
+}
+
+const json& sla_of(const json& doc) {
+  return json_member(json_member(doc, "plan_document"), "sla");
+}
+
+// A plan's demand (docs/metrics.md §6.2) over the given offers.
+json demand_plan_for(const json& demand_json, const std::vector<analysis::TargetOffer>& offers) {
+  analysis::Demand demand;
+  demand.requests_per_min = json_number(demand_json, "requests_per_minute").value_or(0);
+  demand.mean_output_tokens = json_number(demand_json, "mean_output_tokens").value_or(0);
+  demand.headroom = json_number(demand_json, "headroom").value_or(demand.headroom);
+  return demand_plan_json(analysis::plan_demand(
+      demand, offers,
+      json_number(demand_json, "hours_per_month").value_or(analysis::kHoursPerMonth)));
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -77,6 +99,17 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
     out.mismatched_jobs.clear();
   }
 
+  // Each job's kind: a prediction (virtual time) or a measurement. Kinds never meet in the A/B
+  // comparison or in one demand table; a prediction and a measurement are checked against each
+  // other instead (api/prediction_check.h).
+  std::vector<std::string> kinds;
+  bool any_predicted = false, any_measured = false;
+  for (const auto& doc : results_docs) {
+    kinds.push_back(is_predicted(doc) ? "predicted" : "measured");
+    (kinds.back() == "predicted" ? any_predicted : any_measured) = true;
+  }
+  const bool mixed = any_predicted && any_measured;
+
   json targets = json::array();
   json jobs = json::array();
   std::vector<analysis::TargetOffer> offers;
@@ -85,7 +118,7 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
   bool per_target = false;
   std::vector<std::string> plans;
   for (std::size_t i = 0; i < results_docs.size(); ++i) {
-    auto& doc = results_docs[i];
+    const auto& doc = results_docs[i];
     const auto label = json_string(doc, "comparison_label", "same-config");
     per_target = per_target || label == "per-target optimised";
     plans.push_back(json_string(doc, "plan", ids[i]));
@@ -96,6 +129,9 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
       t["source_name"] = source;
       t["job_id"] = ids[i];
       t["job_label"] = job_label(i);
+      t["job_kind"] = kinds[i];
+      // capacity_rows labels the row "predicted" from the target when the document is mixed.
+      if (kinds[i] == "predicted") t["predicted"] = true;
       t["name"] = source + " (" + job_label(i) + ")";
       if (json_member(t, "phases").is_array()) {
         for (auto& p : t["phases"]) {
@@ -114,6 +150,7 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
     }
     jobs.push_back(json{{"job_id", ids[i]},
                         {"label", job_label(i)},
+                        {"kind", kinds[i]},
                         {"plan", json_string(doc, "plan")},
                         {"workload_fingerprint", json_string(doc, "workload_fingerprint")},
                         {"comparison_label", label},
@@ -121,8 +158,15 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
                         {"targets", names}});
   }
 
-  json combined{{"plan", "compare: " + join(plans)},
+  // A prediction and a measurement of one plan: "predicted vs measured", as one plan's name.
+  std::vector<std::string> distinct_plans;
+  for (const auto& p : plans)
+    if (std::find(distinct_plans.begin(), distinct_plans.end(), p) == distinct_plans.end())
+      distinct_plans.push_back(p);
+  json combined{{"plan", (mixed ? "predicted vs measured: " + join(distinct_plans)
+                                : "compare: " + join(plans))},
                 {"kind", "comparison"},
+                {"comparison_mode", mixed ? "predicted vs measured" : "A/B"},
                 {"jobs", jobs},
                 {"workloads_differ", differ},
                 {"workload_fingerprint", differ ? json(nullptr) : json(first_fp)},
@@ -130,51 +174,111 @@ CompareOutcome compare_results(std::vector<json> results_docs, bool allow_differ
                                      : per_target ? "per-target optimised"
                                                   : "same-config"},
                 {"targets", targets}};
-  // Same-name targets across jobs: each against its namesake in the first job that has it.
-  // Only when no name recurs is everything compared with the first job's first target.
+
+  // A/B, among jobs of one kind only: a target against its own prediction is no comparison
+  // (×1.00 price). Same-name targets across jobs: each against its namesake in the first job of
+  // its kind that has it. Only when no name recurs is everything compared with the first target
+  // of its kind.
   json comparisons = json::array();
-  bool any_namesake = false;
-  for (std::size_t i = 0; i < offers.size(); ++i) {
-    for (std::size_t b = 0; b < i; ++b) {
-      if (source_names[b] != source_names[i] || job_of[b] == job_of[i]) continue;
-      any_namesake = true;
-      if (auto c = analysis::compare_targets(offers[b], offers[i]))
-        comparisons.push_back(comparison_json(*c));
-      break;
+  bool any_namesake = false, any_group = false;
+  for (const std::string kind : {"measured", "predicted"}) {
+    std::vector<std::size_t> group;  // offers of this kind
+    std::vector<std::size_t> group_jobs;
+    for (std::size_t i = 0; i < offers.size(); ++i) {
+      if (kinds[job_of[i]] != kind) continue;
+      group.push_back(i);
+      if (std::find(group_jobs.begin(), group_jobs.end(), job_of[i]) == group_jobs.end())
+        group_jobs.push_back(job_of[i]);
     }
-  }
-  if (!any_namesake) {
-    for (std::size_t i = 1; i < offers.size(); ++i) {
-      if (auto c = analysis::compare_targets(offers[0], offers[i]))
-        comparisons.push_back(comparison_json(*c));
+    if (group_jobs.size() < 2) continue;
+    any_group = true;
+    bool namesake = false;
+    for (std::size_t gi = 0; gi < group.size(); ++gi) {
+      const std::size_t i = group[gi];
+      for (std::size_t gb = 0; gb < gi; ++gb) {
+        const std::size_t b = group[gb];
+        if (source_names[b] != source_names[i] || job_of[b] == job_of[i]) continue;
+        namesake = true;
+        if (auto c = analysis::compare_targets(offers[b], offers[i]))
+          comparisons.push_back(comparison_json(*c));
+        break;
+      }
     }
+    if (!namesake) {
+      for (std::size_t gi = 1; gi < group.size(); ++gi) {
+        if (auto c = analysis::compare_targets(offers[group[0]], offers[group[gi]]))
+          comparisons.push_back(comparison_json(*c));
+      }
+    }
+    any_namesake = any_namesake || namesake;
   }
   combined["comparison"] = comparisons;
-  combined["comparison_basis"] = any_namesake ? "same-name targets" : "first target";
+  if (any_group) combined["comparison_basis"] = any_namesake ? "same-name targets" : "first target";
 
-  // Demand plan over all targets, when every job planned for the same demand.
-  const auto& d0 = json_member(json_member(results_docs[0], "plan_document"), "demand");
-  bool same_demand = d0.is_object();
-  for (const auto& doc : results_docs) {
-    same_demand = same_demand && json_member(json_member(doc, "plan_document"), "demand") == d0;
+  // Predicted vs measured: every prediction against every measurement, target by target (paired
+  // by name, else base_url), from the jobs' own documents so the pairs keep their plan's names.
+  if (mixed) {
+    json checks = json::array();
+    for (std::size_t p = 0; p < results_docs.size(); ++p) {
+      if (kinds[p] != "predicted") continue;
+      for (std::size_t m = 0; m < results_docs.size(); ++m) {
+        if (kinds[m] != "measured") continue;
+        json check = prediction_check(results_docs[p], results_docs[m]);
+        check["predicted_job"] = ids[p];
+        check["measured_job"] = ids[m];
+        check["predicted_label"] = job_label(p);
+        check["measured_label"] = job_label(m);
+        check["predicted_plan"] = plans[p];
+        check["measured_plan"] = plans[m];
+        // Qualified capacities under different SLAs answer different questions: said, not hidden.
+        check["slas_differ"] = sla_of(results_docs[p]) != sla_of(results_docs[m]);
+        checks.push_back(std::move(check));
+      }
+    }
+    combined["prediction_checks"] = std::move(checks);
   }
-  if (same_demand) {
-    analysis::Demand demand;
-    demand.requests_per_min = json_number(d0, "requests_per_minute").value_or(0);
-    demand.mean_output_tokens = json_number(d0, "mean_output_tokens").value_or(0);
-    demand.headroom = json_number(d0, "headroom").value_or(demand.headroom);
-    combined["demand_plan"] = demand_plan_json(analysis::plan_demand(
-        demand, offers, json_number(d0, "hours_per_month").value_or(analysis::kHoursPerMonth)));
+
+  // The demand plan: one table across every job only when they are all of one kind and planned
+  // the same demand under the same SLA for the same workload (then "cheapest" compares like with
+  // like). Otherwise one table per job, each over its own targets.
+  const auto& d0 = demand_of(results_docs[0]);
+  bool same_demand = d0.is_object(), same_sla = true;
+  for (const auto& doc : results_docs) {
+    same_demand = same_demand && demand_of(doc) == d0;
+    same_sla = same_sla && sla_of(doc) == sla_of(results_docs[0]);
+  }
+  if (same_demand && same_sla && !mixed && !differ) {
+    combined["demand_plan"] = demand_plan_for(d0, offers);
+    combined["demand_basis"] = "across jobs";
+  } else {
+    json per_job = json::array();
+    for (std::size_t i = 0; i < results_docs.size(); ++i) {
+      const auto& d = demand_of(results_docs[i]);
+      if (!d.is_object()) continue;
+      std::vector<analysis::TargetOffer> own;
+      for (std::size_t o = 0; o < offers.size(); ++o)
+        if (job_of[o] == i) own.push_back(offers[o]);
+      per_job.push_back(json{{"job_id", ids[i]},
+                             {"label", job_label(i)},
+                             {"kind", kinds[i]},
+                             {"plan", plans[i]},
+                             {"demand_plan", demand_plan_for(d, own)}});
+    }
+    if (!per_job.empty()) {
+      combined["demand_plans"] = std::move(per_job);
+      combined["demand_basis"] = "per job";
+      combined["demand_per_job_reason"] = mixed    ? "the jobs are a prediction and a measurement"
+                                          : differ ? "the jobs ran different workloads"
+                                          : !same_sla
+                                              ? "the jobs were judged against different SLAs"
+                                              : "the jobs planned for different demands";
+    }
   }
   // The first job's plan, so the page still shows what ran; the others are in their own jobs.
   // Its SLA lines are drawn only when every job judged against the same SLA: another job's
   // points against job A's bounds would mislead.
   if (results_docs[0].contains("plan_document")) {
     combined["plan_document"] = results_docs[0]["plan_document"];
-    const auto& sla0 = json_member(results_docs[0]["plan_document"], "sla");
-    bool same_sla = true;
-    for (const auto& doc : results_docs)
-      same_sla = same_sla && json_member(json_member(doc, "plan_document"), "sla") == sla0;
     if (!same_sla) {
       combined["plan_document"].erase("sla");
       combined["slas_differ"] = true;

@@ -663,20 +663,17 @@ std::string capacity_table(const json& results) {
   return out;
 }
 
-// A prediction beside a measurement of the same workload and SLA (api/prediction_check.h).
-std::string prediction_check_section(const json& results) {
-  const auto& check = json_member(results, "prediction_check");
-  const auto& targets = json_member(check, "targets");
-  if (!targets.is_array() || targets.empty()) return "";
+// One prediction check's table: each target's figures, predicted and measured, and the error.
+std::string prediction_check_table(const json& check) {
   std::string out =
-      "<section id=\"prediction-check\"><h2>Prediction vs measurement</h2><p "
-      "class=\"caption\">Predicted job " +
-      esc(json_string(check, "predicted_job")) + ", measured job " +
+      "<div class=\"table-wrap\"><table class=\"prediction-check-table\" "
+      "data-predicted-job=\"" +
+      esc(json_string(check, "predicted_job")) + "\" data-measured-job=\"" +
       esc(json_string(check, "measured_job")) +
-      " (same workload fingerprint and SLA), at each target's qualified point. Error = (measured "
-      "− predicted) / predicted.</p><table><thead><tr><th>Target</th><th>Figure</th>"
-      "<th>Predicted</th><th>Measured</th><th>Error</th></tr></thead><tbody>";
-  for (const auto& t : targets) {
+      "\"><thead><tr><th>Target</th><th>Figure</th><th>Predicted</th><th>Measured</th>"
+      "<th>Error</th></tr></thead><tbody>";
+  const auto& targets = json_member(check, "targets");
+  for (const auto& t : targets.is_array() ? targets : json::array()) {
     const auto& p = json_member(t, "predicted");
     const auto& m = json_member(t, "measured");
     const auto& e = json_member(t, "relative_error");
@@ -701,11 +698,61 @@ std::string prediction_check_section(const json& results) {
       first = false;
     }
   }
-  return out + "</tbody></table></section>";
+  return out + "</tbody></table></div>";
+}
+
+// A prediction beside a measurement: the one a job's own report found (same workload and SLA,
+// `prediction_check`), or those of a comparison of a prediction with a measurement
+// (`prediction_checks`, api/report_compare.h).
+std::string prediction_check_section(const json& results) {
+  const auto& check = json_member(results, "prediction_check");
+  const auto& targets = json_member(check, "targets");
+  const auto& checks = json_member(results, "prediction_checks");
+  std::string out;
+  if (targets.is_array() && !targets.empty()) {
+    out =
+        "<section id=\"prediction-check\"><h2>Prediction vs measurement</h2><p "
+        "class=\"caption\">Predicted job " +
+        esc(json_string(check, "predicted_job")) + ", measured job " +
+        esc(json_string(check, "measured_job")) +
+        " (same workload fingerprint and SLA), at each target's qualified point. Error = "
+        "(measured − predicted) / predicted.</p>" +
+        prediction_check_table(check);
+  } else if (checks.is_array() && !checks.empty()) {
+    out =
+        "<section id=\"prediction-check\"><h2>Predicted vs measured</h2><p class=\"caption\">"
+        "Each target of the prediction beside its counterpart in the measurement (paired by "
+        "name, else base_url), at each target's qualified point; error = (measured − predicted) "
+        "/ predicted. A prediction is checked against a measurement, never ranked with it.</p>";
+    for (const auto& c : checks) {
+      out += "<p class=\"meta\"><span class=\"badge warn\">predicted</span> Job " +
+             esc(json_string(c, "predicted_label")) + " " + esc(json_string(c, "predicted_job")) +
+             " (plan " + esc(json_string(c, "predicted_plan")) +
+             ") vs <span class=\"badge\">measured</span> job " +
+             esc(json_string(c, "measured_label")) + " " + esc(json_string(c, "measured_job")) +
+             " (plan " + esc(json_string(c, "measured_plan")) + ")";
+      if (json_member(c, "slas_differ") == json(true))
+        out += "; <span class=\"badge warn\">different SLAs</span>";
+      out += ".</p>";
+      const auto& t = json_member(c, "targets");
+      out += t.is_array() && !t.empty()
+                 ? prediction_check_table(c)
+                 : "<p class=\"meta\">No target of one job pairs with a target of the other "
+                   "(by name or base_url).</p>";
+    }
+  } else {
+    return "";
+  }
+  return out + "</section>";
 }
 
 std::string comparison_section(const json& results) {
   const auto& comparison = json_member(results, "comparison");
+  // A prediction beside a measurement with no two jobs of one kind: no A/B to show (the
+  // prediction check is the comparison).
+  if (json_string(results, "comparison_mode") == "predicted vs measured" &&
+      !results.contains("comparison_basis"))
+    return "";
   const auto label = json_string(results, "comparison_label", "same-config");
   std::string out =
       "<section id=\"comparison\"><h2>Comparison</h2><p class=\"meta\">Comparison kind: <span "
@@ -737,29 +784,28 @@ std::string comparison_section(const json& results) {
   if (basis == "same-name targets")
     out +=
         " Each target is compared with the target of the same name in the first job that has "
-        "it.";
+        "it, among jobs of its kind (measured with measured, predicted with predicted).";
   else if (basis == "first target")
     out +=
         " No target name recurs across the jobs, so each is compared with the first job's "
-        "first target.";
+        "first target of its kind.";
   return out + "</p></section>";
 }
 
-std::string demand_section(const json& results) {
-  const auto& d = json_member(results, "demand_plan");
-  if (!d.is_object()) return "";
-  std::string out = "<section id=\"demand\"><h2>Demand plan</h2><p class=\"meta\">Demand " +
+// One demand plan's table; `id` names the table.
+std::string demand_table(const json& d, const std::string& id) {
+  std::string out = "<p class=\"meta\">Demand " +
                     esc(opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0)) +
                     " output tokens/s; with headroom " +
                     esc(opt_fixed(json_number(d, "required_output_tokens_per_s"), 0)) +
                     " tokens/s; " + esc(opt_fixed(json_number(d, "hours_per_month"), 0)) +
                     " hours per month.</p>";
-  out += "<div class=\"table-wrap\"><table id=\"demand-table\">" +
+  out += "<div class=\"table-wrap\"><table id=\"" + esc(id) + "\" class=\"demand-table\">" +
          th_row({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
                  "Cost per M output tokens", "Note"},
                 "lrrrrrl") +
          "<tbody>";
-  for (const auto& r : demand_rows(results)) {
+  for (const auto& r : demand_plan_rows(d)) {
     out += "<tr data-target=\"" + esc(r.target) + "\">" + td(r.target, "text");
     if (r.feasible) {
       out += td(r.instances ? std::to_string(*r.instances) : "-") +
@@ -772,8 +818,33 @@ std::string demand_section(const json& results) {
     }
     out += "</tr>";
   }
+  return out + "</tbody></table></div>";
+}
+
+std::string demand_section(const json& results) {
+  const auto& d = json_member(results, "demand_plan");
+  const auto& per_job = json_member(results, "demand_plans");
+  std::string out = "<section id=\"demand\"><h2>Demand plan</h2>";
+  if (d.is_object()) {
+    out += demand_table(d, "demand-table");
+  } else if (per_job.is_array() && !per_job.empty()) {
+    // A comparison whose jobs cannot share one table (api/report_compare.h): one per job,
+    // "cheapest" among that job's targets only.
+    out += "<p class=\"meta\" id=\"demand-per-job\">One table per job: " +
+           esc(json_string(results, "demand_per_job_reason")) +
+           ", so their instances and costs are not ranked together.</p>";
+    for (const auto& p : per_job) {
+      const auto kind = json_string(p, "kind", "measured");
+      out += "<h3>Job " + esc(json_string(p, "label")) + " <span class=\"badge" +
+             std::string(kind == "predicted" ? " warn" : "") + "\">" + esc(kind) + "</span> " +
+             esc(json_string(p, "job_id")) + "</h3>" +
+             demand_table(json_member(p, "demand_plan"), "demand-table-" + json_string(p, "label"));
+    }
+  } else {
+    return "";
+  }
   return out +
-         "</tbody></table></div><p class=\"caption\">Instances = ceil(required tokens/s / "
+         "<p class=\"caption\">Instances = ceil(required tokens/s / "
          "qualified tokens/s per instance).</p></section>";
 }
 
@@ -818,8 +889,8 @@ std::string jobs_section(const json& results) {
   std::string out =
       "<section id=\"jobs\"><h2>Jobs compared</h2><div class=\"table-wrap\"><table "
       "id=\"jobs-table\">" +
-      th_row({"Label", "Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"},
-             "llllll") +
+      th_row({"Label", "Kind", "Job", "Plan", "Workload fingerprint", "Comparison kind", "Targets"},
+             "lllllll") +
       "<tbody>";
   for (const auto& j : jobs) {
     std::string names;
@@ -830,13 +901,18 @@ std::string jobs_section(const json& results) {
         names += n.is_string() ? n.get<std::string>() : "";
       }
     }
-    out += "<tr>" + td(json_string(j, "label"), "text") + td(json_string(j, "job_id"), "text") +
-           td(json_string(j, "plan"), "text") + td(json_string(j, "workload_fingerprint"), "text") +
+    const auto kind = json_string(j, "kind", "measured");
+    out += "<tr data-job=\"" + esc(json_string(j, "job_id")) + "\" data-kind=\"" + esc(kind) +
+           "\">" + td(json_string(j, "label"), "text") + "<td class=\"text\"><span class=\"badge" +
+           std::string(kind == "predicted" ? " warn" : "") + "\">" + esc(kind) + "</span></td>" +
+           td(json_string(j, "job_id"), "text") + td(json_string(j, "plan"), "text") +
+           td(json_string(j, "workload_fingerprint"), "text") +
            td(json_string(j, "comparison_label"), "text") + td(names, "text") + "</tr>";
   }
   out +=
       "</tbody></table></div><p class=\"caption\">Targets are named \"target (label)\" after "
-      "their job's label.</p>";
+      "their job's label. A predicted job ran on simulated targets in virtual time "
+      "(`llmcapd predict`); a measured one ran against the servers.</p>";
   if (json_member(results, "workloads_differ").is_boolean() &&
       results["workloads_differ"].get<bool>())
     out +=
@@ -1095,6 +1171,10 @@ std::string render_report_html(const json& results, const ReportOptions& options
     out +=
         "<span class=\"badge warn\" id=\"predicted\">predicted (virtual time), not "
         "measured</span>";
+  if (json_string(results, "comparison_mode") == "predicted vs measured")
+    out +=
+        "<span class=\"badge warn\" id=\"predicted-vs-measured\">predicted vs measured: a "
+        "prediction (virtual time) beside a measurement</span>";
   if (client_bound) out += "<span class=\"badge warn\">client-bound steps present</span>";
   const auto& error = json_member(results, "error");
   out += "</p>";

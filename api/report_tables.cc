@@ -319,8 +319,11 @@ std::vector<StepRow> step_rows(const json& results) {
 }
 
 std::vector<DemandRow> demand_rows(const json& results) {
+  return demand_plan_rows(json_member(results, "demand_plan"));
+}
+
+std::vector<DemandRow> demand_plan_rows(const json& d) {
   std::vector<DemandRow> rows;
-  const auto& d = json_member(results, "demand_plan");
   const auto& lines = json_member(d, "lines");
   if (!lines.is_array()) return rows;
   const std::string cheapest = json_string(d, "cheapest");
@@ -387,6 +390,16 @@ std::string render_markdown(const json& results) {
          "\n";
   const auto fp = json_string(results, "workload_fingerprint");
   if (!fp.empty()) out += "- Workload fingerprint: `" + fp + "`\n";
+  if (const auto& jobs = json_member(results, "jobs"); jobs.is_array() && !jobs.empty()) {
+    // A comparison (api/report_compare.h): which job is which, and which is a prediction.
+    out += "- Comparison mode: " + markdown_cell(json_string(results, "comparison_mode", "A/B")) +
+           "\n\n## Jobs compared\n\n" +
+           markdown_header({"Label", "Kind", "Job", "Plan", "Workload fingerprint"}, "lllll");
+    for (const auto& j : jobs)
+      out += markdown_row({json_string(j, "label"), json_string(j, "kind", "measured"),
+                           json_string(j, "job_id"), json_string(j, "plan"),
+                           json_string(j, "workload_fingerprint")});
+  }
   out += "\n## Qualified capacity\n\n";
   const std::string capacity_header = markdown_header(
       {"Target", "Model", "Precision", "In/out tokens", "Load", "Sustained req/s", "Goodput req/s",
@@ -430,6 +443,26 @@ std::string render_markdown(const json& results) {
            "` (same workload fingerprint and SLA); error = (measured − predicted) / predicted.\n\n";
     for (const auto& l : lines) out += "- " + markdown_cell(l) + "\n";
   }
+  // A comparison of a prediction with a measurement (api/report_compare.h).
+  const auto& checks = json_member(results, "prediction_checks");
+  if (checks.is_array() && !checks.empty()) {
+    out += "\n## Predicted vs measured\n";
+    for (const auto& check : checks) {
+      out += "\nPredicted: job " + markdown_cell(json_string(check, "predicted_label")) + " `" +
+             markdown_cell(json_string(check, "predicted_job")) + "` (plan " +
+             markdown_cell(json_string(check, "predicted_plan")) + "); measured: job " +
+             markdown_cell(json_string(check, "measured_label")) + " `" +
+             markdown_cell(json_string(check, "measured_job")) + "` (plan " +
+             markdown_cell(json_string(check, "measured_plan")) +
+             "). Error = (measured − predicted) / predicted.";
+      if (json_member(check, "slas_differ") == json(true))
+        out += " The two jobs were judged against different SLAs.";
+      out += "\n\n";
+      const auto lines = prediction_check_lines(check);
+      if (lines.empty()) out += "- No target of one job pairs with a target of the other.\n";
+      for (const auto& l : lines) out += "- " + markdown_cell(l) + "\n";
+    }
+  }
   const auto& comparison = json_member(results, "comparison");
   if (comparison.is_array() && !comparison.empty()) {
     out += "\n## Comparison (relative cost per output token)\n\n";
@@ -443,25 +476,36 @@ std::string render_markdown(const json& results) {
                            opt_fixed(json_number(c, "relative_cost_per_token"), 2)});
     }
   }
-  const auto& d = json_member(results, "demand_plan");
-  if (d.is_object()) {
-    out += "\n## Demand plan\n\n";
-    out += "Demand " + opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0) +
-           " output tok/s; with headroom " +
-           opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
-           opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
-    out += markdown_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
-                            "Cost per M output tokens", "Note"},
-                           "lrrrrrl");
-    for (const auto& r : demand_rows(results)) {
-      out += markdown_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
-                           r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
-                           r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
-                           r.feasible ? percent(r.utilisation) : "-",
-                           opt_fixed(r.cost_per_million_output_tokens, 4),
-                           !r.feasible  ? "not feasible (no qualified capacity)"
-                           : r.cheapest ? "cheapest"
-                                        : ""});
+  const auto demand_markdown = [](const json& d) {
+    std::string md = "Demand " + opt_fixed(json_number(d, "demand_output_tokens_per_s"), 0) +
+                     " output tok/s; with headroom " +
+                     opt_fixed(json_number(d, "required_output_tokens_per_s"), 0) + " tok/s; " +
+                     opt_fixed(json_number(d, "hours_per_month"), 0) + " h/month.\n\n";
+    md += markdown_header({"Target", "Instances", "Hourly cost", "Monthly cost", "Utilisation",
+                           "Cost per M output tokens", "Note"},
+                          "lrrrrrl");
+    for (const auto& r : demand_plan_rows(d)) {
+      md += markdown_row({r.target, r.feasible && r.instances ? std::to_string(*r.instances) : "-",
+                          r.feasible ? opt_fixed(r.hourly_cost, 2) : "-",
+                          r.feasible ? opt_fixed(r.monthly_cost, 2) : "-",
+                          r.feasible ? percent(r.utilisation) : "-",
+                          opt_fixed(r.cost_per_million_output_tokens, 4),
+                          !r.feasible  ? "not feasible (no qualified capacity)"
+                          : r.cheapest ? "cheapest"
+                                       : ""});
+    }
+    return md;
+  };
+  if (const auto& d = json_member(results, "demand_plan"); d.is_object())
+    out += "\n## Demand plan\n\n" + demand_markdown(d);
+  // A comparison whose jobs cannot share one table: one per job (api/report_compare.h).
+  if (const auto& plans = json_member(results, "demand_plans"); plans.is_array()) {
+    for (const auto& p : plans) {
+      out += "\n## Demand plan: job " + markdown_cell(json_string(p, "label")) + " (" +
+             markdown_cell(json_string(p, "kind")) + ", `" +
+             markdown_cell(json_string(p, "job_id")) + "`)\n\nOne table per job: " +
+             markdown_cell(json_string(results, "demand_per_job_reason")) + ".\n\n" +
+             demand_markdown(json_member(p, "demand_plan"));
     }
   }
   out += render_at_demand_markdown(results);

@@ -148,7 +148,10 @@ std::vector<CapacityRow> capacity_rows(const nlohmann::json& results);
 // none matches (an older or hand-made document).
 const nlohmann::json* step_of_point(const nlohmann::json& target, const nlohmann::json& point);
 std::vector<StepRow> step_rows(const nlohmann::json& results);
+// The rows of the document's `demand_plan`.
 std::vector<DemandRow> demand_rows(const nlohmann::json& results);
+// The rows of one demand plan (a `demand_plan`, or one of a comparison's `demand_plans`).
+std::vector<DemandRow> demand_plan_rows(const nlohmann::json& demand_plan);
 // "## Workload mix: per-class results" with one row per class of every mix step ("" when the
 // job has no mix step).
 std::string render_mix_markdown(const nlohmann::json& results);

@@ -79,8 +79,9 @@ int cmd_report(const std::vector<std::string>& args) {
                                : format == "csv"    ? "text/csv"
                                : format == "junit"  ? "application/xml"
                                                     : "text/html";
-    // JUnit has no Accept type of its own (application/xml is generic): the daemon's ?format=.
-    const std::string query = format == "junit" ? "?format=junit" : "";
+    // ?format= wins over Accept on the daemon (api/report_negotiation.h), and JUnit has no
+    // Accept type of its own (application/xml is generic): always name the format.
+    const std::string query = "?format=" + format;
     auto r =
         daemon.request("GET", "/v1/jobs/" + source + "/report" + query, "", {{"Accept", accept}});
     if (r.status != 200) {

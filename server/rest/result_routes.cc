@@ -14,6 +14,7 @@
 #include "api/report_format.h"
 #include "api/report_html.h"
 #include "api/report_junit.h"
+#include "api/report_negotiation.h"
 #include "api/report_tables.h"
 #include "server/engine/sample_codec.h"
 #include "server/rest/rest_context.h"
@@ -115,40 +116,71 @@ void add_prediction_check(RestContext& c, const std::string& id, json& doc) {
   }
 }
 
+// The rendering a report route answers with (api/report_negotiation.h: ?format=, else Accept,
+// else JSON), or the problem that refuses the request. Both report routes call it.
+std::optional<api::ReportFormat> negotiate(const HttpRequest& req,
+                                           const std::vector<api::ReportFormat>& supported,
+                                           HttpResponse& error) {
+  const auto choice =
+      api::choose_report_format(req.query_param("format"), req.header("accept"), supported);
+  if (choice.bad_format)
+    error = problem_response(ApiErrorCode::kBadRequest, "bad query", {{"format", choice.detail}});
+  else if (choice.not_acceptable)
+    error = problem_response(ApiErrorCode::kNotAcceptable, choice.detail);
+  return choice.format;
+}
+
+// A rendered report; Vary: Accept because the same URL answers several representations.
+HttpResponse rendered(api::ReportFormat format, std::string body) {
+  return HttpResponse::text(200, std::move(body), std::string(api::report_content_type(format)))
+      .with_header("Vary", "Accept");
+}
+
 HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams& path) {
+  using api::ReportFormat;
   const std::string& id = path.at("id");
   HttpResponse error;
+  const auto format = negotiate(req,
+                                {ReportFormat::kJson, ReportFormat::kHtml, ReportFormat::kMarkdown,
+                                 ReportFormat::kCsv, ReportFormat::kJunit},
+                                error);
+  if (!format) return error;
   auto doc = report_doc(c, id, error);
   if (!doc) return error;
   if (!doc->contains("targets"))
     return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
-  // ?format= picks the rendering (JUnit XML has no media type of its own); else Accept does.
-  const auto format = req.query_param("format");
-  if (format && *format != "html" && *format != "markdown" && *format != "csv" &&
-      *format != "junit")
-    return problem_response(ApiErrorCode::kBadRequest, "bad query",
-                            {{"format", "must be html, markdown, csv or junit"}});
-  const std::string accept(req.header("accept").value_or("text/html"));
-  if (format == "junit")
-    return HttpResponse::text(200, api::render_junit(*doc), "application/xml; charset=utf-8");
+  if (*format == ReportFormat::kJunit) return rendered(*format, api::render_junit(*doc));
   add_prediction_check(c, id, *doc);
-  if (format ? *format == "markdown" : accept.find("text/markdown") != std::string::npos)
-    return HttpResponse::text(200, api::render_markdown(*doc), "text/markdown; charset=utf-8");
-  if (format ? *format == "csv" : accept.find("text/csv") != std::string::npos)
-    return HttpResponse::text(200, api::render_capacity_csv(*doc), "text/csv; charset=utf-8");
+  switch (*format) {
+    case ReportFormat::kJson:
+      return rendered(*format, doc->dump(-1, ' ', false, json::error_handler_t::replace));
+    case ReportFormat::kMarkdown: return rendered(*format, api::render_markdown(*doc));
+    case ReportFormat::kCsv: return rendered(*format, api::render_capacity_csv(*doc));
+    default: break;
+  }
   api::ReportOptions o;
   o.job_id = id;
   o.generated_at = iso_time(std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());
-  return HttpResponse::text(200, api::render_report_html(*doc, o), "text/html; charset=utf-8");
+  return rendered(ReportFormat::kHtml, api::render_report_html(*doc, o));
 }
 
 HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathParams&) {
+  using api::ReportFormat;
   const auto jobs = req.query_param("jobs");
   if (!jobs || jobs->empty())
     return problem_response(ApiErrorCode::kBadRequest, "give ?jobs=<id>,<id>,...",
                             {{"jobs", "is required"}});
+  const auto allow_text = req.query_param("allow_different_workloads").value_or("false");
+  if (allow_text != "true" && allow_text != "false")
+    return problem_response(ApiErrorCode::kBadRequest, "bad query",
+                            {{"allow_different_workloads", "must be true or false"}});
+  HttpResponse error;
+  const auto format = negotiate(
+      req, {ReportFormat::kJson, ReportFormat::kHtml, ReportFormat::kMarkdown, ReportFormat::kCsv},
+      error);
+  if (!format) return error;
   std::vector<json> docs;
   std::string rest = *jobs;
   while (!rest.empty()) {
@@ -156,33 +188,25 @@ HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathPara
     const std::string id = rest.substr(0, comma);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     if (id.empty()) continue;
-    HttpResponse error;
     auto doc = report_doc(c, id, error);
     if (!doc) return error;
     docs.push_back(std::move(*doc));
   }
-  const auto allow_text = req.query_param("allow_different_workloads").value_or("false");
-  if (allow_text != "true" && allow_text != "false")
-    return problem_response(ApiErrorCode::kBadRequest, "bad query",
-                            {{"allow_different_workloads", "must be true or false"}});
-  const bool allow = allow_text == "true";
-  auto outcome = api::compare_results(std::move(docs), allow);
+  auto outcome = api::compare_results(std::move(docs), allow_text == "true");
   if (!outcome.document) {
     std::vector<api::FieldError> errors;
     for (const auto& j : outcome.mismatched_jobs) errors.push_back({"jobs", j});
     return problem_response(ApiErrorCode::kInvalidRequest, outcome.error, errors);
   }
-  const std::string accept(req.header("accept").value_or("application/json"));
-  if (accept.find("text/html") != std::string::npos)
-    return HttpResponse::text(200, api::render_report_html(*outcome.document, {}),
-                              "text/html; charset=utf-8");
-  if (accept.find("text/markdown") != std::string::npos)
-    return HttpResponse::text(200, api::render_markdown(*outcome.document),
-                              "text/markdown; charset=utf-8");
-  if (accept.find("text/csv") != std::string::npos)
-    return HttpResponse::text(200, api::render_capacity_csv(*outcome.document),
-                              "text/csv; charset=utf-8");
-  return json_response(200, *outcome.document);
+  switch (*format) {
+    case ReportFormat::kHtml:
+      return rendered(*format, api::render_report_html(*outcome.document, {}));
+    case ReportFormat::kMarkdown: return rendered(*format, api::render_markdown(*outcome.document));
+    case ReportFormat::kCsv: return rendered(*format, api::render_capacity_csv(*outcome.document));
+    default:
+      return rendered(ReportFormat::kJson,
+                      outcome.document->dump(-1, ' ', false, json::error_handler_t::replace));
+  }
 }
 
 // The samples export (docs/metrics.md, "The samples export"). Every matching row is streamed

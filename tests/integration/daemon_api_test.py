@@ -203,6 +203,78 @@ class OpenDaemonTest(unittest.TestCase, ProblemAssertions):
         self.assertProblem(d.request("POST", "/v1/jobs/%s:resume" % job_id), 409, "conflict")
         self.assertProblem(d.request("POST", "/v1/jobs/%s:cancel" % job_id), 409, "conflict")
 
+    def test_report_and_compare_answer_by_the_same_content_negotiation(self):
+        """Issue 40 #4: one rule for GET /v1/jobs/{id}/report and GET /v1/compare: ?format=
+        wins, else Accept, else (a plain curl) JSON; and a prediction beside a measurement of
+        one plan is "predicted vs measured", each job labelled with its kind."""
+        d = self.d
+        p = plan("negotiate", levels=(2,), duration_s=2, warmup_s=0.5)
+        r = d.request("POST", "/v1/predictions", p)
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["id"]
+        mid = d.submit(p)
+        d.wait_state(pid, "succeeded", 60)
+        d.wait_state(mid, "succeeded", 120)
+        routes = {"report": ("/v1/jobs/%s/report" % mid, "?"),
+                  "compare": ("/v1/compare?jobs=%s,%s" % (pid, mid), "&")}
+        browser = ("text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,"
+                   "image/webp,*/*;q=0.8")
+        for name, (path, sep) in routes.items():
+            def get(query="", accept=None):
+                r = d.request("GET", path + (sep + query if query else ""),
+                              headers={"Accept": accept} if accept is not None else None)
+                return r, r.headers.get("content-type", "").split(";")[0]
+            # A plain curl (*/*) and a client that sends no Accept: JSON.
+            for accept in (None, "*/*", "", "application/json"):
+                r, ctype = get(accept=accept)
+                what = "%s, Accept %r" % (name, accept)
+                self.assertEqual(r.status, 200, (what, r))
+                self.assertEqual(ctype, "application/json", what)
+                self.assertEqual(r.headers.get("vary"), "Accept", what)
+                self.assertIsInstance(r.json()["targets"], list, what)
+            for accept, want in ((browser, "text/html"), ("text/html", "text/html"),
+                                 ("text/markdown", "text/markdown"), ("text/csv", "text/csv")):
+                r, ctype = get(accept=accept)
+                self.assertEqual((r.status, ctype), (200, want), (name, accept, r))
+            # ?format= wins over Accept.
+            for fmt, accept, want in (("html", "application/json", "text/html"),
+                                      ("json", "text/html", "application/json"),
+                                      ("markdown", browser, "text/markdown"),
+                                      ("csv", None, "text/csv")):
+                r, ctype = get("format=" + fmt, accept)
+                self.assertEqual((r.status, ctype), (200, want), (name, fmt, accept, r))
+            self.assertProblem(get("format=xunit")[0], 400, "bad-request", ["format"])
+            self.assertProblem(get("format=HTML")[0], 400, "bad-request", ["format"])
+            self.assertProblem(get(accept="image/png")[0], 406)
+            self.assertProblem(get(accept="application/xml")[0], 406)  # JUnit only by format
+        r = d.request("GET", routes["report"][0] + "?format=junit")
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.headers["content-type"].startswith("application/xml"), r.headers)
+        self.assertProblem(d.request("GET", routes["compare"][0] + "&format=junit"), 400,
+                           "bad-request", ["format"])
+
+        # The report's JSON is the report document: results, the plan it ran, the check.
+        doc = d.get_json(routes["report"][0])
+        self.assertEqual(doc["plan_document"]["name"], "negotiate")
+        self.assertEqual(doc["prediction_check"]["predicted_job"], pid)
+
+        # A prediction and a measurement of one plan: paired, never A/B against itself.
+        doc = d.get_json(routes["compare"][0])
+        self.assertEqual(doc["comparison_mode"], "predicted vs measured")
+        self.assertEqual([(j["job_id"], j["kind"], j["plan"]) for j in doc["jobs"]],
+                         [(pid, "predicted", "negotiate"), (mid, "measured", "negotiate")])
+        self.assertEqual(doc["comparison"], [])
+        self.assertEqual(len(doc["prediction_checks"]), 1)
+        check = doc["prediction_checks"][0]
+        self.assertEqual((check["predicted_job"], check["measured_job"]), (pid, mid))
+        self.assertEqual([t["target"] for t in check["targets"]], ["a100"])
+        html = d.request("GET", routes["compare"][0], headers={"Accept": browser}).text
+        self.assertIn('<tr data-job="%s" data-kind="predicted">' % pid, html)
+        self.assertIn('<tr data-job="%s" data-kind="measured">' % mid, html)
+        self.assertIn('id="prediction-check"', html)
+        self.assertNotIn('id="comparison-table"', html)
+        self.assertNotIn("×1.00", html)
+
     def test_list_filters_and_cursor_pagination(self):
         d = self.d
         ids = [d.submit(plan("list-%d" % i, levels=(1,), duration_s=1, warmup_s=0,

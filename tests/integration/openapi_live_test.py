@@ -361,18 +361,23 @@ class OpenApiLiveTest(unittest.TestCase):
             self.call(d, "GET", "/v1/jobs/%s/requests?%s" % (tiny_id, query), status=400)
         self.call(d, "GET", "/v1/jobs/%s/requests?step=999" % tiny_id, status=404)
         self.call(d, "GET", "/v1/jobs/%s/events" % tiny_id, status=200)
-        for accept in ("text/html", "text/markdown", "text/csv"):
-            self.call(d, "GET", "/v1/jobs/%s/report" % tiny_id, headers={"Accept": accept},
-                      status=200)
-        for fmt in ("html", "markdown", "csv", "junit"):
-            self.call(d, "GET", "/v1/jobs/%s/report?format=%s" % (tiny_id, fmt), status=200)
-        self.call(d, "GET", "/v1/jobs/%s/report?format=xunit" % tiny_id, status=400)
+        # One content negotiation for the report and compare (issue 40 #4): no Accept or */*
+        # is JSON, Accept picks, ?format= wins, an unknown format 400, an unknown type 406.
+        compare = "/v1/compare?jobs=%s,%s" % (tiny_id, tiny_id)
+        for path, sep, formats in (("/v1/jobs/%s/report" % tiny_id, "?",
+                                    ("json", "html", "markdown", "csv", "junit")),
+                                   (compare, "&", ("json", "html", "markdown", "csv"))):
+            for accept in (None, "*/*", "application/json", "text/html", "text/markdown",
+                           "text/csv"):
+                self.call(d, "GET", path, headers={"Accept": accept} if accept else None,
+                          status=200)
+            for fmt in formats:
+                self.call(d, "GET", path + sep + "format=" + fmt, status=200)
+            self.call(d, "GET", path + sep + "format=xunit", status=400)
+            self.call(d, "GET", path, headers={"Accept": "image/png"}, status=406)
         self.call(d, "GET", "/v1/jobs/%s/agents/manifest" % tiny_id, status=404)
         self.call(d, "POST", "/v1/jobs/%s:cancel" % tiny_id, status=409)  # already finished
         self.call(d, "POST", "/v1/jobs/%s:resume" % tiny_id, status=409)
-        for accept in ("application/json", "text/html", "text/markdown", "text/csv"):
-            self.call(d, "GET", "/v1/compare?jobs=%s,%s" % (tiny_id, tiny_id),
-                      headers={"Accept": accept}, status=200)
         self.call(d, "GET", "/v1/compare?jobs=%s&allow_different_workloads=maybe" % tiny_id,
                   status=400)
         self.call(d, "GET", "/v1/compare?jobs=%s,%s" % (tiny_id, other_job["id"]), status=422)

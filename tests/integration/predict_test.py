@@ -187,7 +187,7 @@ class DaemonPredictions(unittest.TestCase):
             self.assertIn("## Prediction vs measurement", md.text)
             self.assertIn("Predicted job `%s`, measured job `%s`" % (pid, mid), md.text)
             self.assertRegex(md.text, r"a100: predicted [0-9.]+ rps, measured [0-9.]+ rps")
-        html = d.request("GET", "/v1/jobs/%s/report" % pid).text
+        html = d.request("GET", "/v1/jobs/%s/report" % pid, headers={"Accept": "text/html"}).text
         self.assertIn('id="predicted"', html)
         self.assertIn('id="prediction-check"', html)
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "api/report_html.h"
@@ -40,6 +41,9 @@ TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
   EXPECT_EQ(doc["jobs"][1]["job_id"], "job-b");
   EXPECT_EQ(doc["jobs"][0]["label"], "A");
   EXPECT_EQ(doc["jobs"][1]["label"], "B");
+  EXPECT_EQ(doc["jobs"][0]["kind"], "measured");
+  EXPECT_EQ(doc["comparison_mode"], "A/B");
+  EXPECT_FALSE(doc.contains("prediction_checks"));
   const auto rows = capacity_rows(doc);
   ASSERT_EQ(rows.size(), 4u);
   // Short names (the job's label, not its 26-character id) keep legends readable.
@@ -62,6 +66,7 @@ TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
   EXPECT_NEAR(doc["comparison"][1]["relative_cost_per_token"].get<double>(), 1.0, 1e-4);
   // Same demand in both plans → one demand plan over four offers; the cheaper copy wins.
   ASSERT_TRUE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_basis"], "across jobs");
   EXPECT_EQ(doc["demand_plan"]["lines"].size(), 4u);
   EXPECT_EQ(doc["demand_plan"]["cheapest"], "rtx4090-48g (B)");
   // Renders like any results document.
@@ -118,9 +123,13 @@ TEST(ReportCompareTest, DifferentFingerprintsAllowedAreLabelled) {
   EXPECT_EQ(doc["comparison_label"], "different workloads");
   EXPECT_TRUE(doc["workload_fingerprint"].is_null());
   EXPECT_EQ(doc["targets"].size(), 3u);
-  // Both plans asked for the same demand, so one demand plan covers all three offers.
-  ASSERT_TRUE(doc.contains("demand_plan"));
-  EXPECT_EQ(doc["demand_plan"]["lines"].size(), 3u);
+  // Different workloads are not ranked in one demand table: one per job.
+  EXPECT_FALSE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_basis"], "per job");
+  EXPECT_EQ(doc["demand_per_job_reason"], "the jobs ran different workloads");
+  ASSERT_EQ(doc["demand_plans"].size(), 2u);
+  EXPECT_EQ(doc["demand_plans"][0]["demand_plan"]["lines"].size(), 2u);
+  EXPECT_EQ(doc["demand_plans"][1]["demand_plan"]["lines"].size(), 1u);
   const auto html = render_report_html(doc, {});
   EXPECT_NE(html.find(">different workloads</span>"), std::string::npos);
 }
@@ -170,6 +179,152 @@ TEST(ReportCompareTest, AnUnpricedTargetIsNeverFreeAndDifferentSlasDrawNoLines) 
   EXPECT_EQ(doc["slas_differ"], true);
   EXPECT_FALSE(doc["plan_document"].contains("sla"));
   EXPECT_NE(render_report_html(doc).find("id=\"slas-differ\""), std::string::npos);
+}
+
+json predicted(json doc) {
+  doc["predicted"] = true;
+  for (auto& t : doc["targets"]) t["simulated"] = true;
+  return doc;
+}
+
+// Issue 40 #4: a prediction and a measurement of one plan compared each target with itself
+// (×1.00), ranked the predicted row "cheapest" in one demand table with the measured rows, and
+// did not say which job was the prediction.
+TEST(ReportCompareTest, APredictionAndAMeasurementOfOnePlanArePairedNotRanked) {
+  const auto p = with_job(predicted(load("results-two-targets.json")), "job-p");
+  auto m = with_job(load("results-two-targets.json"), "job-m");
+  // The box served 10 % less than predicted on the 4090.
+  m["targets"][0]["qualified"]["output_tokens_per_s"] =
+      p["targets"][0]["qualified"]["output_tokens_per_s"].get<double>() * 0.9;
+  m["targets"][0]["qualified"]["offered_rate_rps"] = 2.7;
+  const auto out = compare_results({p, m}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["comparison_mode"], "predicted vs measured");
+  EXPECT_EQ(doc["plan"], "predicted vs measured: two-targets");
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][0]["kind"], "predicted");
+  EXPECT_EQ(doc["jobs"][0]["job_id"], "job-p");
+  EXPECT_EQ(doc["jobs"][0]["plan"], "two-targets");
+  EXPECT_EQ(doc["jobs"][1]["kind"], "measured");
+  EXPECT_EQ(doc["targets"][0]["job_kind"], "predicted");
+  EXPECT_EQ(doc["targets"][2]["job_kind"], "measured");
+
+  // No A/B row: nothing of one kind to compare with.
+  EXPECT_TRUE(doc["comparison"].empty()) << doc["comparison"].dump();
+  EXPECT_FALSE(doc.contains("comparison_basis"));
+  // Each target against its counterpart: measured vs predicted, with the error.
+  ASSERT_EQ(doc["prediction_checks"].size(), 1u);
+  const auto& check = doc["prediction_checks"][0];
+  EXPECT_EQ(check["predicted_job"], "job-p");
+  EXPECT_EQ(check["measured_job"], "job-m");
+  EXPECT_EQ(check["predicted_label"], "A");
+  EXPECT_EQ(check["measured_label"], "B");
+  EXPECT_EQ(check["slas_differ"], false);
+  ASSERT_EQ(check["targets"].size(), 2u);
+  EXPECT_EQ(check["targets"][0]["target"], "rtx4090-48g");
+  EXPECT_NEAR(check["targets"][0]["relative_error"]["output_tokens_per_s"].get<double>(), -0.1,
+              1e-9);
+  EXPECT_NEAR(check["targets"][0]["relative_error"]["qualified_rps"].get<double>(), -0.1, 1e-9);
+  EXPECT_NEAR(check["targets"][1]["relative_error"]["output_tokens_per_s"].get<double>(), 0, 1e-12);
+
+  // One demand table per job, "cheapest" within each, never across the two.
+  EXPECT_FALSE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_basis"], "per job");
+  EXPECT_EQ(doc["demand_per_job_reason"], "the jobs are a prediction and a measurement");
+  ASSERT_EQ(doc["demand_plans"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& per_job = doc["demand_plans"][i];
+    const std::string label = i == 0 ? "A" : "B";
+    EXPECT_EQ(per_job["label"], label);
+    EXPECT_EQ(per_job["kind"], i == 0 ? "predicted" : "measured");
+    ASSERT_EQ(per_job["demand_plan"]["lines"].size(), 2u);
+    for (const auto& l : per_job["demand_plan"]["lines"])
+      EXPECT_NE(l["target"].get<std::string>().find("(" + label + ")"), std::string::npos);
+    const auto cheapest = per_job["demand_plan"]["cheapest"].get<std::string>();
+    EXPECT_NE(cheapest.find("(" + label + ")"), std::string::npos) << cheapest;
+  }
+  // The predicted rows say so.
+  const auto rows = capacity_rows(doc);
+  ASSERT_EQ(rows.size(), 4u);
+  auto labelled = [](const CapacityRow& r) {
+    return std::find(r.labels.begin(), r.labels.end(), "predicted") != r.labels.end();
+  };
+  EXPECT_TRUE(labelled(rows[0]));
+  EXPECT_TRUE(labelled(rows[1]));
+  EXPECT_FALSE(labelled(rows[2]));
+  EXPECT_FALSE(labelled(rows[3]));
+
+  const auto html = render_report_html(doc, {});
+  EXPECT_EQ(html.find("id=\"comparison-table\""), std::string::npos);
+  EXPECT_EQ(html.find("×1.00"), std::string::npos);
+  EXPECT_NE(html.find("id=\"predicted-vs-measured\""), std::string::npos);
+  EXPECT_NE(html.find("<tr data-job=\"job-p\" data-kind=\"predicted\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr data-job=\"job-m\" data-kind=\"measured\">"), std::string::npos);
+  EXPECT_NE(html.find("class=\"prediction-check-table\" data-predicted-job=\"job-p\" "
+                      "data-measured-job=\"job-m\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>-10.0 %</td>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"demand-table\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"demand-table-A\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"demand-table-B\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"demand-per-job\""), std::string::npos);
+  std::size_t cheapest_cells = 0;
+  for (auto at = html.find(">cheapest<"); at != std::string::npos;
+       at = html.find(">cheapest<", at + 1))
+    ++cheapest_cells;
+  EXPECT_EQ(cheapest_cells, 2u);  // one per job's table
+
+  const auto md = render_markdown(doc);
+  EXPECT_NE(md.find("- Comparison mode: predicted vs measured"), std::string::npos);
+  EXPECT_NE(md.find("| A | predicted | job-p | two-targets |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| B | measured | job-m | two-targets |"), std::string::npos);
+  EXPECT_NE(md.find("## Predicted vs measured"), std::string::npos);
+  EXPECT_NE(md.find("rtx4090-48g: predicted 3.00 rps, measured 2.70 rps, -10.0 %"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("## Comparison (relative cost"), std::string::npos);
+  EXPECT_NE(md.find("## Demand plan: job A (predicted, `job-p`)"), std::string::npos);
+}
+
+TEST(ReportCompareTest, MeasurementsStayABBesideAPrediction) {
+  // Two measured servers and a prediction of the same plan: A/B among the measured jobs only;
+  // the prediction is checked against each measurement.
+  const auto m1 = with_job(load("results-two-targets.json"), "job-m1");
+  const auto p = with_job(predicted(load("results-two-targets.json")), "job-p");
+  auto m2 = with_job(load("results-two-targets.json"), "job-m2");
+  m2["targets"][0]["price_per_hour"] = 0.3;
+  const auto out = compare_results({m1, p, m2}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["comparison_mode"], "predicted vs measured");
+  EXPECT_EQ(doc["comparison_basis"], "same-name targets");
+  ASSERT_EQ(doc["comparison"].size(), 2u);
+  for (const auto& c : doc["comparison"]) {
+    EXPECT_NE(c["target"].get<std::string>().find("(C)"), std::string::npos) << c.dump();
+    EXPECT_NE(c["baseline"].get<std::string>().find("(A)"), std::string::npos) << c.dump();
+  }
+  ASSERT_EQ(doc["prediction_checks"].size(), 2u);
+  EXPECT_EQ(doc["prediction_checks"][0]["measured_job"], "job-m1");
+  EXPECT_EQ(doc["prediction_checks"][1]["measured_job"], "job-m2");
+  EXPECT_EQ(doc["prediction_checks"][1]["predicted_label"], "B");
+  EXPECT_FALSE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_plans"].size(), 3u);
+  const auto html = render_report_html(doc, {});
+  EXPECT_NE(html.find("id=\"comparison-table\""), std::string::npos);
+}
+
+TEST(ReportCompareTest, MeasurementsUnderDifferentSlasGetADemandTableEach) {
+  const auto a = with_job(load("results-two-targets.json"), "job-a");
+  auto b = with_job(load("results-two-targets.json"), "job-b");
+  b["plan_document"]["sla"]["ttft_ms"] = json{{"p95", 500}};
+  const auto out = compare_results({a, b}, false);
+  ASSERT_TRUE(out.document) << out.error;
+  const auto& doc = *out.document;
+  EXPECT_EQ(doc["comparison_mode"], "A/B");
+  EXPECT_FALSE(doc.contains("demand_plan"));
+  EXPECT_EQ(doc["demand_per_job_reason"], "the jobs were judged against different SLAs");
+  EXPECT_EQ(doc["demand_plans"].size(), 2u);
 }
 
 }  // namespace
