@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -232,6 +234,59 @@ TEST(Dataset, AMalformedArrayIsRefusedSayingWhereNeverQuotingIt) {
     EXPECT_NE(ds.error().find(want), std::string::npos) << text << " -> " << ds.error();
     EXPECT_EQ(ds.error().find("secret"), std::string::npos) << ds.error();
   }
+}
+
+// The element scanner against a whole-document JSON parser, on random corruptions of a valid
+// array (bytes deleted, inserted, replaced, with the characters the scanner cares about): a text
+// the streamed reader accepts is a JSON array of as many elements as it read, and a read in
+// 5-byte chunks gives what the whole text gives.
+TEST(Dataset, TheElementScannerAgreesWithAJsonParserOnCorruptedArrays) {
+  const std::string base =
+      R"([{"prompt": "a [b] {c}", "max_tokens": 2}, {"prompt": "q \"x\" \\ y"},)"
+      R"( {"messages": [{"role": "user", "content": "[\"}"}]}, {"prompt": "z"}])";
+  const std::string alphabet = "[]{}\",:\\ a1\n";
+  std::mt19937 rng(7);
+  const std::string path = temp_path("mutated.json");
+  int accepted = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const std::size_t at = rng() % text.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1); break;
+        case 1: text.insert(at, 1, c); break;
+        default: text[at] = c;
+      }
+    }
+    auto ds = Dataset::parse(text);
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (ds) {
+      ++accepted;
+      ASSERT_FALSE(doc.is_discarded()) << text;
+      ASSERT_TRUE(doc.is_array()) << text;
+      EXPECT_EQ(ds->entries().size() + ds->skipped(), doc.size()) << text;
+    } else if (!doc.is_discarded() && doc.is_array()) {
+      // A valid array the reader refused: for one of its elements, never for its syntax.
+      EXPECT_EQ(ds.error().find("not valid JSON"), std::string::npos) << text << ds.error();
+    }
+    if (round % 10 == 0) {
+      {
+        std::ofstream out(path, std::ios::binary);
+        out << text;
+      }
+      DatasetLimits limits;
+      limits.read_chunk_bytes = 5;
+      auto streamed = Dataset::load(path, limits);
+      ASSERT_EQ(static_cast<bool>(streamed), static_cast<bool>(ds)) << text;
+      if (ds) {
+        EXPECT_EQ(streamed->entries().size(), ds->entries().size()) << text;
+      }
+    }
+  }
+  ::unlink(path.c_str());
+  EXPECT_GT(accepted, 100);  // the corruptions also leave valid arrays to compare
 }
 
 TEST(Dataset, TheSizeRefusalSaysHowToRaiseTheLimit) {
