@@ -4,18 +4,17 @@ habits of `vllm bench serve` against a real `llmcapd sim` on loopback, --print-p
 that reads back as a plan file, --set on either, and flag mistakes exiting 2 naming the flag."""
 import json
 import os
-import queue
 import re
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llmcapd_harness as harness  # noqa: E402
+
 LLMCAPD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "llmcapd"
-LISTEN_RE = re.compile(r"listening on http://([\d.]+):(\d+)")
 
 # `llmcapd run` keeps its results in ./llmcap-results by default: commands run in a scratch folder.
 SCRATCH = tempfile.TemporaryDirectory(prefix="llmcap-adhoc-test-")
@@ -28,33 +27,7 @@ def run(*args, timeout=120):
 
 
 def start_sim(*args):
-    """Starts `llmcapd sim` on a free loopback port; returns (process, port) once it prints its
-    address. A thread drains its output meanwhile."""
-    p = subprocess.Popen([LLMCAPD, "sim", "--port", "0", "--log-level", "warn", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = queue.Queue()
-
-    def pump():
-        for line in p.stdout:
-            lines.put(line)
-        lines.put(None)
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + 15
-    seen = ""
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        seen += line
-        m = LISTEN_RE.search(line)
-        if m:
-            return p, int(m.group(2))
-    p.kill()
-    p.wait()
-    raise AssertionError("llmcapd sim did not print its address: " + seen[-500:])
+    return harness.start_sim(LLMCAPD, *args)
 
 
 class AdhocRun(unittest.TestCase):

@@ -352,20 +352,11 @@ class Cli(unittest.TestCase):
         the steps 4x compressed and scales them back, as for sim:// (it read 4x optimistic and
         "simulated": false before). Compared with the prediction of the same profile: the
         TTFT a 4x-optimistic reading would give is a quarter of it; a busy host only adds."""
-        import queue
-        import threading
-        sim = subprocess.Popen([LLMCAPD, "sim", "--port", "0", "--time-scale", "4",
-                                "--hardware", "a100-80g-pcie", "--model", "llama-3.1-8b",
-                                "--log-level", "warn"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+        from llmcapd_harness import start_sim
+        sim, port = start_sim(LLMCAPD, "--time-scale", "4", "--hardware", "a100-80g-pcie",
+                              "--model", "llama-3.1-8b")
         self.addCleanup(sim.wait)
         self.addCleanup(sim.terminate)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in sim.stdout], daemon=True).start()
-        port = None
-        while port is None:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", lines.get(timeout=15))
-            port = int(m.group(1)) if m else None
         doc = {"version": 1, "name": "sim-over-http",
                "targets": [{"name": "box", "base_url": "http://127.0.0.1:%d" % port}],
                "workload": {"input_tokens": {"fixed": 256}, "output_tokens": {"fixed": 64}},

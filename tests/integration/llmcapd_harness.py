@@ -42,6 +42,40 @@ def plan(name="tiny", levels=(2,), duration_s=2, warmup_s=0.5, target="a100", se
             "phases": phases}
 
 
+def start_sim(binary, *args, timeout_s=15):
+    """Starts a standalone `llmcapd sim --port 0 ARGS` on loopback; returns (process, port) once it
+    prints its address (a thread drains its output meanwhile), or kills it and raises
+    AssertionError with what it printed. The caller terminates the process."""
+    import queue
+    import threading
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMCAP_")}
+    p = subprocess.Popen([binary, "sim", "--port", "0", "--log-level", "warn", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines = queue.Queue()
+
+    def pump():
+        for line in p.stdout:
+            lines.put(line)
+        lines.put(None)
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    seen = ""
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        seen += line
+        m = LISTEN_RE.search(line)
+        if m:
+            return p, int(m.group(2))
+    p.kill()
+    p.wait()
+    raise AssertionError("llmcapd sim did not print its address: " + seen[-500:])
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status = status
