@@ -14,6 +14,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <cerrno>
 #include <mutex>
 #include <stdexcept>
@@ -54,7 +55,115 @@ std::string serialize(const HttpResponse& r, bool keep_alive, const std::string&
   return out;
 }
 
+// The problem+json body of an error the server answers itself (malformed or refused requests).
+HttpResponse server_problem(int status, std::string_view detail) {
+  std::string body = std::string(R"({"type":"about:blank","title":")") +
+                     std::string(reason_phrase(status)) + R"(","status":)" +
+                     std::to_string(status) + R"(,"detail":")";
+  for (const char ch : detail) {
+    if (ch == '"' || ch == '\\') body += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) body += ch;
+  }
+  body += "\"}";
+  return HttpResponse::text(status, std::move(body), "application/problem+json");
+}
+
+std::string trim_ows(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return std::string(v);
+}
+
+// Why the request's framing or Host header is refused (status and detail), if it is: HTTP/1.1
+// needs exactly one Host; Transfer-Encoding, when present, must be exactly "chunked" (another
+// coding is not implemented, one that does not end in chunked cannot delimit a request) and
+// never beside Content-Length (request smuggling).
+std::optional<std::pair<int, std::string>> refuse_request(const HttpServerOptions& options,
+                                                          const HttpRequest& req,
+                                                          unsigned version) {
+  std::size_t hosts = 0, lengths = 0;
+  std::string host_value, coding;
+  for (const auto& [name, value] : req.headers) {
+    if (name == "host") {
+      ++hosts;
+      host_value = value;
+    } else if (name == "content-length") {
+      ++lengths;
+    } else if (name == "transfer-encoding") {
+      coding += (coding.empty() ? "" : ",") + value;
+    }
+  }
+  if (hosts > 1 || (hosts == 0 && version >= 11))
+    return std::pair{400, std::string("a request needs exactly one Host header")};
+  for (auto& c : coding) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!coding.empty()) {
+    if (lengths > 0)
+      return std::pair{400, std::string("Transfer-Encoding and Content-Length together")};
+    const std::string t = trim_ows(coding);
+    if (t != "chunked") {
+      const auto last = t.rfind(',');
+      const std::string tail = trim_ows(last == std::string::npos ? t : t.substr(last + 1));
+      if (tail == "chunked")
+        return std::pair{501, "Transfer-Encoding '" + t + "' is not implemented (only chunked)"};
+      return std::pair{400, "Transfer-Encoding '" + t + "' does not end in chunked"};
+    }
+  }
+  if (hosts == 1 && !options.allowed_hosts.empty()) {
+    const auto host = host_of_header(host_value);
+    if (!host) return std::pair{400, std::string("malformed Host header")};
+    if (!host_allowed(options, *host))
+      return std::pair{421,
+                       "Host '" + *host + "' is not one this server answers to (allowed_hosts)"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> host_of_header(std::string_view value) {
+  std::string v = trim_ows(value);
+  if (v.empty()) return std::nullopt;
+  std::string host;
+  std::string_view rest;
+  if (v.front() == '[') {
+    const auto close = v.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    host = v.substr(1, close - 1);
+    rest = std::string_view(v).substr(close + 1);
+  } else {
+    const auto colon = v.find(':');
+    host = v.substr(0, colon);
+    rest = colon == std::string::npos ? std::string_view() : std::string_view(v).substr(colon);
+  }
+  if (!rest.empty()) {
+    if (rest.front() != ':' || rest.size() > 6) return std::nullopt;
+    for (const char ch : rest.substr(1))
+      if (ch < '0' || ch > '9') return std::nullopt;
+  }
+  if (!host.empty() && host.back() == '.') host.pop_back();
+  if (host.empty()) return std::nullopt;
+  for (const char ch : host)
+    if (ch <= ' ' || ch > '~' || ch == '/' || ch == '@' || ch == '"') return std::nullopt;
+  return to_lower_ascii(host);
+}
+
+bool host_allowed(const HttpServerOptions& options, std::string_view host) {
+  if (options.allowed_hosts.empty()) return true;
+  for (const auto& a : options.allowed_hosts) {
+    if (a == "*") return true;
+    std::string entry = to_lower_ascii(a);
+    if (!entry.empty() && entry.back() == '.') entry.pop_back();
+    if (entry.size() > 2 && entry.front() == '[' && entry.back() == ']')
+      entry = entry.substr(1, entry.size() - 2);
+    if (entry == host) return true;
+  }
+  if (options.allow_ip_literal_hosts) {
+    beast::error_code ec;
+    (void)asio::ip::make_address(std::string(host), ec);
+    if (!ec) return true;
+  }
+  return false;
+}
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(asio::io_context& io_, HttpServerOptions opts, Handler h)
@@ -101,8 +210,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 // The per-connection stream a handler writes to.
 class StreamWriter final : public ResponseStream {
  public:
-  StreamWriter(beast::tcp_stream& stream, const HttpServerOptions& options)
-      : stream_(stream), options_(options) {}
+  // chunked = false for an HTTP/1.0 client, which cannot read chunked framing: the body is
+  // then sent as it is and ends when the connection closes.
+  StreamWriter(beast::tcp_stream& stream, const HttpServerOptions& options, bool chunked)
+      : stream_(stream), options_(options), chunked_(chunked) {}
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
   // The handler has returned: a pending watch must not fire (nor touch the socket) later.
@@ -124,7 +235,8 @@ class StreamWriter final : public ResponseStream {
     started_ = true;
     std::string head = status_line(status);
     for (const auto& [k, v] : headers) head.append(k).append(": ").append(v).append("\r\n");
-    head.append("Transfer-Encoding: chunked\r\nServer: ")
+    head.append(chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n")
+        .append("Server: ")
         .append(options_.server_header)
         .append("\r\n\r\n");
     co_return co_await send(head);
@@ -132,6 +244,7 @@ class StreamWriter final : public ResponseStream {
 
   asio::awaitable<bool> write(std::string_view data) override {
     if (data.empty()) co_return !broken_;
+    if (!chunked_) co_return co_await send(data);
     char size_hex[32];
     const int n = std::snprintf(size_hex, sizeof size_hex, "%zx\r\n", data.size());
     std::string chunk(size_hex, static_cast<std::size_t>(n));
@@ -142,7 +255,7 @@ class StreamWriter final : public ResponseStream {
   asio::awaitable<void> finish() override {
     if (!finished_) {
       finished_ = true;
-      co_await send("0\r\n\r\n");
+      if (chunked_) co_await send("0\r\n\r\n");
     }
   }
 
@@ -160,6 +273,7 @@ class StreamWriter final : public ResponseStream {
   bool started() const { return started_; }
   bool finished() const { return finished_; }
   bool broken() const { return broken_; }
+  bool chunked() const { return chunked_; }
 
  private:
   asio::awaitable<bool> send(std::string_view bytes) {
@@ -200,6 +314,7 @@ class StreamWriter final : public ResponseStream {
 
   beast::tcp_stream& stream_;
   const HttpServerOptions& options_;
+  const bool chunked_;
   std::shared_ptr<Watch> watch_;
   bool started_ = false;
   bool finished_ = false;
@@ -339,12 +454,9 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
                ec != http::error::partial_message)
         status = 400;
       if (status != 0) {
-        const std::string problem =
-            std::string(R"({"type":"about:blank","title":")") + std::string(reason_phrase(status)) +
-            R"(","status":)" + std::to_string(status) + R"(,"detail":")" +
-            (status == 400 ? "malformed HTTP request" : "request exceeds the configured limit") +
-            "\"}";
-        HttpResponse r = HttpResponse::text(status, problem, "application/problem+json");
+        const HttpResponse r =
+            server_problem(status, status == 400 ? "malformed HTTP request"
+                                                 : "request exceeds the configured limit");
         const std::string bytes = serialize(r, false, options.server_header, false);
         stream->expires_after(options.write_timeout);
         co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
@@ -366,13 +478,22 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     req.remote_address = remote;
     const bool keep_alive = msg.keep_alive() && !reserve_only;
     const bool head_only = msg.method() == http::verb::head;
+    const bool http10 = msg.version() < 11;
+    if (auto refused = refuse_request(options, req, msg.version())) {
+      // The framing may be wrong too: answer and close, never read on after it.
+      const HttpResponse r = server_problem(refused->first, refused->second);
+      const std::string bytes = serialize(r, false, options.server_header, head_only);
+      stream->expires_after(options.write_timeout);
+      co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
+      break;
+    }
     if (reserve_only && !reserved(req.path)) {
       ++rejected_full;
       co_await refuse("too many connections");
       co_return;
     }
 
-    StreamWriter writer(*stream, options);
+    StreamWriter writer(*stream, options, !http10);
     std::optional<HttpResponse> response;
     bool failed = false;
     try {
@@ -383,7 +504,7 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     if (writer.broken()) break;
     if (writer.started()) {
       if (!writer.finished()) co_await writer.finish();
-      if (writer.broken() || !keep_alive) break;
+      if (writer.broken() || !keep_alive || !writer.chunked()) break;
       continue;
     }
     if (failed || !response) {
@@ -392,7 +513,11 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
           "application/problem+json");
     }
     const bool keep = keep_alive && !stopped;
-    const std::string bytes = serialize(*response, keep, options.server_header, head_only);
+    std::string bytes = serialize(*response, keep, options.server_header, head_only);
+    if (http10 && keep) {
+      // An HTTP/1.0 client keeps the connection only when told so.
+      bytes.insert(bytes.find("\r\n\r\n") + 2, "Connection: keep-alive\r\n");
+    }
     stream->expires_after(options.write_timeout);
     auto [wec, wn] = co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
     (void)wn;

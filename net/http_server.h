@@ -75,7 +75,20 @@ struct HttpServerOptions {
   std::size_t reserved_connections = 0;           // beyond max_connections, for reserved_paths
   std::vector<std::string> reserved_paths;        // e.g. "/healthz", "/readyz", "/metrics"
   std::chrono::milliseconds accept_backoff{100};  // after EMFILE/ENFILE
+  // The Host header (DNS-rebinding defence): an HTTP/1.1 request needs exactly one Host, an
+  // HTTP/1.0 one at most one (else 400). When allowed_hosts is not empty, the host part (no
+  // port, any case, no trailing dot) must be one of its entries, or an IP literal when
+  // allow_ip_literal_hosts is set (a rebinding page always sends its own name, never an IP);
+  // anything else gets 421 Misdirected Request. "*" allows every host.
+  std::vector<std::string> allowed_hosts;
+  bool allow_ip_literal_hosts = false;
 };
+
+// The host part of a Host header value: "Example.COM:8080" -> "example.com", "[::1]:80" ->
+// "::1"; nullopt when the value is malformed (empty, a bad port, unbalanced brackets).
+std::optional<std::string> host_of_header(std::string_view value);
+// Whether HttpServerOptions' Host policy lets `host` (as host_of_header returns it) through.
+bool host_allowed(const HttpServerOptions& options, std::string_view host);
 
 // What the server refused, since start (all monotonic counts).
 struct HttpServerStats {

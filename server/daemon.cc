@@ -46,6 +46,9 @@ std::shared_ptr<spdlog::logger> log() {
 // (CFS weight 110 vs 1024 for the agent's nice 0). No privilege is needed for either; a failure
 // leaves the thread as it was.
 constexpr int kApiNice = 10;
+// Names the calling thread (top -H, gdb, /proc/PID/task/TID/comm; at most 15 characters).
+void name_thread(const char* name) { (void)pthread_setname_np(pthread_self(), name); }
+
 void yield_cpu_to_measurement() {
   int policy = SCHED_OTHER;
   sched_param param{};
@@ -196,6 +199,7 @@ void Daemon::start() {
     std::latch started(2), lowered(2);
     for (int i = 0; i < 2; ++i) {
       boost::asio::post(*blocking_, [&started, &lowered] {
+        name_thread("llmcapd-pool");
         yield_cpu_to_measurement();
         started.arrive_and_wait();
         lowered.count_down();
@@ -219,10 +223,14 @@ void Daemon::start() {
   ho.reserved_connections = static_cast<std::size_t>(config_.reserved_connections);
   ho.reserved_paths = {"/healthz", "/readyz", "/metrics"};
   ho.server_header = "llmcapd";
+  // DNS rebinding (issue 35 #2): only the Host names the daemon is meant to be reached by.
+  ho.allowed_hosts = config_.effective_allowed_hosts();
+  ho.allow_ip_literal_hosts = config_.allows_ip_literal_hosts();
   http_ = std::make_unique<net::HttpServer>(io_, ho, api_->handler());
   http_->start();
   for (int i = 0; i < config_.io_threads; ++i) {
     io_threads_.emplace_back([this] {
+      name_thread("llmcapd-io");
       yield_cpu_to_measurement();
       io_.run();
     });

@@ -38,6 +38,10 @@ void DaemonConfig::bind(Settings& s) {
   s.add("read_tokens", "bearer tokens allowed to read", &read_tokens);
   s.add("open_health", "serve /healthz and /readyz without a token", &open_health);
   s.add("open_metrics", "serve /metrics without a token", &open_metrics);
+  s.add("allowed_hosts",
+        "Host header values the API answers to, beside localhost, loopback and the listen "
+        "address (\"*\" = any)",
+        &allowed_hosts);
   s.add("target_allowlist", "hosts/CIDRs plans may target", &target_allowlist);
   s.add("dataset_dir", "directory of the dataset files plans may use (empty: none)", &dataset_dir);
   s.add("max_dataset_mib", "largest dataset file a plan may use, MiB", &max_dataset_mib);
@@ -83,6 +87,13 @@ std::string DaemonConfig::validate() const {
   if (shutdown_grace_s < 0) return "shutdown_grace_s: must not be negative";
   if (!(telemetry_interval_s >= 0.1)) return "telemetry_interval_s: must be at least 0.1";
   if (auto k8s = validate_k8s_options(k8s_options()); !k8s.empty()) return k8s;
+  for (std::size_t i = 0; i < allowed_hosts.size(); ++i) {
+    const std::string& h = allowed_hosts[i];
+    if (h.empty() || h.find_first_of("/ \t@?#") != std::string::npos ||
+        (h.find(':') != std::string::npos && h.find(':') == h.rfind(':')))
+      return "allowed_hosts[" + std::to_string(i) + "]: '" + h +
+             "' must be a host name or IP literal without scheme, port or path (\"*\" = any)";
+  }
   for (const auto& t : admin_tokens) {
     if (t.size() < 16) return "admin_tokens: each token must have at least 16 characters";
   }
@@ -90,6 +101,37 @@ std::string DaemonConfig::validate() const {
     if (t.size() < 16) return "read_tokens: each token must have at least 16 characters";
   }
   return "";
+}
+
+namespace {
+
+// The host of "http://name:8080/path" ("name"; "::1" for "http://[::1]:8080"); "" if none.
+std::string url_host(const std::string& url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  std::string authority = url.substr(scheme + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const auto at = authority.rfind('@'); at != std::string::npos)
+    authority = authority.substr(at + 1);
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    return close == std::string::npos ? "" : authority.substr(1, close - 1);
+  }
+  return authority.substr(0, authority.find(':'));
+}
+
+}  // namespace
+
+std::vector<std::string> DaemonConfig::effective_allowed_hosts() const {
+  std::vector<std::string> hosts = {"localhost", "127.0.0.1", "::1"};
+  if (!allows_ip_literal_hosts()) hosts.push_back(listen_address);
+  if (const auto k8s_host = url_host(k8s_daemon_url); !k8s_host.empty()) hosts.push_back(k8s_host);
+  hosts.insert(hosts.end(), allowed_hosts.begin(), allowed_hosts.end());
+  return hosts;
+}
+
+bool DaemonConfig::allows_ip_literal_hosts() const {
+  return listen_address == "0.0.0.0" || listen_address == "::" || listen_address == "[::]";
 }
 
 RestOptions DaemonConfig::rest_options() const {

@@ -55,6 +55,10 @@ struct DaemonConfig {
   std::vector<std::string> read_tokens;   // bearer tokens that may only read
   bool open_health = true;                // /healthz and /readyz need no token
   bool open_metrics = true;               // /metrics needs no token
+  // Host header values the API answers to (DNS-rebinding defence; docs/security.md): names or IP
+  // literals, no port; "*" = any. Always added: localhost, the loopback addresses, the listen
+  // address (any IP literal when it is 0.0.0.0 or ::) and k8s_daemon_url's host. Others: 421.
+  std::vector<std::string> allowed_hosts;
   // Hosts/CIDRs plans may target; sim:// embedded targets are always allowed.
   std::vector<std::string> target_allowlist = {"127.0.0.0/8", "::1/128", "localhost"};
   // Directory whose files plans may name as workload.dataset.path (relative to it); "" = plans
@@ -84,6 +88,10 @@ struct DaemonConfig {
   RestOptions rest_options() const;
   // Returns "" or the first invalid field with the reason.
   std::string validate() const;
+  // allowed_hosts with what is always added (see there); and whether any IP literal may be the
+  // Host (the listen address is a wildcard: the machine's addresses are not known here).
+  std::vector<std::string> effective_allowed_hosts() const;
+  bool allows_ip_literal_hosts() const;
   // True when no token is configured: the API is open (loopback default).
   bool auth_disabled() const { return admin_tokens.empty() && read_tokens.empty(); }
   // No tokens and an address other machines can reach (not loopback): anyone who can reach the

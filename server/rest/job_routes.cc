@@ -257,9 +257,9 @@ asio::awaitable<std::optional<HttpResponse>> watch_job(RestContext& c, HttpReque
                                                        const PathParams& path) {
   const std::string id = path.at("id");
   auto io = co_await asio::this_coro::executor;
-  co_await asio::post(c.blocking, asio::use_awaitable);
+  co_await to_blocking_pool(c.blocking);
   auto job = c.deps.store.get_job(id);
-  co_await asio::post(io, asio::use_awaitable);
+  co_await back_to(io);
   if (!job.ok()) co_return storage_problem(job.status());
   net::HeaderList headers;
   headers.emplace_back("Content-Type", "text/event-stream");
@@ -280,9 +280,9 @@ asio::awaitable<std::optional<HttpResponse>> watch_job(RestContext& c, HttpReque
     if (read.finished || (at_rest && !read.known)) {
       // The state now, not the one when the stream opened (the runner stores it before
       // finish()).
-      co_await asio::post(c.blocking, asio::use_awaitable);
+      co_await to_blocking_pool(c.blocking);
       auto final_job = c.deps.store.get_job(id);
-      co_await asio::post(io, asio::use_awaitable);
+      co_await back_to(io);
       const auto state = final_job.ok() ? final_job.value().state : job.value().state;
       const std::string frame =
           "event: end\ndata: {\"state\":\"" + std::string(storage::to_string(state)) + "\"}\n\n";

@@ -97,14 +97,14 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::handle(HttpRequest& 
       }
     } else {
       auto io = co_await asio::this_coro::executor;
-      co_await asio::post(ctx.blocking, asio::use_awaitable);
+      co_await to_blocking_pool(ctx.blocking);
       try {
         response = spec.blocking(ctx, req, m.params);
       } catch (const std::exception& e) {
         api_log()->error("{} {}: {}", req.method, req.path, e.what());
         response = problem_response(ApiErrorCode::kInternal, "internal error");
       }
-      co_await asio::post(io, asio::use_awaitable);
+      co_await back_to(io);
     }
   }
   const double seconds =

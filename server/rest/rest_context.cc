@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -20,6 +24,17 @@ using api::problem_response;
 using net::HttpRequest;
 using net::HttpResponse;
 using nlohmann::json;
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> to_blocking_pool(asio::thread_pool& pool) {
+  // The completion is bound to the pool's executor, so the coroutine resumes on a pool thread.
+  co_await asio::post(asio::bind_executor(pool.get_executor(), asio::use_awaitable));
+}
+
+asio::awaitable<void> back_to(asio::any_io_executor io) {
+  co_await asio::post(io, asio::use_awaitable);
+}
 
 std::shared_ptr<spdlog::logger> api_log() {
   if (auto l = spdlog::get("api")) return l;

@@ -5,6 +5,9 @@
 // Thread-safety: const methods are safe from any thread; the dependencies are thread-safe.
 #pragma once
 
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdint>
 #include <memory>
@@ -37,6 +40,7 @@ struct RestContext {
   const RestOptions& options;  // deps.options
   boost::asio::thread_pool& blocking;
   TargetAllowlist allowlist;
+  std::atomic<bool> readiness_check_running{false};  // /readyz: one check in flight at most
 
   Role role_of(const net::HttpRequest& req) const;
   // The job resource (docs/openapi.json: Job), with the freshest progress.
@@ -63,6 +67,18 @@ struct RestContext {
   // A queued job's place and what it waits for (JobScheduler::queue_status); null otherwise.
   nlohmann::json queue_json(const storage::JobRecord& j) const;
 };
+
+// Moving a handler's coroutine between the I/O thread and the blocking pool. SQLite, name
+// resolution, dataset scans, reports and compare run between the two calls, so a slow one never
+// holds the I/O thread that answers /healthz (issue 35 #1):
+//   auto io = co_await boost::asio::this_coro::executor;
+//   co_await to_blocking_pool(c.blocking);
+//   ... blocking work ...
+//   co_await back_to(io);
+// (`co_await asio::post(pool, use_awaitable)` does not do this: the coroutine's completion is
+// dispatched to its own executor, so the work ran on the I/O thread after all.)
+boost::asio::awaitable<void> to_blocking_pool(boost::asio::thread_pool& pool);
+boost::asio::awaitable<void> back_to(boost::asio::any_io_executor io);
 
 // Helpers shared by the resource files.
 std::shared_ptr<spdlog::logger> api_log();  // the "api" logger, else the default one

@@ -258,10 +258,10 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   }
   if (!bad.empty()) co_return problem_response(ApiErrorCode::kBadRequest, "bad query", bad);
 
-  co_await asio::post(c.blocking, asio::use_awaitable);
+  co_await to_blocking_pool(c.blocking);
   auto job = c.deps.store.get_job(id);
   auto steps = c.deps.store.list_steps(id);
-  co_await asio::post(io, asio::use_awaitable);
+  co_await back_to(io);
   if (!job.ok()) co_return storage_problem(job.status());
   if (!steps.ok()) co_return storage_problem(steps.status());
   // The stored plan, only for steps stored before their summary carried the window bounds.
@@ -269,9 +269,9 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   for (const auto& s : steps.value()) {
     if (!s.summary_json || s.summary_json->find("\"window_start_ns\"") != std::string::npos)
       continue;
-    co_await asio::post(c.blocking, asio::use_awaitable);
+    co_await to_blocking_pool(c.blocking);
     auto stored = c.deps.store.get_plan(job.value().plan_id);
-    co_await asio::post(io, asio::use_awaitable);
+    co_await back_to(io);
     if (stored.ok()) plan = json::parse(stored.value().plan_json, nullptr, false);
     break;
   }
@@ -295,13 +295,13 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
   std::optional<std::int64_t> cut;
   constexpr int kPage = 5000;
   int remaining = limit.value_or(INT_MAX);
-  co_await asio::post(c.blocking, asio::use_awaitable);
+  co_await to_blocking_pool(c.blocking);
   storage::Result<std::optional<std::int64_t>> located(std::optional<std::int64_t>{});
   if (limit) located = c.deps.store.sample_cut(id, filter, after, *limit);
   auto page = located.ok()
                   ? c.deps.store.read_samples(id, filter, after, std::min(remaining, kPage))
                   : storage::Result<storage::SamplePage>(located.status());
-  co_await asio::post(io, asio::use_awaitable);
+  co_await back_to(io);
   if (!page.ok()) {
     if (page.status().code() == storage::ErrorCode::kInvalid && after > 0)
       co_return problem_response(ApiErrorCode::kBadRequest, "bad query",
@@ -344,9 +344,9 @@ asio::awaitable<std::optional<HttpResponse>> get_requests(RestContext& c, HttpRe
     if (!chunk.empty() && !co_await out.write(chunk)) co_return std::nullopt;
     if (at_cut || !next || remaining <= 0) break;
     const std::int64_t cursor = *next;
-    co_await asio::post(c.blocking, asio::use_awaitable);
+    co_await to_blocking_pool(c.blocking);
     page = c.deps.store.read_samples(id, filter, cursor, std::min(remaining, kPage));
-    co_await asio::post(io, asio::use_awaitable);
+    co_await back_to(io);
     if (!page.ok()) {
       // Headers are gone: the stream is cut without its last chunk, so a client sees an
       // incomplete export, never a short one that looks whole.

@@ -1,5 +1,12 @@
 // The daemon itself: the index page, liveness (/healthz), readiness (/readyz: can it take
 // jobs), Prometheus metrics and the OpenAPI document.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+
 #include "api/problem_json.h"
 #include "server/jobs/job_scheduler.h"
 #include "server/rest/openapi_document.h"
@@ -65,6 +72,49 @@ HttpResponse readyz(RestContext& c, const HttpRequest&, const PathParams&) {
   return json_response(ready ? 200 : 503, body);
 }
 
+// How long /readyz waits for its checks (they stat the database file and its filesystem on the
+// blocking pool): a frozen or hung filesystem makes readiness 503 after this, never a hang.
+constexpr std::chrono::milliseconds kReadinessDeadline{2000};
+
+// /readyz runs its checks on the blocking pool and answers from the I/O thread within
+// kReadinessDeadline, whatever the checks do. One check at a time: while one is still stuck
+// (a filesystem frozen for minutes), probes get 503 at once instead of filling the pool.
+asio::awaitable<std::optional<HttpResponse>> readyz_within_deadline(RestContext& c,
+                                                                    HttpRequest& req,
+                                                                    net::ResponseStream&,
+                                                                    const PathParams& params) {
+  if (c.readiness_check_running.exchange(true))
+    co_return problem_response(ApiErrorCode::kStorageUnavailable,
+                               "the previous readiness check has not finished (the database's "
+                               "filesystem does not answer)")
+        .with_header("Retry-After", "5");
+  struct Pending {
+    explicit Pending(const asio::any_io_executor& io) : signal(io) {}
+    asio::steady_timer signal;           // cancelled when the answer arrives
+    std::optional<HttpResponse> answer;  // set on the I/O executor
+  };
+  const auto io = co_await asio::this_coro::executor;
+  auto pending = std::make_shared<Pending>(io);
+  // The daemon joins the pool before the RestContext goes, so `c` outlives the check.
+  asio::post(c.blocking, [&c, pending, io, req, params] {
+    HttpResponse r = readyz(c, req, params);
+    c.readiness_check_running = false;
+    asio::post(io, [pending, r = std::move(r)]() mutable {
+      pending->answer = std::move(r);
+      pending->signal.cancel();
+    });
+  });
+  pending->signal.expires_after(kReadinessDeadline);
+  // Both the answer's arrival and this wait run on the connection's executor: no lost wake-up.
+  if (!pending->answer) co_await pending->signal.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (pending->answer) co_return std::move(*pending->answer);
+  co_return problem_response(ApiErrorCode::kStorageUnavailable,
+                             "the readiness checks did not finish within " +
+                                 std::to_string(kReadinessDeadline.count()) +
+                                 " ms (the database's filesystem does not answer)")
+      .with_header("Retry-After", "5");
+}
+
 HttpResponse healthz(RestContext&, const HttpRequest&, const PathParams&) {
   return json_response(200, json{{"status", "ok"}, {"version", kVersion}});
 }
@@ -83,7 +133,7 @@ std::vector<RouteSpec> system_routes() {
   return {
       {"GET", "/", "index", Access::kRead, index_page, {}},
       {"GET", "/healthz", "healthz", Access::kHealth, healthz, {}, true},
-      {"GET", "/readyz", "readyz", Access::kHealth, readyz, {}},
+      {"GET", "/readyz", "readyz", Access::kHealth, {}, readyz_within_deadline},
       {"GET", "/metrics", "metrics", Access::kMetrics, metrics, {}, true},
       {"GET", "/v1/openapi.json", "openapi", Access::kPublic, openapi, {}, true},
   };

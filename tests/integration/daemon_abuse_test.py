@@ -145,7 +145,7 @@ class LimitsTest(unittest.TestCase):
         stop = threading.Event()
         self.addCleanup(stop.set)
         headers, body = [], []
-        post = (b"POST /v1/plans:validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        post = (b"POST /v1/plans:validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json"
                 b"\r\nContent-Length: 4000\r\n\r\n" + b" " * 4000)
         threads = [threading.Thread(target=trickle, args=(d.port, SLOW_HEADERS, 0.1, stop,
                                                           headers)) for _ in range(3)]
@@ -174,7 +174,7 @@ class LimitsTest(unittest.TestCase):
         time.sleep(0.2)  # let the server accept them all
         started = time.monotonic()
         extra = raw_connect(d.port)
-        extra.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: localhost\r\n\r\n")
         answer = read_all(extra, 5)
         extra.close()
         self.assertTrue(answer.startswith(b"HTTP/1.1 503"), answer[:200])
@@ -183,7 +183,7 @@ class LimitsTest(unittest.TestCase):
         # Probes and scrapes still get through on the reserved connections (issue 23 #7).
         for path in (b"/healthz", b"/metrics"):
             probe = raw_connect(d.port)
-            probe.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            probe.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
             answer = read_all(probe, 5)
             probe.close()
             self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer[:200])
@@ -201,7 +201,7 @@ class LimitsTest(unittest.TestCase):
         d = self.d
         s = raw_connect(d.port)
         self.addCleanup(s.close)
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         first = b""
         while b"\r\n\r\n" not in first or not first.rstrip().endswith(b"}"):
             chunk = s.recv(4096)
@@ -241,17 +241,17 @@ class LimitsTest(unittest.TestCase):
             finally:
                 s.close()
 
-        big_header = b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20480 + b"\r\n\r\n"
+        big_header = b"GET /v1/jobs HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 20480 + b"\r\n\r\n"
         self.assertTrue(send(big_header).startswith(b"HTTP/1.1 431"))
-        many = (b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n" +
+        many = (b"GET /v1/jobs HTTP/1.1\r\nHost: localhost\r\n" +
                 b"".join(b"X-H%d: v\r\n" % i for i in range(2000)) + b"\r\n")
         self.assertTrue(send(many).startswith(b"HTTP/1.1 431"))
-        declared = (b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        declared = (b"POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                     b"Content-Length: 10000000\r\n\r\n{")
         answer = send(declared)
         self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer[:200])
         chunk = b"%x\r\n%s\r\n" % (16384, b" " * 16384)
-        chunked = (b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        chunked = (b"POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                    b"Transfer-Encoding: chunked\r\n\r\n" + chunk * 5 + b"0\r\n\r\n")
         self.assertTrue(send(chunked).startswith(b"HTTP/1.1 413"))
         self.assertTrue(send(b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400"))
@@ -278,6 +278,103 @@ class LimitsTest(unittest.TestCase):
         self.assertEqual(d.request("GET", "/healthz", timeout_s=5).status, 200)
         d.signal(signal.SIGTERM)
         self.assertEqual(d.wait(20), 0)
+
+
+def thread_cpu_ticks(pid):
+    """CPU time (user + system, clock ticks) of each named thread of pid, summed by name."""
+    ticks = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
+    return ticks
+
+
+class IsolationTest(unittest.TestCase):
+    """Issue 35 #1 and #2: blocking handlers run on the blocking pool, never on the I/O thread
+    that answers /healthz; the API answers only the Host names it is meant to be reached by."""
+
+    def test_validations_run_on_the_blocking_pool(self):
+        # Two validations of a plan naming a large dataset: the daemon scans the file to check
+        # it (seconds of CPU under ASan, a fraction of one in release). Which thread did that
+        # work is read from the kernel's per-thread CPU time, so the verdict does not depend on
+        # how fast or busy the machine is.
+        dsdir = tempfile.mkdtemp(prefix="llmcap-isolation-")
+        self.addCleanup(shutil.rmtree, dsdir, True)
+        line = ('{"prompt": "%s", "max_tokens": 16}\n' % ("lorem ipsum dolor sit amet " * 8))
+        with open(os.path.join(dsdir, "big.jsonl"), "w") as f:
+            f.write(line * (48 * 1024 * 1024 // len(line)))
+        d = Daemon(BINARY, args=["--dataset-dir", dsdir, "--max-dataset-mib", "64"],
+                   log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        doc = plan("isolation")
+        doc["workload"] = {"dataset": {"path": "big.jsonl"}}
+        before = thread_cpu_ticks(d.proc.pid)
+        self.assertIn("llmcapd-io", before)
+        self.assertIn("llmcapd-pool", before)
+        statuses = []
+
+        def validate():
+            statuses.append(d.request("POST", "/v1/plans:validate", doc, timeout_s=170).status)
+
+        workers = [threading.Thread(target=validate) for _ in range(2)]
+        for w in workers:
+            w.start()
+        health = []  # /healthz answers while the validations were still running
+        while any(w.is_alive() for w in workers):
+            started = time.monotonic()
+            status = d.request("GET", "/healthz", timeout_s=30).status
+            if any(w.is_alive() for w in workers):
+                health.append((status, (time.monotonic() - started) * 1000))
+            time.sleep(0.02)
+        for w in workers:
+            w.join()
+        after = thread_cpu_ticks(d.proc.pid)
+        self.assertEqual(statuses, [200, 200])
+        io = after["llmcapd-io"] - before["llmcapd-io"]
+        pool = after["llmcapd-pool"] - before["llmcapd-pool"]
+        sys.stderr.write("validations: pool %d ticks, I/O thread %d ticks; %d /healthz during "
+                         "them, slowest %.1f ms\n" %
+                         (pool, io, len(health), max([h[1] for h in health] or [0])))
+        self.assertGreater(pool, 2 * io + 5, "the dataset scans ran on the I/O thread")
+        self.assertTrue(all(h[0] == 200 for h in health), health)
+
+    def test_only_allowed_hosts_are_answered(self):
+        d = Daemon(BINARY, args=["--allowed-hosts", "llmcapd.example.internal"],
+                   log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+
+        def status_for(host):
+            s = raw_connect(d.port)
+            s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: " + host +
+                      b"\r\nConnection: close\r\n\r\n")
+            reply = read_all(s)
+            s.close()
+            return int(reply.split(b" ", 2)[1]), reply
+
+        port = str(d.port).encode()
+        for host in (b"localhost:" + port, b"127.0.0.1:" + port, b"[::1]:" + port,
+                     b"LLMCAPD.example.internal:" + port, b"localhost"):
+            self.assertEqual(status_for(host)[0], 200, host)
+        # A DNS-rebinding page (its own name resolved to 127.0.0.1) gets nothing.
+        status, reply = status_for(b"attacker.example:" + port)
+        self.assertEqual(status, 421, reply)
+        self.assertIn(b"allowed_hosts", reply)
+        self.assertNotIn(b'"jobs"', reply)
+        status, _ = status_for(b"10.1.2.3:" + port)  # listening on loopback: not an IP it has
+        self.assertEqual(status, 421)
+        # No Host at all, or two, on HTTP/1.1.
+        s = raw_connect(d.port)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        self.assertTrue(read_all(s).startswith(b"HTTP/1.1 400"))
+        s.close()
 
 
 def realtime_wrapper(binary, directory):

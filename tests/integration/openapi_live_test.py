@@ -434,8 +434,8 @@ class OpenApiLiveTest(unittest.TestCase):
         with socket.create_connection(("127.0.0.1", d.port), timeout=10) as held:
             time.sleep(0.2)  # accepted and counted before the second connection
             status, headers, body = raw_exchange(
-                d.port, b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                d.port, b"GET /v1/jobs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         self.assertEqual(status, 503, body)
         self.assertTrue(headers.get("retry-after"), headers)
         self.api.check("GET", "/v1/jobs", RawResponse(status, headers, body))

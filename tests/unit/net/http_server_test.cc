@@ -151,6 +151,104 @@ TEST_F(ServerFixture, StreamsChunkedEvents) {
   EXPECT_NE(out.find("9\r\ndata: 2\n\n\r\n0\r\n\r\n"), std::string::npos) << out;
 }
 
+// Issue 35 #2 and #6: the Host header and the request's framing.
+TEST(HostHeader, HostPartIsLowerCasedWithoutPortOrBrackets) {
+  EXPECT_EQ(host_of_header("Example.COM:8080"), "example.com");
+  EXPECT_EQ(host_of_header(" localhost "), "localhost");
+  EXPECT_EQ(host_of_header("localhost."), "localhost");
+  EXPECT_EQ(host_of_header("[::1]:8080"), "::1");
+  EXPECT_EQ(host_of_header("127.0.0.1"), "127.0.0.1");
+  for (const char* bad : {"", ":80", "a:b", "a:123456", "[::1", "[::1]x", "a b", "a@b", "\xc3\xa9"})
+    EXPECT_FALSE(host_of_header(bad)) << bad;
+}
+
+TEST(HostHeader, AllowlistMatchesNamesAndOptionallyAnyIpLiteral) {
+  HttpServerOptions o;
+  EXPECT_TRUE(host_allowed(o, "evil.example"));  // no list: any host
+  o.allowed_hosts = {"localhost", "LLMCAPD.llmcap.svc.", "[::1]"};
+  EXPECT_TRUE(host_allowed(o, "localhost"));
+  EXPECT_TRUE(host_allowed(o, "llmcapd.llmcap.svc"));
+  EXPECT_TRUE(host_allowed(o, "::1"));
+  EXPECT_FALSE(host_allowed(o, "evil.example"));
+  EXPECT_FALSE(host_allowed(o, "10.0.0.5"));
+  o.allow_ip_literal_hosts = true;
+  EXPECT_TRUE(host_allowed(o, "10.0.0.5"));
+  EXPECT_TRUE(host_allowed(o, "fe80::1"));
+  EXPECT_FALSE(host_allowed(o, "10.0.0.5.nip.io"));
+  o.allowed_hosts.push_back("*");
+  EXPECT_TRUE(host_allowed(o, "evil.example"));
+}
+
+TEST_F(ServerFixture, RefusesHostsOutsideTheAllowlistWith421) {
+  HttpServerOptions o;
+  o.allowed_hosts = {"localhost", "127.0.0.1"};
+  start(o, echo_handler());
+  const auto port = std::to_string(server_->port());
+  const std::string ok =
+      exchange("GET /a HTTP/1.1\r\nHost: localhost:" + port + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok;
+  // A DNS-rebinding page: its own name resolved to 127.0.0.1.
+  const std::string rebound = exchange("GET /a HTTP/1.1\r\nHost: attacker.example:" + port +
+                                       "\r\nConnection: keep-alive\r\n\r\n");
+  EXPECT_EQ(rebound.rfind("HTTP/1.1 421 Misdirected Request", 0), 0u) << rebound;
+  EXPECT_NE(rebound.find("attacker.example"), std::string::npos) << rebound;
+  EXPECT_NE(rebound.find("Connection: close"), std::string::npos) << rebound;
+  EXPECT_EQ(rebound.find("GET /a"), std::string::npos) << "the handler must not run";
+  const std::string malformed =
+      exchange("GET /a HTTP/1.1\r\nHost: localhost:http\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(malformed.rfind("HTTP/1.1 400", 0), 0u) << malformed;
+}
+
+TEST_F(ServerFixture, NeedsExactlyOneHostOnHttp11) {
+  start({}, echo_handler());
+  const std::string none = exchange("GET /a HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(none.rfind("HTTP/1.1 400", 0), 0u) << none;
+  EXPECT_NE(none.find("exactly one Host"), std::string::npos) << none;
+  const std::string two =
+      exchange("GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(two.rfind("HTTP/1.1 400", 0), 0u) << two;
+  // HTTP/1.0 may omit it.
+  const std::string old = exchange("GET /a HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(old.rfind("HTTP/1.1 200", 0), 0u) << old;
+}
+
+TEST_F(ServerFixture, TransferEncodingOtherThanChunkedIsRefused) {
+  start({}, echo_handler());
+  const std::string x = exchange(
+      "POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(x.rfind("HTTP/1.1 400", 0), 0u) << x;
+  EXPECT_EQ(x.find("body=abc"), std::string::npos) << x;
+  const std::string lone =
+      exchange("POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n\r\n");
+  EXPECT_EQ(lone.rfind("HTTP/1.1 400", 0), 0u) << lone;
+  const std::string gz =
+      exchange("POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_TRUE(gz.rfind("HTTP/1.1 501", 0) == 0 || gz.rfind("HTTP/1.1 400", 0) == 0) << gz;
+  EXPECT_EQ(gz.find("HTTP/1.1 200"), std::string::npos) << gz;
+  const std::string chunked = exchange(
+      "POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n"
+      "3\r\nabc\r\n0\r\n\r\n");
+  EXPECT_NE(chunked.find("body=abc"), std::string::npos) << chunked;
+}
+
+TEST_F(ServerFixture, Http10ClientsGetNoChunkedFraming) {
+  start({}, &stream_three);
+  const std::string out = exchange("GET /s HTTP/1.0\r\n\r\n");  // read until close
+  EXPECT_EQ(out.find("Transfer-Encoding"), std::string::npos) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\ndata: 0\n\ndata: 1\n\ndata: 2\n\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("0\r\n\r\n"), std::string::npos) << out;
+}
+
+TEST_F(ServerFixture, Http10KeepAliveIsAnnounced) {
+  start({}, echo_handler());
+  const std::string out =
+      exchange("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n");
+  EXPECT_NE(out.find("Connection: keep-alive"), std::string::npos) << out;
+  EXPECT_NE(out.find("Content-Length:"), std::string::npos) << out;
+  EXPECT_NE(out.find("GET /b"), std::string::npos) << out;
+}
+
 TEST_F(ServerFixture, ConnectionLimitAnswers503) {
   HttpServerOptions o;
   o.max_connections = 1;
