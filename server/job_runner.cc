@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -299,18 +300,35 @@ void drop_legacy_empty_keys(json& plan) {
   }
 }
 
-// The global step number after the last step of the finished phases (0 when none): where a
-// resumed job continues. Phases finish in run order, so the finished ones are a prefix of it.
-std::int64_t first_step_after(const std::map<std::string, json>& completed_phases) {
-  std::int64_t next = 0;
-  for (const auto& [key, doc] : completed_phases) {
-    if (!doc.is_object() || !doc.contains("steps") || !doc["steps"].is_array()) continue;
-    for (const auto& step : doc["steps"]) {
-      if (step.is_object() && step.contains("global_step") && step["global_step"].is_number())
-        next = std::max(next, step["global_step"].get<std::int64_t>() + 1);
-    }
+// What a resumed job keeps (ResumeState): every completed phase's stored document and every
+// stored (completed) step of the other phases, by phase key; the next step is the one after the
+// last stored step. Steps run and are stored one at a time in run order, so the stored steps
+// are a prefix of the job's. Fails (a message) when a stored step cannot be read back.
+std::string resume_state(const std::vector<storage::CapacityRecord>& capacities,
+                         const std::vector<storage::StepRecord>& steps, const RunPlan& plan,
+                         ResumeState& resume) {
+  for (const auto& c : capacities) {
+    if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
+      resume.completed_phases[c.target.substr(std::string(storage::kPhaseKeyPrefix).size())] =
+          json::parse(c.result_json, nullptr, false);
   }
-  return next;
+  resume.completed_steps = 0;
+  for (const auto& step : steps) {
+    if (!step.finished_at_ms) continue;  // never acknowledged: removed, run again
+    resume.completed_steps = std::max(resume.completed_steps, step.seq + 1);
+    const json doc = json::parse(step.summary_json.value_or(""), nullptr, false);
+    std::size_t target = 0;
+    while (target < plan.targets.size() && plan.targets[target].name != step.target) ++target;
+    if (!doc.is_object() || target == plan.targets.size() || !doc.contains("repeat") ||
+        !doc["repeat"].is_number_integer()) {
+      return "stored step " + std::to_string(step.seq + 1) + " (" + step.target + ", " +
+             step.phase_name + ") cannot be read back";
+    }
+    const auto key =
+        phase_key(target, static_cast<std::size_t>(step.phase_index), doc["repeat"].get<int>());
+    if (!resume.completed_phases.contains(key)) resume.stored_steps[key].push_back(doc);
+  }
+  return {};
 }
 
 // The qualified-capacity gauges of a target of the results document: each figure only when the
@@ -457,28 +475,38 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   }
 
   plan.telemetry_interval_s = telemetry_interval_s_;
-  // Every start is a resume of what is stored (nothing, for a new job). Finished phases are
-  // reused whole; the phase that was cut runs again from its first step. Its earlier steps (and
-  // the one cut mid-way, also one whose job had no finished step yet) are removed, and the
-  // re-run takes their numbers, so the job stores each step once and its exports hold exactly
-  // the samples of the steps in its results (issue 23 #10).
+  // Every start is a resume of what is stored (nothing, for a new job). Every stored step is
+  // kept: finished phases are reused whole, and the phase that was cut continues after its
+  // stored steps (PlanExecutor, ResumeState). Only the step that was running and never stored
+  // is removed (with its samples) and run again under its number, so the job stores each step
+  // once and its exports hold exactly the samples of the steps in its results (issue 23 #10,
+  // issue 35 #3).
   ResumeState resume;
-  if (auto caps = store_.list_capacity(job_id); caps.ok()) {
-    for (const auto& c : caps.value()) {
-      if (c.target.rfind(storage::kPhaseKeyPrefix, 0) == 0)
-        resume.completed_phases[c.target.substr(std::string(storage::kPhaseKeyPrefix).size())] =
-            json::parse(c.result_json, nullptr, false);
-    }
+  auto caps = store_.list_capacity(job_id);
+  auto stored_steps = store_.list_steps(job_id);
+  if (!caps.ok() || !stored_steps.ok()) {
+    fail("cannot start: storage: " +
+         (caps.ok() ? stored_steps.status() : caps.status()).to_string());
+    return;
   }
-  resume.completed_steps = first_step_after(resume.completed_phases);
+  if (auto problem = resume_state(caps.value(), stored_steps.value(), plan, resume);
+      !problem.empty()) {
+    fail("cannot resume: " + problem + "; the stored steps are kept");
+    return;
+  }
   auto removed = store_.delete_steps_from(job_id, resume.completed_steps);
   if (!removed.ok()) {
     fail("cannot start: storage: " + removed.status().to_string());
     return;
   }
   if (resumed_from || removed.value() > 0 || !resume.completed_phases.empty())
-    log()->info("job {}: resuming at step {} ({} phases reused, {} superseded steps removed)",
-                job_id, resume.completed_steps, resume.completed_phases.size(), removed.value());
+    log()->info(
+        "job {}: resuming at step {} ({} phases reused, {} steps of cut phases kept, {} "
+        "unfinished steps removed)",
+        job_id, resume.completed_steps, resume.completed_phases.size(),
+        std::accumulate(resume.stored_steps.begin(), resume.stored_steps.end(), std::size_t{0},
+                        [](std::size_t n, const auto& kv) { return n + kv.second.size(); }),
+        removed.value());
 
   // On SIGTERM the step that runs is finished and stored, and no new one starts: the job ends
   // interrupted (resumable). shutdown_grace_s bounds the wait: the scheduler's stop cuts the

@@ -3,7 +3,7 @@
 // step (samples + summary + verdict committed together by the SampleWriter before the next
 // step starts), publishes progress to metrics and the event log, and records the final state
 // and results document. Stopped by its stop_token: a user cancel ends the job `cancelled`;
-// a daemon shutdown ends it `interrupted`, resumable from its next phase.
+// a daemon shutdown ends it `interrupted`, resumable after its last stored step.
 //
 // Result documents live in the capacity_results table under reserved keys that no target name
 // can take (target names are [a-z0-9_.-]): "#results" holds the job's results document and

@@ -137,8 +137,9 @@ class JobStore {
   virtual Status complete_step(const StepCompletion& completion) = 0;
   virtual Result<std::vector<StepRecord>> list_steps(std::string_view job_id) = 0;
   // Removes the job's steps with seq >= first_seq and everything they own (samples, telemetry),
-  // and sets last_completed_step to the newest step left: the steps a resumed job runs again,
-  // so each step is stored once. Returns how many steps were removed. kNotFound: no such job.
+  // and sets last_completed_step to the newest step left. A resumed job passes the seq after
+  // its last completed step: only a step that was never completed goes, and is run again, so
+  // each step is stored once. Returns how many steps were removed. kNotFound: no such job.
   virtual Result<std::int64_t> delete_steps_from(std::string_view job_id,
                                                  std::int64_t first_seq) = 0;
 

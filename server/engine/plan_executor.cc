@@ -172,6 +172,13 @@ class TargetRun {
     int repeat;
     std::string& error;
     json steps = json::array();
+    // Resumed: the steps an earlier run of this phase stored, in run order (else empty), and
+    // how many of them take_step() has reused so far.
+    const std::vector<json>& stored;
+    std::size_t reused = 0;
+    // The phase ran to its end (every level, or the search decided): its document is complete
+    // even when a stop arrived after its last step.
+    bool finished = false;
   };
   // What the load generator produced for a step, already in simulated real time.
   struct Measured {
@@ -203,7 +210,8 @@ class TargetRun {
 
   // The phase's steps, one function per kind; each returns the keys it adds to the phase
   // document (knee, search, burst, soak).
-  json run_phase(const PlanPhase& phase, std::size_t phase_index, int repeat, std::string& error);
+  json run_phase(const PlanPhase& phase, std::size_t phase_index, int repeat, std::string& error,
+                 const std::vector<json>& stored, bool& finished);
   json run_concurrency_sweep(PhaseRun& run);
   json run_rate_sweep(PhaseRun& run);
   json run_capacity_search(PhaseRun& run);
@@ -240,6 +248,10 @@ class TargetRun {
   // Runs one step: build its spec, measure, judge, document, hand it to the sink. nullopt when
   // it was cancelled before it produced anything, it failed (run.error), or the sink failed.
   std::optional<StepRecord> run_step(PhaseRun& run, StepRequest request);
+  // run_step(), unless the phase has a stored step left from an earlier run: then that step,
+  // checked to be the one asked for, is reused as it was stored (never run again). A stored
+  // step that is not the one asked for fails the job (run.error), nullopt.
+  std::optional<StepRecord> take_step(PhaseRun& run, StepRequest request);
   StepContext step_context(const PhaseRun& run, const StepRequest& request) const;
   agent::StepSpec build_spec(const PhaseRun& run, const StepRequest& request) const;
   // Runs the spec (compressed for simulated targets) with the target's telemetry scraped, and
@@ -257,6 +269,8 @@ class TargetRun {
 
   // Steps of a phase resumed from its stored document, back into the capacity judgement.
   void adopt_stored_steps(const json& phase_doc);
+  // One stored step document as the record run_step() made of it (no samples).
+  static StepRecord stored_record(const json& step);
   // Measured mean input/output tokens per completed request over every step of the target.
   json measured_lengths() const;
   json sweep_analysis(const std::vector<StepRecord>& steps);
@@ -672,6 +686,52 @@ std::optional<StepRecord> TargetRun::run_step(PhaseRun& run, StepRequest request
   return record;
 }
 
+// Whether a stored step's params are those of the step asked for now. Numbers compare within a
+// relative 1e-6: a resumed run re-derives some from stored figures (a confirm's lifetime from a
+// mean E2E stored to 0.1 µs, a knee's mean E2E through its JSON text), which moves their last
+// digits; two steps a phase means to be different differ by far more (a search's resolution).
+bool same_params(const json& stored, const json& asked) {
+  if (stored.is_number() && asked.is_number()) {
+    const double a = stored.get<double>(), b = asked.get<double>();
+    return std::fabs(a - b) <= 1e-6 * std::max({1.0, std::fabs(a), std::fabs(b)});
+  }
+  if (stored.is_object() && asked.is_object()) {
+    if (stored.size() != asked.size()) return false;
+    for (const auto& [key, value] : asked.items()) {
+      const auto it = stored.find(key);
+      if (it == stored.end() || !same_params(*it, value)) return false;
+    }
+    return true;
+  }
+  return stored == asked;
+}
+
+std::optional<StepRecord> TargetRun::take_step(PhaseRun& run, StepRequest request) {
+  if (run.reused >= run.stored.size()) return run_step(run, std::move(request));
+  const json& stored = run.stored[run.reused];
+  const json params = stored.value("params", json::object());
+  if (stored.value("step", -1) != request.step_index || !same_params(params, request.params)) {
+    // The phase decides differently from the run that stored its steps (the plan's prediction,
+    // or llmcapd, changed in between): the stored steps cannot stand for the ones asked for,
+    // and running these beside them would measure the phase twice.
+    run.error = "target " + target_.name + ", " + run.phase.name + ": cannot resume: stored step " +
+                std::to_string(stored.value("step", -1)) + " (" + stored.value("label", "") + ", " +
+                params.dump() + ") is not the step the phase asks for now (" +
+                std::to_string(request.step_index) + ", " + request.label + ", " +
+                request.params.dump() + "); its stored steps are kept";
+    return std::nullopt;
+  }
+  ++run.reused;
+  StepRecord record = stored_record(stored);
+  run.steps.push_back(stored);
+  all_judged_.push_back(record.judged);
+  all_verdicts_.push_back(record.verdict);
+  if (model_.empty()) model_ = stored.value("model", "");
+  log()->info("{} {} {}: {} (stored before the restart, kept)", target_.name, run.phase.name,
+              request.label, analysis::to_string(record.verdict.outcome));
+  return record;
+}
+
 json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
   std::vector<analysis::SweepPoint> points;
   json skipped = json::array();
@@ -697,6 +757,17 @@ json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
               {"levels_without_data", skipped}};
 }
 
+// A burst's or soak's analysis reads the step's samples, which a resumed run does not hold when
+// the daemon stopped after storing the step and before storing its phase: the step stands (its
+// verdict counts), the analysis says why it is missing. The samples are stored with the step
+// (GET /v1/jobs/{id}/requests?step=N).
+json analysis_not_kept(const char* what) {
+  return json{{"analysis_available", false},
+              {"statement", std::string(what) +
+                                " not available: llmcapd stopped after storing the step and "
+                                "before its analysis; the step and its samples are kept"}};
+}
+
 agent::LoadSpec TargetRun::open_load(const PlanPhase& phase, agent::RateProfile rate) {
   agent::LoadSpec load;
   load.kind = agent::LoadKind::kOpen;
@@ -708,8 +779,8 @@ agent::LoadSpec TargetRun::open_load(const PlanPhase& phase, agent::RateProfile 
 }
 
 json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int repeat,
-                          std::string& error) {
-  PhaseRun run{phase, phase_index, repeat, error};
+                          std::string& error, const std::vector<json>& stored, bool& finished) {
+  PhaseRun run{phase, phase_index, repeat, error, json::array(), stored};
   json extra = json::object();
   switch (phase.kind) {
     case PhaseKind::kConcurrencySweep: extra = run_concurrency_sweep(run); break;
@@ -723,6 +794,16 @@ json TargetRun::run_phase(const PlanPhase& phase, std::size_t phase_index, int r
   json doc{{"kind", to_string(phase.kind)}, {"name", phase.name}, {"repeat", repeat}};
   if (!target_.workload_name.empty()) doc["workload"] = target_.workload_name;  // a matrix
   doc["steps"] = std::move(run.steps);
+  if (run.finished && error.empty() && run.reused < run.stored.size()) {
+    // The phase decided it was done before it came to every stored step (it decides differently
+    // from the run that stored them): they would stand in no phase's results.
+    error = "target " + target_.name + ", " + phase.name +
+            ": cannot resume: the phase ends after " + std::to_string(run.reused) + " of its " +
+            std::to_string(run.stored.size()) + " stored steps; its stored steps are kept";
+  }
+  // Resumed mid-phase: how many of its steps an earlier run stored (kept, not run again).
+  if (run.reused > 0) doc["resumed_steps"] = run.reused;
+  finished = run.finished && error.empty();
   for (auto& [k, v] : extra.items()) doc[k] = v;
   return doc;
 }
@@ -746,10 +827,11 @@ json TargetRun::run_concurrency_sweep(PhaseRun& run) {
       step.params["requests"] = phase.requests;
     }
     step.label = "c=" + std::to_string(level);
-    auto r = run_step(run, std::move(step));
+    auto r = take_step(run, std::move(step));
     if (!r) break;
     records.push_back(std::move(*r));
   }
+  run.finished = records.size() == phase.levels.size();
   return json{{"knee", sweep_analysis(records)}};
 }
 
@@ -768,8 +850,9 @@ json TargetRun::run_rate_sweep(PhaseRun& run) {
     lengthen_for_samples(phase, rate, step);
     step.label = rate_label(rate);
     step.planned_rate_rps = rate;
-    if (!run_step(run, std::move(step))) break;
+    if (!take_step(run, std::move(step))) return json::object();
   }
+  run.finished = true;
   return json::object();
 }
 
@@ -858,12 +941,15 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     lengthen_for_samples(phase, next->rate_rps, step);
     step.role = next->confirm ? analysis::StepRole::kConfirm : analysis::StepRole::kLevel;
     step.planned_rate_rps = next->rate_rps;
-    auto r = run_step(run, std::move(step));
+    // Resumed: the stored steps come back in the order the search asked for them, so reporting
+    // their stored verdicts walks it through the same decisions again.
+    auto r = take_step(run, std::move(step));
     if (!r) break;
     if (r->judged.outcome == analysis::Outcome::kPass && r->judged.stats.e2e_ns.mean > 0)
       lifetime_at[next->rate_rps] = r->judged.stats.e2e_ns.mean / 1e9;
     search.report(next->rate_rps, r->judged.outcome, r->verdict.insufficient_samples);
   }
+  run.finished = search.done();
   const auto& res = search.result();
   if (res.qualified_rate_rps) qualified_rate_ = res.qualified_rate_rps;
   json s = api::search_json(res);
@@ -891,8 +977,10 @@ json TargetRun::run_burst(PhaseRun& run) {
                      {"observe_s", phase.observe_s}};
   step.role = analysis::StepRole::kExcluded;
   step.keep_samples = true;
-  auto r = run_step(run, std::move(step));
+  auto r = take_step(run, std::move(step));
   if (!r) return json::object();
+  run.finished = true;
+  if (run.reused > 0) return json{{"burst", analysis_not_kept("burst recovery")}};
   analysis::BurstRecoveryInput in;
   in.samples = r->samples;
   in.in_flight = r->in_flight;
@@ -943,6 +1031,7 @@ json TargetRun::run_soak(PhaseRun& run) {
   double rate = phase.rate_rps;
   if (phase.soak_at_qualified) {
     if (!qualified_rate_) {
+      run.finished = true;  // nothing to run
       return json{{"soak", json{{"skipped", true},
                                 {"statement",
                                  "no qualified rate to soak at (the "
@@ -958,8 +1047,14 @@ json TargetRun::run_soak(PhaseRun& run) {
   step.role = analysis::StepRole::kSoak;
   step.planned_rate_rps = rate;
   step.keep_samples = true;
-  auto r = run_step(run, std::move(step));
+  auto r = take_step(run, std::move(step));
   if (!r) return json::object();
+  run.finished = true;
+  if (run.reused > 0) {
+    json soak = analysis_not_kept("windowed compliance");
+    soak["rate_rps"] = rate;
+    return json{{"soak", soak}};
+  }
   analysis::WindowOptions wo{r->judged.stats.window_start_ns, r->judged.stats.window_end_ns,
                              static_cast<std::int64_t>(phase.window_s * kNsPerS)};
   const auto wc = analysis::windowed_compliance(r->samples, plan_.sla, wo);
@@ -1013,7 +1108,8 @@ json TargetRun::run_trace_replay(PhaseRun& run) {
                        {"window_requests", window.arrivals}};
     // A replay is judged like a burst: a realistic load, not a capacity level.
     step.role = analysis::StepRole::kExcluded;
-    if (!run_step(run, std::move(step))) break;
+    if (!take_step(run, std::move(step))) break;
+    run.finished = i == static_cast<int>(phase.speeds.size());
   }
   return json{{"trace", json{{"format", std::string(agent::to_string(w.trace_format))},
                              {"requests", replayed.records().size()},
@@ -1070,12 +1166,20 @@ json TargetRun::run_at_demand(PhaseRun& run) {
             {"mean_output_tokens", nullable(mean_output)},
             {"offered_output_tokens_per_s", nullable(rate * mean_output)},
             {"kv_pool_gib", pool_gib ? json(*pool_gib) : json(nullptr)}};
-  run_step(run, std::move(step));
+  run.finished = take_step(run, std::move(step)).has_value();
   return json{{"at_demand", info}};
 }
 
 void TargetRun::adopt_stored_steps(const json& phase_doc) {
   if (!phase_doc.contains("steps") || !phase_doc["steps"].is_array()) return;
+  for (const json& step : phase_doc["steps"]) {
+    StepRecord record = stored_record(step);
+    all_judged_.push_back(std::move(record.judged));
+    all_verdicts_.push_back(std::move(record.verdict));
+  }
+}
+
+StepRecord TargetRun::stored_record(const json& step) {
   auto ms_summary = [](const json& j) {
     analysis::Summary out;
     if (!j.is_object()) return out;
@@ -1093,59 +1197,59 @@ void TargetRun::adopt_stored_steps(const json& phase_doc) {
     out.mean = j.value("mean", 0.0);
     return out;
   };
-  for (const json& step : phase_doc["steps"]) {
-    const json& st = step.contains("stats") ? step["stats"] : json::object();
-    const json& vj = step.contains("verdict") ? step["verdict"] : json::object();
-    analysis::JudgedStep j;
-    analysis::StepVerdict v;
-    const std::string outcome = vj.value("outcome", "inconclusive");
-    v.outcome = outcome == "pass"   ? analysis::Outcome::kPass
-                : outcome == "fail" ? analysis::Outcome::kFail
-                                    : analysis::Outcome::kInconclusive;
-    v.client_bound = step.value("client_bound", false);
-    v.insufficient_samples = step.value("insufficient_samples", false);
-    for (const json& r : vj.value("reasons", json::array())) {
-      if (r.value("status", "") != "missed") continue;
-      analysis::VerdictReason reason;
-      reason.status = analysis::CheckStatus::kMissed;
-      reason.code = r.value("code", "");
-      for (int k = 0; k <= static_cast<int>(analysis::kLastCheckKind); ++k) {
-        if (analysis::to_string(static_cast<analysis::CheckKind>(k)) == r.value("check", ""))
-          reason.kind = static_cast<analysis::CheckKind>(k);
-      }
-      v.reasons.push_back(std::move(reason));
+  const json& st = step.contains("stats") ? step["stats"] : json::object();
+  const json& vj = step.contains("verdict") ? step["verdict"] : json::object();
+  analysis::JudgedStep j;
+  analysis::StepVerdict v;
+  const std::string outcome = vj.value("outcome", "inconclusive");
+  v.outcome = outcome == "pass"   ? analysis::Outcome::kPass
+              : outcome == "fail" ? analysis::Outcome::kFail
+                                  : analysis::Outcome::kInconclusive;
+  v.client_bound = step.value("client_bound", false);
+  v.insufficient_samples = step.value("insufficient_samples", false);
+  for (const json& r : vj.value("reasons", json::array())) {
+    if (r.value("status", "") != "missed") continue;
+    analysis::VerdictReason reason;
+    reason.status = analysis::CheckStatus::kMissed;
+    reason.code = r.value("code", "");
+    for (int k = 0; k <= static_cast<int>(analysis::kLastCheckKind); ++k) {
+      if (analysis::to_string(static_cast<analysis::CheckKind>(k)) == r.value("check", ""))
+        reason.kind = static_cast<analysis::CheckKind>(k);
     }
-    const json& params = step.contains("params") ? step["params"] : json::object();
-    const std::string role = step.value("role", params.value("confirm", false) ? "confirm" : "");
-    const std::string kind = step.value("phase_kind", "");
-    j.role = role == "confirm"                       ? analysis::StepRole::kConfirm
-             : role == "soak" || kind == "soak"      ? analysis::StepRole::kSoak
-             : role == "excluded" || kind == "burst" ? analysis::StepRole::kExcluded
-                                                     : analysis::StepRole::kLevel;
-    // Documents stored before planned_rate_rps existed carry the rate in params only.
-    const auto planned = step.find("planned_rate_rps");
-    j.planned_rate_rps = planned != step.end() && planned->is_number()
-                             ? planned->get<double>()
-                             : params.value("rate_rps", 0.0);
-    j.outcome = step.value("partial", false) ? analysis::Outcome::kInconclusive : v.outcome;
-    j.stats.window_s = st.value("window_s", 0.0);
-    j.stats.offered_rate_rps = st.value("offered_rate_rps", 0.0);
-    j.stats.concurrency = st.value("concurrency", 0);
-    j.stats.output_tokens_per_s = st.value("output_tokens_per_s", 0.0);
-    j.stats.input_tokens_per_s = st.value("input_tokens_per_s", 0.0);
-    j.stats.requests_per_s = st.value("requests_per_s", 0.0);
-    j.stats.achieved_rate_rps = st.value("achieved_rate_rps", 0.0);
-    j.stats.error_rate = st.value("error_rate", 0.0);
-    j.stats.ttft_ns = ms_summary(st.value("ttft_ms", json()));
-    j.stats.tpot_ns = ms_summary(st.value("tpot_ms", json()));
-    j.stats.e2e_ns = ms_summary(st.value("e2e_ms", json()));
-    if (st.contains("tokens")) {
-      j.stats.input_tokens = token_summary(st["tokens"].value("input", json()));
-      j.stats.output_tokens = token_summary(st["tokens"].value("output", json()));
-    }
-    all_judged_.push_back(std::move(j));
-    all_verdicts_.push_back(std::move(v));
+    v.reasons.push_back(std::move(reason));
   }
+  const json& params = step.contains("params") ? step["params"] : json::object();
+  const std::string role = step.value("role", params.value("confirm", false) ? "confirm" : "");
+  const std::string kind = step.value("phase_kind", "");
+  j.role = role == "confirm"                       ? analysis::StepRole::kConfirm
+           : role == "soak" || kind == "soak"      ? analysis::StepRole::kSoak
+           : role == "excluded" || kind == "burst" ? analysis::StepRole::kExcluded
+                                                   : analysis::StepRole::kLevel;
+  // Documents stored before planned_rate_rps existed carry the rate in params only.
+  const auto planned = step.find("planned_rate_rps");
+  j.planned_rate_rps = planned != step.end() && planned->is_number()
+                           ? planned->get<double>()
+                           : params.value("rate_rps", 0.0);
+  j.outcome = step.value("partial", false) ? analysis::Outcome::kInconclusive : v.outcome;
+  j.stats.window_s = st.value("window_s", 0.0);
+  j.stats.offered_rate_rps = st.value("offered_rate_rps", 0.0);
+  j.stats.concurrency = st.value("concurrency", 0);
+  j.stats.output_tokens_per_s = st.value("output_tokens_per_s", 0.0);
+  j.stats.input_tokens_per_s = st.value("input_tokens_per_s", 0.0);
+  j.stats.requests_per_s = st.value("requests_per_s", 0.0);
+  j.stats.achieved_rate_rps = st.value("achieved_rate_rps", 0.0);
+  j.stats.error_rate = st.value("error_rate", 0.0);
+  j.stats.ttft_ns = ms_summary(st.value("ttft_ms", json()));
+  j.stats.tpot_ns = ms_summary(st.value("tpot_ms", json()));
+  j.stats.e2e_ns = ms_summary(st.value("e2e_ms", json()));
+  if (st.contains("tokens")) {
+    j.stats.input_tokens = token_summary(st["tokens"].value("input", json()));
+    j.stats.output_tokens = token_summary(st["tokens"].value("output", json()));
+  }
+  StepRecord record;
+  record.judged = std::move(j);
+  record.verdict = std::move(v);
+  return record;
 }
 
 json TargetRun::measured_lengths() const {
@@ -1190,7 +1294,12 @@ json TargetRun::run(std::string& error, bool& cancelled) {
         if (doc.contains("search") && doc["search"]["qualified_rate_rps"].is_number())
           qualified_rate_ = doc["search"]["qualified_rate_rps"].get<double>();
       } else {
-        doc = run_phase(phase, p, rep, error);
+        static const std::vector<json> kNoneStored;
+        const auto stored = resume_.stored_steps.find(key);
+        bool finished = false;
+        doc = run_phase(phase, p, rep, error,
+                        stored != resume_.stored_steps.end() ? stored->second : kNoneStored,
+                        finished);
         StepContext ctx;
         ctx.target_index = target_index_;
         ctx.target = target_.name;
@@ -1199,7 +1308,10 @@ json TargetRun::run(std::string& error, bool& cancelled) {
         ctx.kind = phase.kind;
         ctx.repeat_index = rep;
         ctx.global_step = global_step_;
-        if (error.empty() && !stop_.stop_requested()) sink_.on_phase_finished(ctx, doc);
+        // A phase that ran to its end is stored even when a stop came after its last step (a
+        // shutdown): a resumed job reuses it instead of finding its steps without it.
+        if (error.empty() && (finished || !stop_.stop_requested()))
+          sink_.on_phase_finished(ctx, doc);
       }
       if (phase.kind == PhaseKind::kCapacitySearch) {
         const auto& s = doc.contains("search") ? doc["search"] : json();

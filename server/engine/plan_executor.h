@@ -75,11 +75,24 @@ class ExecutionSink {
   virtual void on_phase_finished(const StepContext& /*ctx*/, const nlohmann::json& /*phase*/) {}
 };
 
-// Phases already completed in an earlier (interrupted) run of the same job, keyed by
-// phase_key(); their stored phase documents are reused instead of re-running them.
+// What an earlier (interrupted) run of the same job stored, keyed by phase_key(). A resumed
+// run keeps all of it and runs only what is missing (README.md, "Resuming a job"):
+// - a completed phase's stored document is reused whole;
+// - a phase the daemon stopped in continues after its stored steps: each of them stands for
+//   the step the phase asks for at its place (a sweep's level, a capacity search's rate,
+//   re-derived from the stored verdicts), and only the steps after them run. When a stored step
+//   is not the one the phase asks for, or the phase ends before its last stored step (the plan
+//   or llmcapd changed in between), the job fails saying so; no stored step is removed or run
+//   again.
+// - a burst or soak whose one step was stored but whose phase document was not (a kill between
+//   the two) keeps the step; its phase analysis says it is not available (analysis_available).
 struct ResumeState {
   std::map<std::string, nlohmann::json> completed_phases;
-  std::int64_t completed_steps = 0;  // steps already done (keeps global_step numbering)
+  // The stored step documents (StepOutcome::document) of the phases not in completed_phases,
+  // each phase's in run order.
+  std::map<std::string, std::vector<nlohmann::json>> stored_steps;
+  // The global_step after the last stored step: the next step the job runs.
+  std::int64_t completed_steps = 0;
 };
 std::string phase_key(std::size_t target_index, std::size_t phase_index, int repeat_index);
 

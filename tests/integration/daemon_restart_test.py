@@ -8,7 +8,8 @@ integrity_check, committed steps and their samples), restarts on the same databa
 job `interrupted` with its completed steps intact, resumes it to `succeeded` with every phase in
 the results, and checks that SIGTERM exits 0 within the grace period (finishing the running
 step, starting no new one). A loop variant kills at seeded random points 20 times in a row
-(issue 9), within 90 s.
+(issue 9), within 90 s; another kills at every step boundary of a 6-step phase and checks
+that each resume keeps every stored step and runs each step once (issue 35 #3).
 Only embedded sim:// targets run.
 """
 
@@ -150,9 +151,10 @@ class RestartTest(unittest.TestCase):
         sys.stderr.write("steps before the kill %s, in the final results %s\n" %
                          (sorted(steps), final_seqs))
         self.assertEqual(job["last_completed_step"], max(final_seqs))
-        # Issue 23 #10: the cut phase ran again from its first step and its earlier steps were
-        # replaced, so the job stores each step of its results once, numbered without gaps,
-        # and the samples export holds exactly those steps' samples.
+        # Issue 23 #10 and issue 35 #3: the cut phase continued after its stored steps, which
+        # are kept unchanged, so the job stores each step of its results once, numbered
+        # without gaps, and the samples export holds exactly those steps' samples.
+        self.assertSteps(steps_end, steps)
         self.assertEqual(sorted(final_seqs), list(range(len(final_seqs))))
         self.assertEqual(sorted(steps_end), sorted(final_seqs))
         for p in phases:
@@ -228,7 +230,7 @@ class RestartTest(unittest.TestCase):
         d = self.new_daemon()
         d.start()
         job_id = d.submit(doc)
-        steps_seen = {}  # (job, seq) -> (summary, samples)
+        steps_seen = {}  # (job, seq) -> (summary, samples): every step ever seen stored
         interrupted = succeeded = 0
         started = time.monotonic()
         deadline = started + 90
@@ -261,9 +263,11 @@ class RestartTest(unittest.TestCase):
             # Kill anywhere from right after start-up to about two steps in.
             time.sleep(rng.uniform(0.05, 2.5))
             acked = d.job(job_id)["last_completed_step"]
-            # Crash safety is judged against the steps finished just before the kill (a resume
-            # since the previous kill may have replaced the steps of the phase it re-ran).
-            _, steps_seen, _, _ = db_snapshot_all(d.db_path)
+            # Every step ever seen stored is kept unchanged, across every kill and resume
+            # (issue 35 #3: a resume once replaced the steps of the phase it re-ran).
+            _, now, _, _ = db_snapshot_all(d.db_path)
+            self.assertSteps(now, steps_seen)
+            steps_seen.update(now)
             d.signal(signal.SIGKILL)
             self.assertEqual(d.wait(10), -signal.SIGKILL)
             integrity, steps, unfinished, jobs = db_snapshot_all(d.db_path)
@@ -299,6 +303,100 @@ class RestartTest(unittest.TestCase):
         self.assertEqual(unfinished, 0)
         sys.stderr.write("20 kills: %d hit a running job, %d jobs completed between kills, "
                          "%.1f s\n" % (interrupted, succeeded, time.monotonic() - started))
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.wait(GRACE_S + 15), 0)
+
+    def test_sigkill_at_every_step_boundary_keeps_every_stored_step(self):
+        # Issue 35 #3: a 6-step phase, the daemon SIGKILLed as soon as each further step is
+        # stored (after step 1, restart, resume; after step 2, ...). Every acknowledged step
+        # (stored before a kill) is still there, unchanged with its samples, after every restart
+        # and resume and at the end; the job finishes with each step exactly once. Before the
+        # fix a resume deleted the stored steps of the phase it was cut in and ran them again.
+        # Pass/fail never depends on speed: a kill that comes a step late (a stalled test
+        # process) covers the later boundary and says so; the properties are checked anyway.
+        levels = (1, 2, 3, 4, 5, 6)
+        doc = plan("boundaries", levels=levels, duration_s=1.2, warmup_s=0.2, min_requests=2)
+        d = self.new_daemon().start()
+        job_id = d.submit(doc)
+        acknowledged = {}  # seq -> (summary, samples): every step seen stored, before any kill
+        kills = []  # stored steps at each kill
+        started = time.monotonic()
+
+        def stored_steps(job):
+            last = job["last_completed_step"]
+            return 0 if last is None else last + 1
+
+        def stored_now():
+            integrity, steps, unfinished, jobs = db_snapshot(d.db_path)
+            self.assertEqual(integrity, "ok")
+            self.assertLessEqual(unfinished, 1)  # at most the running step
+            self.assertSteps(steps, acknowledged)
+            acknowledged.update(steps)
+            return steps, jobs
+
+        # The last boundary (all six stored) is killed at too: the job may still be storing its
+        # phase and results then, or already have ended.
+        stored_after_restart = 0
+        resumed_at = []  # stored steps at each resume
+        while stored_after_restart < len(levels):
+            # Kill right after one more step is stored: the next one has started (or is about
+            # to), so the kill cuts the phase between steps.
+            want = stored_after_restart + 1
+            d.wait_job(job_id, lambda j: stored_steps(j) >= want, 60, "step %d stored" % want,
+                       interval_s=0.01)
+            d.signal(signal.SIGKILL)
+            self.assertEqual(d.wait(10), -signal.SIGKILL)
+            steps, jobs = stored_now()
+            kills.append(len(steps))
+            sys.stderr.write("kill %d: %d steps stored (wanted %d), job %s\n" %
+                             (len(kills), len(steps), want, jobs[job_id]))
+            if jobs[job_id] != "running":
+                break  # the last step and the results were stored before the kill
+            d.start()
+            self.assertEqual(d.job(job_id)["state"], "interrupted")
+            steps, _ = stored_now()  # start-up removed only the unfinished step
+            self.assertEqual(sorted(steps), list(range(kills[-1])))
+            res = d.get_json("/v1/jobs/%s/results" % job_id)
+            self.assertEqual([s["global_step"] for s in res["steps"]], sorted(steps))
+            r = d.request("POST", "/v1/jobs/%s:resume" % job_id)
+            self.assertEqual(r.status, 202, r)
+            stored_after_restart = kills[-1]
+            resumed_at.append(stored_after_restart)
+        if d.running():
+            job = d.wait_state(job_id, "succeeded", 60)
+        else:  # killed after the job ended: its results are stored
+            d.start()
+            job = d.job(job_id)
+        self.assertEqual(job["state"], "succeeded")
+        steps, _ = stored_now()
+        sys.stderr.write("%d kills at %s stored steps, %.1f s\n" %
+                         (len(kills), kills, time.monotonic() - started))
+        self.assertGreaterEqual(len(kills), 1)
+        self.assertEqual(kills, sorted(set(kills)))  # each kill after a further stored step
+
+        # Each step exactly once: stored rows, results and samples export agree.
+        res = d.get_json("/v1/jobs/%s/results" % job_id)
+        self.assertTrue(res["complete"])
+        phases = res["targets"][0]["phases"]
+        self.assertEqual(len(phases), 1)
+        got = [s["params"]["concurrency"] for s in phases[0]["steps"]]
+        self.assertEqual(got, list(levels))
+        seqs = [s["global_step"] for s in phases[0]["steps"]]
+        self.assertEqual(seqs, list(range(len(levels))))
+        self.assertEqual(sorted(steps), seqs)
+        self.assertEqual(job["last_completed_step"], len(levels) - 1)
+        for s in phases[0]["steps"]:
+            self.assertEqual(json.loads(steps[s["global_step"]][0]), s)
+            self.assertFalse(s["partial"], s["label"])
+        # The steps stored before the last resume that ran the phase were kept, not run again.
+        # A kill after all six steps can land after the phase's document was stored too: then
+        # the last resume reused that document, written by the resume before.
+        ran_phase = resumed_at[:-1] if phases[0].get("resumed") else resumed_at
+        if ran_phase:
+            self.assertEqual(phases[0].get("resumed_steps"), ran_phase[-1])
+        exported = d.request("GET", "/v1/jobs/%s/requests?limit=100000" % job_id)
+        self.assertEqual(exported.status, 200)
+        self.assertEqual(len(exported.text.splitlines()), sum(n for _, n in steps.values()))
         d.signal(signal.SIGTERM)
         self.assertEqual(d.wait(GRACE_S + 15), 0)
 

@@ -313,6 +313,100 @@ TEST(PlanExecutor, AnSlaThatHoldsAtNoRateIsAFail) {
   EXPECT_EQ(out.verdict, analysis::Outcome::kFail);
 }
 
+// Issue 35 #3: a capacity search resumed after any number of its stored steps asks for the
+// same steps, reaches the same answer and runs only the steps after the stored ones.
+TEST(PlanExecutor, AResumedSearchContinuesAfterItsStoredStepsWithTheSameDecisions) {
+  // Short steps hold to 7.5 rps, confirms only to 5: expansion, bisection, a failed confirm and
+  // confirm-length steps after it, so every kind of decision depends on stored verdicts.
+  EmbeddedSimulators sims;
+  RecordingSink whole_sink;
+  KnownCapacityBackend whole_backend(7.5, 5.0, 4);
+  PlanExecutor whole(sims, whole_sink, &whole_backend);
+  const ExecutionResult uncut = whole.run(search_plan(), std::stop_source().get_token());
+  ASSERT_EQ(uncut.error, "");
+  const json& uncut_phase = uncut.results["targets"][0]["phases"][0];
+  const std::size_t n = whole_sink.steps.size();
+  ASSERT_GE(n, 6u) << uncut_phase["search"].dump();
+  for (std::size_t stored = 1; stored < n; ++stored) {
+    SCOPED_TRACE("steps stored before the stop: " + std::to_string(stored));
+    ResumeState resume;
+    auto& phase_steps = resume.stored_steps[phase_key(0, 0, 0)];
+    for (std::size_t i = 0; i < stored; ++i)  // as storage gives them back: JSON text
+      phase_steps.push_back(json::parse(whole_sink.steps[i].dump()));
+    resume.completed_steps = static_cast<std::int64_t>(stored);
+    RecordingSink sink;
+    KnownCapacityBackend backend(7.5, 5.0, 4);
+    PlanExecutor executor(sims, sink, &backend);
+    const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token(), resume);
+    ASSERT_EQ(out.error, "");
+    EXPECT_EQ(backend.calls, static_cast<int>(n - stored));  // the stored steps never run again
+    ASSERT_EQ(sink.steps.size(), n - stored);
+    const json& phase = out.results["targets"][0]["phases"][0];
+    ASSERT_EQ(phase["steps"].size(), n);
+    EXPECT_EQ(phase["resumed_steps"], stored);
+    for (std::size_t i = 0; i < n; ++i) {
+      const json& step = phase["steps"][i];
+      EXPECT_EQ(step["global_step"], i);
+      EXPECT_EQ(step["label"], whole_sink.steps[i]["label"]);
+      EXPECT_EQ(step["verdict"]["outcome"], whole_sink.steps[i]["verdict"]["outcome"]);
+      if (i < stored) {
+        EXPECT_EQ(step, phase_steps[i]);  // kept as stored
+      }
+    }
+    EXPECT_EQ(phase["search"], uncut_phase["search"]);
+    EXPECT_EQ(out.results["targets"][0]["qualified"], uncut.results["targets"][0]["qualified"]);
+    EXPECT_EQ(out.verdict, uncut.verdict);
+  }
+}
+
+TEST(PlanExecutor, AStoredStepTheResumedPhaseDoesNotAskForFailsTheJobAndRunsNothing) {
+  // The plan (or llmcapd) changed between the runs: the search now asks for another first rate.
+  // Neither running it beside the stored step nor dropping the stored step is right.
+  EmbeddedSimulators sims;
+  RecordingSink first_sink;
+  KnownCapacityBackend first_backend(7.5, 5.0, 4);
+  PlanExecutor first(sims, first_sink, &first_backend);
+  ASSERT_EQ(first.run(search_plan(), std::stop_source().get_token()).error, "");
+  ResumeState resume;
+  resume.stored_steps[phase_key(0, 0, 0)] = {first_sink.steps.at(0)};
+  resume.completed_steps = 1;
+  RunPlan changed = search_plan();
+  changed.phases[0].start_rps = 3;
+  RecordingSink sink;
+  KnownCapacityBackend backend(7.5, 5.0, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(changed, std::stop_source().get_token(), resume);
+  EXPECT_NE(out.error.find("cannot resume: stored step 0"), std::string::npos) << out.error;
+  EXPECT_NE(out.error.find("its stored steps are kept"), std::string::npos) << out.error;
+  EXPECT_EQ(backend.calls, 0);
+}
+
+TEST(PlanExecutor, StoredStepsAResumedPhaseNoLongerComesToFailTheJob) {
+  // The search decides after the steps it asked for; one more stored step would stand in no
+  // phase's results, so the job fails saying so instead of leaving it out.
+  EmbeddedSimulators sims;
+  RecordingSink first_sink;
+  KnownCapacityBackend first_backend(7.5, 5.0, 4);
+  PlanExecutor first(sims, first_sink, &first_backend);
+  ASSERT_EQ(first.run(search_plan(), std::stop_source().get_token()).error, "");
+  ResumeState resume;
+  auto& stored = resume.stored_steps[phase_key(0, 0, 0)];
+  stored = first_sink.steps;
+  json extra = stored.back();
+  extra["step"] = static_cast<int>(stored.size());
+  extra["global_step"] = static_cast<int>(stored.size());
+  stored.push_back(extra);
+  resume.completed_steps = static_cast<std::int64_t>(stored.size());
+  RecordingSink sink;
+  KnownCapacityBackend backend(7.5, 5.0, 4);
+  PlanExecutor executor(sims, sink, &backend);
+  const ExecutionResult out = executor.run(search_plan(), std::stop_source().get_token(), resume);
+  const std::string expected = "the phase ends after " + std::to_string(stored.size() - 1) +
+                               " of its " + std::to_string(stored.size()) + " stored steps";
+  EXPECT_NE(out.error.find(expected), std::string::npos) << out.error;
+  EXPECT_EQ(backend.calls, 0);
+}
+
 TEST(PlanConversion, WorkloadCalibrateFalseReachesTheSteps) {
   // Issue 24 #3: a plan can skip the calibration probes when the lengths are known.
   json plan{{"version", 1},
