@@ -1395,17 +1395,35 @@ json agents_json(const PlanAgents& a) {
 // mean output length. Every one is capped at max_duration_s.
 // trace_s: a trace replay's trace seconds (workload.trace.duration_s; 0 when unknown here, as
 // the trace is read only when the plan's files are checked).
-double phase_duration_s(const PlanPhase& p, double mean_output_tokens, double trace_s) {
-  const double step = p.warmup_s + p.duration_s;
+// The wall-clock length a phase is expected to take on one target (the job-length limit and
+// estimated_duration_s): each step's warm-up, its window (lengthened to hold min_requests at its
+// rate, as the executor does), its drain (drain: finish waits for the requests in flight, about
+// one request's latency, at most the load generator's 60 s), and a capacity search's confirm at
+// its lengthened window (kConfirmLifetimes request lifetimes). Latencies are guessed
+// (guessed_request_s); daemons also enforce max_job_duration_s while the job runs.
+double phase_duration_s(const PlanPhase& p, double mean_output_tokens, double trace_s,
+                        std::int64_t min_requests) {
+  constexpr double kDrainTimeoutS = 60;  // agent::StepSpec::drain_timeout_s
+  const double request_s = guessed_request_s(mean_output_tokens);
+  const double drain = p.drain == Drain::kFinish ? std::min(request_s, kDrainTimeoutS) : 0;
+  // An open-loop window at `rate`, lengthened for min_requests like the executor's.
+  auto open_window = [&](double rate, double planned) {
+    if (p.requests > 0 || !(rate > 0) || min_requests <= 0) return planned;
+    const double needed =
+        analysis::window_for_min_requests_s(rate, static_cast<std::uint64_t>(min_requests));
+    return needed <= planned ? planned : std::min(needed, std::max(p.max_duration_s, planned));
+  };
+  const double step = p.warmup_s + p.duration_s + drain;
   double d = 0;
   switch (p.kind) {
     case PhaseKind::kConcurrencySweep:
       for (const auto level : p.levels)
-        d += p.warmup_s + planned_window_s(p, 0, level, mean_output_tokens);
+        d += p.warmup_s + planned_window_s(p, 0, level, mean_output_tokens) + drain;
       break;
     case PhaseKind::kRateSweep:
       for (const auto rate : p.rates_rps)
-        d += p.warmup_s + planned_window_s(p, rate, 0, mean_output_tokens);
+        d += p.warmup_s + open_window(rate, planned_window_s(p, rate, 0, mean_output_tokens)) +
+             drain;
       break;
     case PhaseKind::kCapacitySearch: {
       double rate = 1;
@@ -1415,18 +1433,25 @@ double phase_duration_s(const PlanPhase& p, double mean_output_tokens, double tr
         rate = std::sqrt(p.low_rps * p.high_rps);
       else if (p.low_rps > 0)
         rate = p.low_rps;
-      d = (p.warmup_s + planned_window_s(p, rate, 0, mean_output_tokens)) * p.max_steps +
-          p.warmup_s + p.confirm_duration_s;
+      const double confirm =
+          open_window(rate, analysis::confirm_window_s(p.confirm_duration_s, request_s));
+      d = (p.warmup_s + open_window(rate, planned_window_s(p, rate, 0, mean_output_tokens)) +
+           drain) *
+              p.max_steps +
+          p.warmup_s + confirm + drain;
       break;
     }
-    case PhaseKind::kBurst: d = p.warmup_s + p.window_s + p.burst_s + p.observe_s; break;
+    case PhaseKind::kBurst: d = p.warmup_s + p.window_s + p.burst_s + p.observe_s + drain; break;
     case PhaseKind::kSoak: d = step; break;
     case PhaseKind::kTraceReplay:
-      for (const double speed : p.speeds) d += trace_s / speed;
+      // An unknown length (trace_s 0) stays 0: the estimate says it leaves the replay out.
+      for (const double speed : p.speeds) d += trace_s > 0 ? trace_s / speed + drain : 0;
       break;
-    case PhaseKind::kAtDemand:
-      d = p.warmup_s + planned_window_s(p, p.at_demand.rate_rps, 0, mean_output_tokens);
+    case PhaseKind::kAtDemand: {
+      const double rate = p.at_demand.rate_rps;
+      d = p.warmup_s + open_window(rate, planned_window_s(p, rate, 0, mean_output_tokens)) + drain;
       break;
+    }
   }
   return d * p.repeat;
 }
@@ -2156,7 +2181,10 @@ PlanParse parse_plan_document(const json& doc, const PlanLimits& limits) {
   double per_target = 0;
   const double mean_output_tokens = plan.workload.planned_output_mean();
   const double trace_s = plan.workload.trace ? plan.workload.trace->duration_s : 0;
-  for (const auto& p : plan.phases) per_target += phase_duration_s(p, mean_output_tokens, trace_s);
+  const auto min_requests_for_estimate =
+      plan.sla.min_requests.value_or(static_cast<std::int64_t>(analysis::SlaSpec{}.min_requests));
+  for (const auto& p : plan.phases)
+    per_target += phase_duration_s(p, mean_output_tokens, trace_s, min_requests_for_estimate);
   double duration = plan.targets.empty() ? per_target : 0;
   for (const auto& t : plan.targets) {
     double scale = 1;

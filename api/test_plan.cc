@@ -42,10 +42,13 @@ double planned_window_s(const PlanPhase& p, double rate_rps, std::int32_t concur
   if (rate_rps > 0) {
     window_s = n / rate_rps;
   } else {
-    const double request_s = std::max(0.0, mean_output_tokens) * 0.05 + 0.5;
-    window_s = n / std::max(1, concurrency) * request_s;
+    window_s = n / std::max(1, concurrency) * guessed_request_s(mean_output_tokens);
   }
   return std::min(window_s, p.max_duration_s);
+}
+
+double guessed_request_s(double mean_output_tokens) {
+  return std::max(0.0, mean_output_tokens) * 0.05 + 0.5;
 }
 
 double PlanWorkload::planned_input_mean() const {

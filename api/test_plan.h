@@ -219,6 +219,9 @@ struct PlanPhase {
 // slowish server — since the latency is what the step measures; both capped at max_duration_s.
 double planned_window_s(const PlanPhase& p, double rate_rps, std::int32_t concurrency,
                         double mean_output_tokens);
+// One request's latency as a plan's estimate guesses it before anything ran: mean output tokens
+// × 50 ms + 0.5 s, a slowish server (the closed-loop guess above, drains, confirm lifetimes).
+double guessed_request_s(double mean_output_tokens);
 
 struct PlanDemand {
   double requests_per_minute = 0;

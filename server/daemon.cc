@@ -167,6 +167,7 @@ void Daemon::start() {
       DatasetPolicy{true, config_.dataset_dir,
                     static_cast<std::uint64_t>(config_.max_dataset_mib * 1024 * 1024)});
   runner_->set_target_allowlist(config_.target_allowlist);
+  runner_->set_max_job_duration_s(config_.max_job_duration_s);
   runner_->set_shard_hub(shards_.get());
   runner_->set_database_file(config_.database, storage::file_identity(config_.database));
   JobRunner* runner = runner_.get();

@@ -32,7 +32,9 @@ void DaemonConfig::bind(Settings& s) {
   s.add("max_targets", "targets per plan", &max_targets);
   s.add("max_concurrency", "in-flight requests per step", &max_concurrency);
   s.add("max_rate_rps", "arrival rate per step", &max_rate_rps);
-  s.add("max_job_duration_s", "estimated duration of one plan", &max_job_duration_s);
+  s.add("max_job_duration_s",
+        "longest a job may run (estimated at submission, enforced while it runs), s",
+        &max_job_duration_s);
   s.add("shutdown_grace_s", "on SIGTERM, time to finish the current step", &shutdown_grace_s);
   s.add("admin_tokens", "bearer tokens allowed to submit/cancel/delete", &admin_tokens);
   s.add("read_tokens", "bearer tokens allowed to read", &read_tokens);

@@ -41,14 +41,16 @@ struct DaemonConfig {
   bool log_json = false;           // JSON-lines logs for log shippers
 
   // --- scheduler and limits ---
-  int max_concurrent_jobs = 1;         // measured jobs running at once (never two on one
-                                       // target); predictions have a worker of their own
-  int max_queued_jobs = 64;            // per kind (measured, predicted): 429 beyond this
-  int max_targets = 16;                // per plan
-  int max_concurrency = 4096;          // per step
-  double max_rate_rps = 10'000;        // per step
-  double max_job_duration_s = 86'400;  // estimated plan duration limit
-  double shutdown_grace_s = 30;        // SIGTERM: time to finish the current step before cancel
+  int max_concurrent_jobs = 1;   // measured jobs running at once (never two on one
+                                 // target); predictions have a worker of their own
+  int max_queued_jobs = 64;      // per kind (measured, predicted): 429 beyond this
+  int max_targets = 16;          // per plan
+  int max_concurrency = 4096;    // per step
+  double max_rate_rps = 10'000;  // per step
+  // Longest a job may run: plans estimated above it are refused, and a job running past it
+  // all the same (per start) is stopped there and fails.
+  double max_job_duration_s = 86'400;
+  double shutdown_grace_s = 30;  // SIGTERM: time to finish the current step before cancel
 
   // --- security ---
   std::vector<std::string> admin_tokens;  // bearer tokens that may submit/cancel/delete

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <future>
@@ -542,6 +544,22 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
       return;
     }
   }
+  // max_job_duration_s, enforced while the job runs: the estimate checked at submission cannot
+  // know how long request-count windows, drains and lengthened confirms take on this target.
+  std::atomic<bool> overran{false};
+  std::jthread job_clock;
+  if (max_job_duration_s_ > 0) {
+    const auto limit = std::chrono::duration<double>(max_job_duration_s_);
+    job_clock = std::jthread([limit, &overran, &stop_after_step](std::stop_token done) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      cv.wait_for(lock, done, limit, [] { return false; });
+      if (done.stop_requested()) return;
+      overran = true;
+      stop_after_step.request_stop();  // cuts the running step (stored as partial)
+    });
+  }
   PlanExecutor executor(sims_, sink, fleet.get(), mode);
   ExecutionResult result;
   try {
@@ -566,6 +584,18 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   } catch (...) {
     if (fleet) shard_hub_->close(job_id, "failed");  // the agents must not wait for more steps
     throw;
+  }
+  if (job_clock.joinable()) {
+    job_clock.request_stop();
+    job_clock.join();
+  }
+  if (overran && result.error.empty()) {
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "stopped after running %.0f s, the daemon's max_job_duration_s (the plan was "
+                  "estimated at %.0f s); the steps stored so far are kept",
+                  max_job_duration_s_, parse.estimated_duration_s);
+    result.error = why;
   }
   if (fleet)
     shard_hub_->close(job_id, !result.error.empty() ? "failed"

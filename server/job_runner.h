@@ -56,6 +56,11 @@ class JobRunner {
   void set_target_allowlist(std::vector<std::string> entries) {
     target_allowlist_ = std::move(entries);
   }
+  // The longest a job may run, wall clock, per start (DaemonConfig max_job_duration_s; 0 = no
+  // limit): submission refuses plans estimated above it, and a job that runs past it all the
+  // same (request-count windows on a slow target, drains, lengthened confirms) is stopped there
+  // and fails naming the limit; the steps it stored are kept. Set before run().
+  void set_max_job_duration_s(double s) { max_job_duration_s_ = s; }
   // The database file and its identity at start: a job whose database file is deleted or
   // replaced under it fails at its next step instead of "succeeding" into an orphan file.
   void set_database_file(std::string path, std::optional<storage::FileIdentity> at_start) {
@@ -77,6 +82,7 @@ class JobRunner {
   ShardHub* shard_hub_ = nullptr;
   DatasetPolicy dataset_policy_{true, "", 256ULL << 20};
   std::vector<std::string> target_allowlist_;
+  double max_job_duration_s_ = 0;
   std::string database_path_;
   std::optional<storage::FileIdentity> database_file_;
   std::atomic<bool> shutting_down_{false};

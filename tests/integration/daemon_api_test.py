@@ -13,6 +13,7 @@ ever contacted (10.1.2.3 and *.invalid are refused before any connection).
 """
 
 import csv
+import http.server
 import io
 import json
 import os
@@ -782,6 +783,59 @@ def next_link(r):
     assert rel.strip() == 'rel="next"', link
     assert url.startswith("<") and url.endswith(">"), link
     return url[1:-1]
+
+
+class StallingTarget(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible target that lists its model at once and then never answers a
+    completion (each request thread sleeps until the test ends)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "stall", "object": "model"}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(60)
+
+
+class JobDurationCapTest(unittest.TestCase):
+    """Issue 35 #6: max_job_duration_s holds while the job runs, not only for its estimate. A
+    request-count step's length depends on the target; on one that stalls, the job is stopped
+    at the cap and fails naming it, its estimate well below the cap."""
+
+    def test_job_stopped_at_max_job_duration(self):
+        target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StallingTarget)
+        target.daemon_threads = True
+        threading.Thread(target=target.serve_forever, daemon=True).start()
+        self.addCleanup(target.shutdown)
+        cap_s = 4
+        d = Daemon(BINARY, args=["--max-job-duration-s", str(cap_s)], log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        doc = plan("stalls", levels=())
+        doc["targets"] = [{"name": "stalls", "base_url": "http://127.0.0.1:%d" % target.server_port,
+                           "model": "stall", "price_per_hour": 1.0}]
+        doc["workload"]["output_tokens"] = {"fixed": 8}
+        doc["phases"] = [{"kind": "concurrency_sweep", "levels": [1], "requests": 2,
+                          "warmup_s": 0}]
+        r = d.request("POST", "/v1/plans:validate", doc)
+        self.assertEqual(r.status, 200, r)
+        self.assertLess(r.json()["estimated_duration_s"], cap_s)
+        job = d.submit(doc)
+        started = time.monotonic()
+        j = d.wait_job(job, lambda j: j["state"] in ("failed", "succeeded", "cancelled"), 60,
+                       "the job ends")
+        took = time.monotonic() - started
+        self.assertEqual(j["state"], "failed", j)
+        self.assertIn("max_job_duration_s", j["error"])
+        self.assertGreaterEqual(took, cap_s - 0.5)
 
 
 class SamplesExportTest(unittest.TestCase, ProblemAssertions):

@@ -66,8 +66,9 @@ TEST(AtDemandPlan, OffersTheDemandAndItsHeadroom) {
   EXPECT_DOUBLE_EQ(phase.at_demand.headroom, 0);
   EXPECT_DOUBLE_EQ(phase.at_demand.mean_output_tokens, 200);  // the workload's, as the demand's
   EXPECT_EQ(phase.arrival, Arrival::kPoisson);
-  // Each target runs one step of warm-up + window.
-  EXPECT_DOUBLE_EQ(p.estimated_duration_s, 2 * 130);
+  // Each target runs one step of warm-up + window + drain (one guessed request: 200 tokens ×
+  // 50 ms + 0.5 s).
+  EXPECT_DOUBLE_EQ(p.estimated_duration_s, 2 * (130 + 10.5));
 
   p = parse(plan_with({{"kind", "at_demand"}, {"with_headroom", true}, {"arrival", "constant"}},
                       kDemand));
@@ -109,11 +110,11 @@ TEST(AtDemandPlan, OverridesGiveTheRate) {
   ASSERT_TRUE(p.plan) << describe(p);
   EXPECT_DOUBLE_EQ(p.plan->phases[0].at_demand.rate_rps, 2.5);
 
-  // Request-count window: requests / rate.
+  // Request-count window: requests / rate, and the drain.
   p = parse(plan_with({{"kind", "at_demand"}, {"requests", 300}}, kDemand));
   ASSERT_TRUE(p.plan) << describe(p);
   EXPECT_EQ(p.plan->phases[0].requests, 300);
-  EXPECT_DOUBLE_EQ(p.estimated_duration_s, 2 * (5 + 200));
+  EXPECT_DOUBLE_EQ(p.estimated_duration_s, 2 * (5 + 200 + 10.5));
 }
 
 TEST(AtDemandPlan, ErrorsNameTheField) {
