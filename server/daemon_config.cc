@@ -38,6 +38,10 @@ void DaemonConfig::bind(Settings& s) {
   s.add("shutdown_grace_s", "on SIGTERM, time to finish the current step", &shutdown_grace_s);
   s.add("admin_tokens", "bearer tokens allowed to submit/cancel/delete", &admin_tokens);
   s.add("read_tokens", "bearer tokens allowed to read", &read_tokens);
+  s.add("tenant_tokens",
+        "tokens of tenants, each TENANT:ROLE:TOKEN (ROLE admin or read; TENANT * = every "
+        "tenant); a tenant sees its own jobs only",
+        &tenant_tokens);
   s.add("open_health", "serve /healthz and /readyz without a token", &open_health);
   s.add("open_metrics", "serve /metrics without a token", &open_metrics);
   s.add("allowed_hosts",
@@ -102,6 +106,20 @@ std::string DaemonConfig::validate() const {
   for (const auto& t : read_tokens) {
     if (t.size() < 16) return "read_tokens: each token must have at least 16 characters";
   }
+  // Messages name the entry, never the token.
+  for (std::size_t i = 0; i < tenant_tokens.size(); ++i) {
+    ApiToken parsed;
+    if (auto why = parse_tenant_token(tenant_tokens[i], parsed); !why.empty())
+      return "tenant_tokens[" + std::to_string(i) + "]: " + why;
+  }
+  const auto tokens = api_tokens(admin_tokens, read_tokens, tenant_tokens);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    for (std::size_t k = i + 1; k < tokens.size(); ++k) {
+      if (tokens[i].token == tokens[k].token)
+        return "admin_tokens, read_tokens, tenant_tokens: the token with id " + tokens[i].id +
+               " is given twice (one token, one tenant and role)";
+    }
+  }
   return "";
 }
 
@@ -148,8 +166,7 @@ RestOptions DaemonConfig::rest_options() const {
   const auto profiles = sim::ProfileCatalog::builtin();
   o.plan_limits.sim_hardware = profiles.hardware_names();
   o.plan_limits.sim_models = profiles.model_names();
-  o.admin_tokens = admin_tokens;
-  o.read_tokens = read_tokens;
+  o.tokens = api_tokens(admin_tokens, read_tokens, tenant_tokens);
   o.open_health = open_health;
   o.open_metrics = open_metrics;
   o.target_allowlist = target_allowlist;

@@ -55,8 +55,12 @@ struct DaemonConfig {
   // --- security ---
   std::vector<std::string> admin_tokens;  // bearer tokens that may submit/cancel/delete
   std::vector<std::string> read_tokens;   // bearer tokens that may only read
-  bool open_health = true;                // /healthz and /readyz need no token
-  bool open_metrics = true;               // /metrics needs no token
+  // admin_tokens and read_tokens belong to the tenant "default". Further tenants' tokens:
+  // "TENANT:ROLE:TOKEN" (ROLE admin or read); a tenant sees and acts on its own jobs only, and
+  // TENANT "*" is global (every tenant's jobs). docs/security.md, "Tenants".
+  std::vector<std::string> tenant_tokens;
+  bool open_health = true;   // /healthz and /readyz need no token
+  bool open_metrics = true;  // /metrics needs no token
   // Host header values the API answers to (DNS-rebinding defence; docs/security.md): names or IP
   // literals, no port; "*" = any. Always added: localhost, the loopback addresses, the listen
   // address (any IP literal when it is 0.0.0.0 or ::) and k8s_daemon_url's host. Others: 421.
@@ -95,7 +99,9 @@ struct DaemonConfig {
   std::vector<std::string> effective_allowed_hosts() const;
   bool allows_ip_literal_hosts() const;
   // True when no token is configured: the API is open (loopback default).
-  bool auth_disabled() const { return admin_tokens.empty() && read_tokens.empty(); }
+  bool auth_disabled() const {
+    return admin_tokens.empty() && read_tokens.empty() && tenant_tokens.empty();
+  }
   // No tokens and an address other machines can reach (not loopback): anyone who can reach the
   // port may submit jobs. Warned at start and in /readyz (docs/security.md).
   bool open_to_network() const;

@@ -169,7 +169,12 @@ struct DaemonMetrics::Families {
                         .Help("API connections refused: full (max_connections), per_client "
                               "(max_connections_per_client), fd_exhausted (accept() out of "
                               "file descriptors)")
-                        .Register(r)) {}
+                        .Register(r)),
+        jobs_submitted(prometheus::BuildCounter()
+                           .Name("llmcap_jobs_submitted_total")
+                           .Help("Jobs and predictions accepted, by tenant (configured names "
+                                 "only) and kind (measured, predicted)")
+                           .Register(r)) {}
 
   prometheus::Family<Counter>& requests;
   prometheus::Family<Counter>& output_tokens;
@@ -201,6 +206,7 @@ struct DaemonMetrics::Families {
   prometheus::Family<Histogram>& storage_batch;
   prometheus::Family<Histogram>& api;
   prometheus::Family<Counter>& api_refused;
+  prometheus::Family<Counter>& jobs_submitted;
 
   // Per-target histogram handles, cached (Family::Add looks labels up under a lock anyway,
   // but caching keeps the hot path to one map lookup).
@@ -432,6 +438,10 @@ void DaemonMetrics::observe_storage_batch_seconds(double seconds) {
 }
 void DaemonMetrics::observe_api_request(const std::string& route, int status, double seconds) {
   f_->api.Add({{"route", route}, {"code", std::to_string(status)}}, lag_buckets()).Observe(seconds);
+}
+
+void DaemonMetrics::observe_job_submitted(const std::string& tenant, const std::string& kind) {
+  f_->jobs_submitted.Add({{"tenant", tenant}, {"kind", kind}}).Increment();
 }
 
 std::string DaemonMetrics::serialize() const {

@@ -105,6 +105,8 @@ class DaemonMetrics final : public ApiMetrics {
   void set_api_connections_refused(const std::string& reason, double total);
   void observe_storage_batch_seconds(double seconds);
   void observe_api_request(const std::string& route, int status, double seconds) override;
+  // tenant: a configured tenant name or "default" (never a token or a job id).
+  void observe_job_submitted(const std::string& tenant, const std::string& kind) override;
 
   // Prometheus text exposition format (version 0.0.4).
   std::string serialize() const override;

@@ -25,10 +25,12 @@ struct NewJob {
   int priority = 0;
   std::string submitted_by;
   std::string kind = "measured";      // or "predicted" (JobRecord::kind)
+  std::string tenant = "default";     // the owner (JobRecord::tenant); must not be empty
   std::vector<TargetRecord> targets;  // names must be unique within the job
   std::vector<SecretRecord> secrets;  // each names one of `targets`
-  // When set: a second create with the same key and the same request_hash returns the first
-  // job (created = false); the same key with another hash is kConflict.
+  // When set: a second create by the same tenant with the same key and the same request_hash
+  // returns the first job (created = false); the same key with another hash is kConflict. Keys
+  // are per tenant: another tenant's use of the key is never seen.
   std::optional<std::string> idempotency_key;
   std::string request_hash;  // hash of the submitted request body (only used with a key)
 };
@@ -43,6 +45,7 @@ struct JobFilter {
   std::optional<std::string> target;                // jobs with a target of this name
   std::optional<std::string> verdict;               // "pass", "fail" or "inconclusive"
   std::optional<std::string> kind;                  // "measured" or "predicted"
+  std::optional<std::string> tenant;                // only this tenant's jobs; nullopt = all
   std::optional<std::string> workload_fingerprint;  // jobs of plans with this fingerprint
   std::optional<std::int64_t> created_from_ms;      // inclusive
   std::optional<std::int64_t> created_to_ms;        // exclusive

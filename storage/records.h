@@ -55,6 +55,9 @@ struct JobRecord {
   // "measured" (load sent to the targets) or "predicted" (sim:// targets in virtual time).
   std::string kind = "measured";
   std::vector<TargetRecord> targets;  // in plan order
+  // The tenant that owns the job (docs/security.md, "Tenants"): only its tokens and the global
+  // ones see it. "default" for jobs of admin_tokens and of a daemon without tokens.
+  std::string tenant = "default";
 };
 
 struct StepRecord {
@@ -146,7 +149,9 @@ struct AuditRecord {
   std::string actor;
   std::string action;  // e.g. "job.create", "job.cancel", "job.delete"
   std::optional<std::string> job_id;
-  std::string detail;  // free text or JSON
+  std::string detail;    // free text or JSON
+  std::string tenant;    // the acting token's tenant ("*" for a global token; "" = unknown)
+  std::string token_id;  // the acting token's id (a short hash, never the token; "" = none)
 };
 
 }  // namespace llmcap::storage

@@ -23,7 +23,7 @@ constexpr std::string_view kCursorPrefix = "c1.";
 constexpr std::string_view kJobColumns =
     "id, plan_id, state, priority, created_at_ms, started_at_ms, finished_at_ms, submitted_by, "
     "error_message, progress_json, last_completed_step, cancel_requested, verdict, verdict_json, "
-    "kind";
+    "kind, tenant";
 
 std::int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -52,6 +52,7 @@ JobRecord read_job_columns(const Statement& st) {
   if (!st.column_is_null(12)) j.verdict = st.column_text(12);
   if (!st.column_is_null(13)) j.verdict_json = st.column_text(13);
   j.kind = st.column_text(14);
+  j.tenant = st.column_text(15);
   return j;
 }
 
@@ -178,6 +179,7 @@ Status check_new_job(const NewJob& job) {
                                              "'");
     }
   }
+  if (job.tenant.empty()) return Status(ErrorCode::kInvalid, "tenant: must not be empty");
   if (job.idempotency_key.has_value() && job.idempotency_key->empty()) {
     return Status(ErrorCode::kInvalid, "idempotency_key: must not be empty when given");
   }
@@ -250,10 +252,10 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
   if (!tx.ok()) return tx.status();
 
   if (job.idempotency_key.has_value()) {
-    Result<Statement> st =
-        writer_.prepare("SELECT request_hash, job_id FROM idempotency_keys WHERE key = ?");
+    Result<Statement> st = writer_.prepare(
+        "SELECT request_hash, job_id FROM idempotency_keys WHERE tenant = ? AND key = ?");
     if (!st.ok()) return st.status();
-    st->bind(1, std::string_view(*job.idempotency_key));
+    st->bind(1, std::string_view(job.tenant)).bind(2, std::string_view(*job.idempotency_key));
     Result<bool> row = st->step();
     if (!row.ok()) return row.status();
     if (row.value()) {
@@ -282,8 +284,8 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
   }
   {
     Result<Statement> st = writer_.prepare(
-        "INSERT INTO jobs (id, plan_id, state, priority, created_at_ms, submitted_by, kind) "
-        "VALUES (?, ?, 'queued', ?, ?, ?, ?)");
+        "INSERT INTO jobs (id, plan_id, state, priority, created_at_ms, submitted_by, kind, "
+        "tenant) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)");
     if (!st.ok()) return st.status();
     LLMCAP_STORAGE_TRY(st->bind(1, std::string_view(job_id))
                            .bind(2, std::string_view(plan_id))
@@ -291,6 +293,7 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
                            .bind(4, now)
                            .bind(5, std::string_view(job.submitted_by))
                            .bind(6, std::string_view(job.kind))
+                           .bind(7, std::string_view(job.tenant))
                            .run());
   }
   {
@@ -330,13 +333,14 @@ Result<CreateJobResult> SqliteJobStore::create_job(const NewJob& job) {
   }
   if (job.idempotency_key.has_value()) {
     Result<Statement> st = writer_.prepare(
-        "INSERT INTO idempotency_keys (key, request_hash, job_id, created_at_ms) "
-        "VALUES (?,?,?,?)");
+        "INSERT INTO idempotency_keys (tenant, key, request_hash, job_id, created_at_ms) "
+        "VALUES (?,?,?,?,?)");
     if (!st.ok()) return st.status();
-    LLMCAP_STORAGE_TRY(st->bind(1, std::string_view(*job.idempotency_key))
-                           .bind(2, std::string_view(job.request_hash))
-                           .bind(3, std::string_view(job_id))
-                           .bind(4, now)
+    LLMCAP_STORAGE_TRY(st->bind(1, std::string_view(job.tenant))
+                           .bind(2, std::string_view(*job.idempotency_key))
+                           .bind(3, std::string_view(job.request_hash))
+                           .bind(4, std::string_view(job_id))
+                           .bind(5, now)
                            .run());
   }
   Result<JobRecord> created = read_job(writer_, job_id);
@@ -381,6 +385,7 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   if (filter.state) sql += " AND j.state = :state";
   if (filter.verdict) sql += " AND j.verdict = :verdict";
   if (filter.kind) sql += " AND j.kind = :kind";
+  if (filter.tenant) sql += " AND j.tenant = :tenant";
   if (filter.workload_fingerprint) {
     sql +=
         " AND EXISTS (SELECT 1 FROM plans p WHERE p.id = j.plan_id AND "
@@ -400,6 +405,7 @@ Result<JobPage> SqliteJobStore::list_jobs(const JobFilter& filter) {
   if (filter.state) st->bind(":state", to_string(*filter.state));
   if (filter.verdict) st->bind(":verdict", std::string_view(*filter.verdict));
   if (filter.kind) st->bind(":kind", std::string_view(*filter.kind));
+  if (filter.tenant) st->bind(":tenant", std::string_view(*filter.tenant));
   if (filter.workload_fingerprint)
     st->bind(":fingerprint", std::string_view(*filter.workload_fingerprint));
   if (filter.target) st->bind(":target", std::string_view(*filter.target));
@@ -969,13 +975,16 @@ Result<std::vector<CapacityRecord>> SqliteJobStore::list_capacity(std::string_vi
 Result<std::int64_t> SqliteJobStore::append_audit(const AuditRecord& record) {
   std::lock_guard lock(write_mutex_);
   Result<Statement> st = writer_.prepare(
-      "INSERT INTO audit (ts_ms, actor, action, job_id, detail) VALUES (?,?,?,?,?)");
+      "INSERT INTO audit (ts_ms, actor, action, job_id, detail, tenant, token_id) "
+      "VALUES (?,?,?,?,?,?,?)");
   if (!st.ok()) return st.status();
   LLMCAP_STORAGE_TRY(st->bind(1, record.ts_ms != 0 ? record.ts_ms : now_ms())
                          .bind(2, std::string_view(record.actor))
                          .bind(3, std::string_view(record.action))
                          .bind(4, record.job_id)
                          .bind(5, std::string_view(record.detail))
+                         .bind(6, std::string_view(record.tenant))
+                         .bind(7, std::string_view(record.token_id))
                          .run());
   return writer_.last_insert_rowid();
 }
@@ -983,7 +992,8 @@ Result<std::int64_t> SqliteJobStore::append_audit(const AuditRecord& record) {
 Result<AuditPage> SqliteJobStore::list_audit(std::optional<std::string> job_id,
                                              std::int64_t before_id, int limit) {
   LLMCAP_STORAGE_TRY(check_limit(limit, kMaxJobPage, "limit"));
-  std::string sql = "SELECT id, ts_ms, actor, action, job_id, detail FROM audit WHERE 1 = 1";
+  std::string sql =
+      "SELECT id, ts_ms, actor, action, job_id, detail, tenant, token_id FROM audit WHERE 1 = 1";
   if (job_id) sql += " AND job_id = :job";
   if (before_id > 0) sql += " AND id < :before";
   sql += " ORDER BY id DESC LIMIT :limit";
@@ -1000,7 +1010,7 @@ Result<AuditPage> SqliteJobStore::list_audit(std::optional<std::string> job_id,
     if (!row.value()) break;
     page.records.push_back(AuditRecord{st->column_int64(0), st->column_int64(1), st->column_text(2),
                                        st->column_text(3), st->column_optional_text(4),
-                                       st->column_text(5)});
+                                       st->column_text(5), st->column_text(6), st->column_text(7)});
   }
   if (page.records.size() > static_cast<std::size_t>(limit)) {
     page.records.pop_back();

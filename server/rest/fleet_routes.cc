@@ -35,7 +35,14 @@ HttpResponse get_agents_manifest(RestContext& c, const HttpRequest& req, const P
 BlockingHandler shard_route(std::string name) {
   return [name](RestContext& c, const HttpRequest& req, const PathParams& path) {
     if (!c.deps.shards) return problem_response(ApiErrorCode::kNotFound, "no agent fleets here");
-    return handle_shard_route(*c.deps.shards, name, path.at("id"), path.at("shard"), req);
+    auto response = handle_shard_route(*c.deps.shards, name, path.at("id"), path.at("shard"), req);
+    // Uploads that change a job are writes: logged and audited with the tenant and token id
+    // (the clock exchange and assignment polls change nothing and are frequent).
+    if ((name == "shard_register" || name == "shard_results") && response.status < 300)
+      c.record_write(c.caller_of(req),
+                     name == "shard_register" ? "shard.register" : "shard.results", path.at("id"),
+                     "shard=" + path.at("shard"));
+    return response;
   };
 }
 

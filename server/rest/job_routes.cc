@@ -70,12 +70,14 @@ HttpResponse create(RestContext& c, const HttpRequest& req, const std::string& k
 
   if (auto full = c.disk_problem()) return *full;
 
+  const Caller caller = c.caller_of(req);
   storage::NewJob nj;
   nj.plan_json = parse.normalized.dump();
   nj.workload_fingerprint = parse.fingerprint;
   nj.kind = kind;
-  nj.submitted_by =
-      c.role_of(req) == Role::kAdmin && !c.options.auth_disabled() ? "admin-token" : "anonymous";
+  // The tenant owns the job and its idempotency key: another tenant's same key is another job.
+  nj.tenant = caller.tenant;
+  nj.submitted_by = caller.actor();
   for (const auto& t : parse.plan->targets) {
     storage::TargetRecord tr;
     tr.name = t.name;
@@ -115,14 +117,10 @@ HttpResponse create(RestContext& c, const HttpRequest& req, const std::string& k
                      .with_header("Retry-After", "30")
                : problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
   }
-  (void)c.deps.store.append_audit({0, 0, nj.submitted_by,
-                                   predicted ? "prediction.create" : "job.create", job.id,
-                                   "targets=" + std::to_string(job.targets.size())});
-  if (predicted)
-    api_log()->info("prediction {} created ({} targets)", job.id, job.targets.size());
-  else
-    api_log()->info("job {} created ({} targets, estimated ≤ {:.0f} s)", job.id, job.targets.size(),
-                    parse.estimated_duration_s);
+  c.deps.metrics.observe_job_submitted(job.tenant, kind);
+  std::string detail = "targets=" + std::to_string(job.targets.size());
+  if (!predicted) detail += fmt::format(" estimated_s={:.0f}", parse.estimated_duration_s);
+  c.record_write(caller, predicted ? "prediction.create" : "job.create", job.id, detail);
   return json_response(201, c.job_json(job)).with_header("Location", "/v1/jobs/" + job.id);
 }
 
@@ -170,6 +168,7 @@ HttpResponse list_jobs(RestContext& c, const HttpRequest& req, const PathParams&
       errors.push_back({"limit", "must be a whole number 1..1000"});
   }
   if (auto c = req.query_param("cursor")) f.cursor = *c;
+  f.tenant = c.caller_of(req).tenant_filter();  // a tenant lists its own jobs only
   if (!errors.empty()) return problem_response(ApiErrorCode::kBadRequest, "bad query", errors);
   auto page = c.deps.store.list_jobs(f);
   if (!page.ok()) return storage_problem(page.status());
@@ -201,19 +200,18 @@ HttpResponse delete_job(RestContext& c, const HttpRequest& req, const PathParams
     return problem_response(ApiErrorCode::kConflict, "job is queued or running; cancel it first");
   if (auto st = c.deps.store.delete_job(id); !st.ok()) return storage_problem(st);
   c.deps.events.forget(id);
-  (void)c.deps.store.append_audit(
-      {0, 0, c.role_of(req) == Role::kAdmin ? "admin" : "anonymous", "job.delete", id, ""});
+  c.record_write(c.caller_of(req), "job.delete", id);
   HttpResponse r;
   r.status = 204;
   return r;
 }
 
-HttpResponse cancel_job(RestContext& c, const HttpRequest&, const PathParams& path) {
+HttpResponse cancel_job(RestContext& c, const HttpRequest& req, const PathParams& path) {
   const std::string& id = path.at("id");
   auto job = c.deps.store.request_cancel(id);
   if (!job.ok()) return storage_problem(job.status());
   const auto result = c.deps.scheduler.cancel(id);
-  (void)c.deps.store.append_audit({0, 0, "api", "job.cancel", id, ""});
+  c.record_write(c.caller_of(req), "job.cancel", id);
   auto fresh = c.deps.store.get_job(id);
   const auto& j = fresh.ok() ? fresh.value() : job.value();
   if (result == JobScheduler::CancelResult::kStopRequested)
@@ -226,7 +224,7 @@ HttpResponse cancel_job(RestContext& c, const HttpRequest&, const PathParams& pa
   return json_response(200, c.job_json(j));
 }
 
-HttpResponse resume_job(RestContext& c, const HttpRequest&, const PathParams& path) {
+HttpResponse resume_job(RestContext& c, const HttpRequest& req, const PathParams& path) {
   const std::string& id = path.at("id");
   if (c.deps.shutting_down)
     return problem_response(ApiErrorCode::kShuttingDown, "not accepting jobs");
@@ -247,7 +245,7 @@ HttpResponse resume_job(RestContext& c, const HttpRequest&, const PathParams& pa
   if (!predicted)
     for (const auto& t : job.value().targets) keys.push_back(t.base_url);
   c.deps.scheduler.submit(id, keys, job.value().priority, lane);
-  (void)c.deps.store.append_audit({0, 0, "api", "job.resume", id, ""});
+  c.record_write(c.caller_of(req), "job.resume", id);
   return json_response(202, c.job_json(queued.value()));
 }
 

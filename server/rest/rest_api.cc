@@ -49,12 +49,12 @@ struct RestApi::Impl : std::enable_shared_from_this<RestApi::Impl> {
   }
 
   // The row's access rule; nullopt = allowed.
-  std::optional<HttpResponse> authorize(const HttpRequest& req, Access access) const {
+  std::optional<HttpResponse> authorize(const Caller& caller, Access access) const {
     const auto& o = ctx.options;
     if (o.auth_disabled() || access == Access::kPublic) return std::nullopt;
     if (access == Access::kHealth && o.open_health) return std::nullopt;
     if (access == Access::kMetrics && o.open_metrics) return std::nullopt;
-    const Role role = ctx.role_of(req);
+    const Role role = caller.role;
     if (role == Role::kNone)
       return problem_response(ApiErrorCode::kUnauthorized, "send Authorization: Bearer <token>")
           .with_header("WWW-Authenticate", "Bearer realm=\"llmcapd\"");
@@ -84,7 +84,23 @@ asio::awaitable<std::optional<HttpResponse>> RestApi::Impl::handle(HttpRequest& 
   } else {
     const RouteSpec& spec = spec_of(m.route);
     route = spec.name;
-    if (auto denied = authorize(req, spec.access)) {
+    const Caller caller = ctx.caller_of(req);
+    std::optional<HttpResponse> denied = authorize(caller, spec.access);
+    // Every route under /v1/jobs/{id} answers 404 for another tenant's job, here, before its
+    // handler runs: no route can forget the check (docs/security.md, "Tenants").
+    const auto job_id = m.params.find("id");
+    if (!denied && job_id != m.params.end() && !caller.all_tenants) {
+      auto io = co_await asio::this_coro::executor;
+      co_await to_blocking_pool(ctx.blocking);
+      try {
+        denied = ctx.hidden_job(caller, job_id->second);
+      } catch (const std::exception& e) {
+        api_log()->error("{} {}: {}", req.method, req.path, e.what());
+        denied = problem_response(ApiErrorCode::kInternal, "internal error");
+      }
+      co_await back_to(io);
+    }
+    if (denied) {
       response = std::move(denied);
     } else if (spec.stream) {
       response = co_await spec.stream(ctx, req, out, m.params);

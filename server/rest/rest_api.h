@@ -5,8 +5,9 @@
 // and the response goes back through the connection. Streaming routes (/events, /requests)
 // alternate between the pool (reads) and the strand (writes).
 //
-// Auth: bearer tokens from the options; with none configured the API is open (the loopback
-// default). Errors are problem+json through api/problem_json.h.
+// Auth: bearer tokens from the options, each of a tenant (server/rest/api_tokens.h); with none
+// configured the API is open (the loopback default). A route with a job id answers 404 for a job
+// of another tenant, before its handler runs. Errors are problem+json through api/problem_json.h.
 // Thread-safety: handler() may be invoked concurrently from any I/O thread.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "api/plan_reader.h"
 #include "net/http_server.h"
 #include "server/fleet/k8s_launcher.h"
+#include "server/rest/api_tokens.h"
 #include "storage/disk_space.h"
 
 namespace llmcap::storage {
@@ -34,11 +36,11 @@ class ShardHub;
 
 // What the REST API needs to know of the daemon's settings (server/daemon_config.h fills it).
 struct RestOptions {
-  api::PlanLimits plan_limits;            // a larger plan is refused (422), naming the limit
-  std::vector<std::string> admin_tokens;  // may submit, cancel, delete, resume; agents use one
-  std::vector<std::string> read_tokens;   // may only read
-  bool open_health = true;                // /healthz and /readyz need no token
-  bool open_metrics = true;               // /metrics needs no token
+  api::PlanLimits plan_limits;  // a larger plan is refused (422), naming the limit
+  // Every bearer token with its tenant and role (api_tokens()); agents use an admin one.
+  std::vector<ApiToken> tokens;
+  bool open_health = true;   // /healthz and /readyz need no token
+  bool open_metrics = true;  // /metrics needs no token
   // Hosts/CIDRs plans may target (sim:// is always allowed).
   std::vector<std::string> target_allowlist = {"127.0.0.0/8", "::1/128", "localhost"};
   std::string dataset_dir;  // "" = plans cannot name dataset files
@@ -50,7 +52,7 @@ struct RestOptions {
   bool open_to_network = false;  // no tokens and not loopback: /readyz warns
   K8sOptions k8s;                // the agents manifest route
 
-  bool auth_disabled() const { return admin_tokens.empty() && read_tokens.empty(); }
+  bool auth_disabled() const { return tokens.empty(); }
 };
 
 // The daemon's Prometheus registry as the API sees it: serves /metrics and observes requests.
@@ -59,6 +61,8 @@ class ApiMetrics {
   virtual ~ApiMetrics() = default;
   virtual std::string serialize() const = 0;
   virtual void observe_api_request(const std::string& route, int status, double seconds) = 0;
+  // A job or prediction accepted for `tenant` (a configured name: bounded cardinality).
+  virtual void observe_job_submitted(const std::string& tenant, const std::string& kind) = 0;
 };
 
 struct RestApiDeps {

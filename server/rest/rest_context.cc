@@ -16,6 +16,7 @@
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_scheduler.h"
 #include "storage/disk_space.h"
+#include "storage/job_store.h"
 
 namespace llmcap::server {
 
@@ -113,16 +114,57 @@ json job_verdict_json(const storage::JobRecord& j) {
 
 }  // namespace
 
-Role RestContext::role_of(const HttpRequest& req) const {
-  if (options.auth_disabled()) return Role::kAdmin;
+Caller RestContext::caller_of(const HttpRequest& req) const {
+  Caller caller;
+  if (options.auth_disabled()) {
+    caller.role = Role::kAdmin;
+    caller.all_tenants = true;
+    return caller;
+  }
   const auto h = req.header("authorization");
-  if (!h || h->rfind("Bearer ", 0) != 0) return Role::kNone;
+  if (!h || h->rfind("Bearer ", 0) != 0) return caller;
   const std::string token(h->substr(7));
-  // Every configured token is compared, each in constant time (net::constant_time_equal).
-  bool admin = false, read = false;
-  for (const auto& t : options.admin_tokens) admin |= net::constant_time_equal(t, token);
-  for (const auto& t : options.read_tokens) read |= net::constant_time_equal(t, token);
-  return admin ? Role::kAdmin : read ? Role::kRead : Role::kNone;
+  // Every configured token is compared, each in constant time (net::constant_time_equal), so
+  // the time taken says nothing about which one matched. validate() refuses a token given twice.
+  const ApiToken* match = nullptr;
+  for (const auto& t : options.tokens) {
+    if (net::constant_time_equal(t.token, token)) match = &t;
+  }
+  if (!match) return caller;
+  caller.role = match->admin ? Role::kAdmin : Role::kRead;
+  caller.all_tenants = match->tenant == kGlobalTenant;
+  caller.tenant = caller.all_tenants ? std::string(kDefaultTenant) : match->tenant;
+  caller.token_id = match->id;
+  return caller;
+}
+
+std::optional<HttpResponse> RestContext::hidden_job(const Caller& caller,
+                                                    const std::string& id) const {
+  if (caller.all_tenants) return std::nullopt;
+  auto job = deps.store.get_job(id);
+  if (!job.ok()) return storage_problem(job.status());
+  if (caller.sees(job.value())) return std::nullopt;
+  // Word for word what an unknown id gets (storage's not-found message).
+  return storage_problem(
+      storage::Status(storage::ErrorCode::kNotFound, "job " + id + " not found"));
+}
+
+void RestContext::record_write(const Caller& caller, const std::string& action,
+                               const std::string& job_id, const std::string& detail) const {
+  storage::AuditRecord record;
+  record.actor = caller.actor();
+  record.action = action;
+  record.job_id = job_id;
+  record.detail = detail;
+  record.tenant = caller.token_tenant();
+  record.token_id = caller.token_id;
+  const auto stored = deps.store.append_audit(record);
+  api_log()->info("{} {} tenant={} token={}{}{}", action, job_id, record.tenant,
+                  caller.token_id.empty() ? "-" : caller.token_id, detail.empty() ? "" : " ",
+                  detail);
+  if (!stored.ok())
+    api_log()->warn("{} {}: audit record not stored: {}", action, job_id,
+                    stored.status().message());
 }
 
 json RestContext::live_progress(const storage::JobRecord& j) const {
@@ -173,6 +215,8 @@ json RestContext::job_json(const storage::JobRecord& j) const {
       {"started_at", j.started_at_ms ? json(iso_time(*j.started_at_ms)) : json(nullptr)},
       {"finished_at", j.finished_at_ms ? json(iso_time(*j.finished_at_ms)) : json(nullptr)},
       {"submitted_by", j.submitted_by},
+      // The tenant that owns the job (docs/security.md, "Tenants").
+      {"tenant", j.tenant},
       {"error", j.error_message.empty() ? json(nullptr) : json(j.error_message)},
       {"cancel_requested", j.cancel_requested},
       {"last_completed_step", j.last_completed_step ? json(*j.last_completed_step) : json(nullptr)},

@@ -31,6 +31,25 @@ namespace llmcap::server {
 
 enum class Role { kNone, kRead, kAdmin };
 
+// Who sent a request (docs/security.md, "Tenants"): the role and tenant of its bearer token.
+struct Caller {
+  Role role = Role::kNone;
+  std::string tenant = kDefaultTenant;  // the tenant its new jobs belong to
+  bool all_tenants = false;             // a global token (tenant "*"), or a daemon without tokens
+  std::string token_id;                 // api_tokens.h token_id(); "" without a token
+
+  // Whether the caller may see (and, with its role, act on) the job.
+  bool sees(const storage::JobRecord& job) const { return all_tenants || job.tenant == tenant; }
+  // JobFilter::tenant for the caller's listings: nullopt = every tenant.
+  std::optional<std::string> tenant_filter() const {
+    return all_tenants ? std::nullopt : std::optional<std::string>(tenant);
+  }
+  // What logs and the audit trail name: "token:<id>", or "anonymous" on an open daemon; and the
+  // token's tenant ("*" for a global token and on an open daemon).
+  std::string actor() const { return token_id.empty() ? "anonymous" : "token:" + token_id; }
+  std::string token_tenant() const { return all_tenants ? std::string(kGlobalTenant) : tenant; }
+};
+
 struct RestContext {
   RestContext(RestApiDeps d, boost::asio::thread_pool& pool);
   RestContext(const RestContext&) = delete;
@@ -42,7 +61,18 @@ struct RestContext {
   TargetAllowlist allowlist;
   std::atomic<bool> readiness_check_running{false};  // /readyz: one check in flight at most
 
-  Role role_of(const net::HttpRequest& req) const;
+  // The request's bearer token as a caller; role kNone without a known token. On a daemon
+  // without tokens: an admin of every tenant whose jobs go to "default".
+  Caller caller_of(const net::HttpRequest& req) const;
+  // 404 when job `id` does not exist or belongs to a tenant the caller does not see (the same
+  // answer, so a tenant cannot learn that another's job exists); a storage problem when it
+  // cannot be read; nullopt when the caller may see it. Reads SQLite: blocking pool only.
+  std::optional<net::HttpResponse> hidden_job(const Caller& caller, const std::string& id) const;
+  // Records a write the caller made: a row in the audit table and an info line in the "api"
+  // log, both naming the tenant and the token id (never the token). A failed audit insert is
+  // logged, not returned: the write itself already happened. Blocking pool only.
+  void record_write(const Caller& caller, const std::string& action, const std::string& job_id,
+                    const std::string& detail = {}) const;
   // The job resource (docs/openapi.json: Job), with the freshest progress.
   nlohmann::json job_json(const storage::JobRecord& j) const;
   // 415 unless the body is declared application/json.

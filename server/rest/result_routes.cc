@@ -90,7 +90,8 @@ std::optional<json> report_doc(RestContext& c, const std::string& id, HttpRespon
 // Beside a job's report, the newest succeeded job of the other kind (a measurement for a
 // prediction, a prediction for a measurement) with the same workload fingerprint and SLA:
 // api::prediction_check compares them target by target. Nothing when there is none.
-void add_prediction_check(RestContext& c, const std::string& id, json& doc) {
+// Only jobs the caller sees are candidates (another tenant's measurement is not its to compare).
+void add_prediction_check(RestContext& c, const Caller& caller, const std::string& id, json& doc) {
   auto job = c.deps.store.get_job(id);
   if (!job.ok() || job.value().state != storage::JobState::kSucceeded) return;
   auto plan = c.deps.store.get_plan(job.value().plan_id);
@@ -100,6 +101,7 @@ void add_prediction_check(RestContext& c, const std::string& id, json& doc) {
   f.kind = predicted ? "measured" : "predicted";
   f.workload_fingerprint = plan.value().workload_fingerprint;
   f.state = storage::JobState::kSucceeded;
+  f.tenant = caller.tenant_filter();
   f.limit = 20;
   auto page = c.deps.store.list_jobs(f);
   if (!page.ok()) return;
@@ -150,7 +152,7 @@ HttpResponse get_report(RestContext& c, const HttpRequest& req, const PathParams
   if (!doc->contains("targets"))
     return problem_response(ApiErrorCode::kConflict, "the job has no results yet");
   if (*format == ReportFormat::kJunit) return rendered(*format, api::render_junit(*doc));
-  add_prediction_check(c, id, *doc);
+  add_prediction_check(c, c.caller_of(req), id, *doc);
   switch (*format) {
     case ReportFormat::kJson:
       return rendered(*format, doc->dump(-1, ' ', false, json::error_handler_t::replace));
@@ -181,6 +183,7 @@ HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathPara
       req, {ReportFormat::kJson, ReportFormat::kHtml, ReportFormat::kMarkdown, ReportFormat::kCsv},
       error);
   if (!format) return error;
+  const Caller caller = c.caller_of(req);
   std::vector<json> docs;
   std::string rest = *jobs;
   while (!rest.empty()) {
@@ -188,6 +191,8 @@ HttpResponse compare_jobs(RestContext& c, const HttpRequest& req, const PathPara
     const std::string id = rest.substr(0, comma);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     if (id.empty()) continue;
+    // Another tenant's job is "not found", as on every other route.
+    if (auto hidden = c.hidden_job(caller, id)) return *hidden;
     auto doc = report_doc(c, id, error);
     if (!doc) return error;
     docs.push_back(std::move(*doc));

@@ -26,9 +26,10 @@ using nlohmann::json;
 
 namespace {
 
-HttpResponse index_page(RestContext& c, const HttpRequest&, const PathParams&) {
+HttpResponse index_page(RestContext& c, const HttpRequest& req, const PathParams&) {
   storage::JobFilter f;
   f.limit = 50;
+  f.tenant = c.caller_of(req).tenant_filter();
   auto page = c.deps.store.list_jobs(f);
   std::string rows;
   if (page.ok()) {

@@ -37,6 +37,69 @@ TEST(DaemonConfig, ValidationNamesTheField) {
   EXPECT_EQ(c.validate().rfind("admin_tokens", 0), 0u);
 }
 
+// Tenants (issue 35 #4): tenant_tokens from a config file become the REST API's tokens beside
+// admin_tokens and read_tokens (the tenant "default"); a bad entry or a token given twice is
+// refused by a message that names the entry, never the token.
+TEST(DaemonConfig, TenantTokensReachTheRestOptions) {
+  DaemonConfig c;
+  Settings s("");
+  c.bind(s);
+  ASSERT_EQ(s.apply_json_text(R"({"admin_tokens": ["legacy-admin-0123456789"],
+      "tenant_tokens": ["teamA:admin:teamA-admin-0123456789", "teamB:read:teamB-read-0123456789",
+                        "*:read:global-read-0123456789"]})",
+                              "t"),
+            "");
+  EXPECT_EQ(c.validate(), "");
+  EXPECT_FALSE(c.auth_disabled());
+  const auto tokens = c.rest_options().tokens;
+  ASSERT_EQ(tokens.size(), 4u);
+  EXPECT_EQ(tokens[0].tenant, "default");
+  EXPECT_TRUE(tokens[0].admin);
+  EXPECT_EQ(tokens[1].tenant, "teamA");
+  EXPECT_EQ(tokens[1].token, "teamA-admin-0123456789");
+  EXPECT_TRUE(tokens[1].admin);
+  EXPECT_EQ(tokens[2].tenant, "teamB");
+  EXPECT_FALSE(tokens[2].admin);
+  EXPECT_EQ(tokens[3].tenant, "*");
+  EXPECT_EQ(tokens[1].id, token_id("teamA-admin-0123456789"));
+
+  DaemonConfig only_tenants;
+  only_tenants.tenant_tokens = {"teamA:read:teamA-read-0123456789"};
+  EXPECT_FALSE(only_tenants.auth_disabled());
+  EXPECT_FALSE(only_tenants.open_to_network());
+}
+
+TEST(DaemonConfig, BadTenantTokensAreRefusedWithoutTheToken) {
+  const std::string secret = "secret-0123456789-abcdef";
+  for (const std::string& entry :
+       {"teamA:owner:" + secret, "team A:admin:" + secret, ":admin:" + secret,
+        std::string("teamA:admin:short"), "teamA-" + secret, "teamA:admin" + secret}) {
+    DaemonConfig c;
+    c.tenant_tokens = {entry};
+    const std::string why = c.validate();
+    EXPECT_EQ(why.rfind("tenant_tokens[0]: ", 0), 0u) << entry << ": " << why;
+    EXPECT_EQ(why.find(secret), std::string::npos) << why;
+  }
+  DaemonConfig twice;
+  twice.read_tokens = {secret};
+  twice.tenant_tokens = {"teamA:admin:" + secret};
+  EXPECT_THAT(twice.validate(), ::testing::HasSubstr("given twice"));
+  EXPECT_EQ(twice.validate().find(secret), std::string::npos);
+}
+
+TEST(ApiTokens, TokenIdIsTheStartOfSha256AndTokensMayHoldColons) {
+  // printf %s abc | sha256sum: ba7816bf8f01cfea...
+  EXPECT_EQ(token_id("abc"), "ba7816bf");
+  ApiToken t;
+  EXPECT_EQ(parse_tenant_token("team.a-1:read:with:colons-0123456789", t), "");
+  EXPECT_EQ(t.tenant, "team.a-1");
+  EXPECT_EQ(t.token, "with:colons-0123456789");
+  EXPECT_FALSE(t.admin);
+  EXPECT_TRUE(valid_tenant_name("*"));
+  EXPECT_FALSE(valid_tenant_name(std::string(65, 'a')));
+  EXPECT_FALSE(valid_tenant_name("a/b"));
+}
+
 TEST(DaemonConfig, KubernetesKeysReachTheLauncherOptions) {
   DaemonConfig c;
   Settings s("");

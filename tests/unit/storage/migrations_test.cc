@@ -57,5 +57,41 @@ TEST(EmbeddedMigrationsTest, ConstraintsHold) {
                    .ok());
 }
 
+// 0004_tenants on a database that already holds a job with an idempotency key: both belong to
+// the default tenant afterwards, and the key is unique per tenant (issue 35 #4).
+TEST(EmbeddedMigrationsTest, TenantsMigrationKeepsExistingRowsInTheDefaultTenant) {
+  Result<Database> opened = Database::open(":memory:");
+  ASSERT_TRUE(opened.ok());
+  Database db = std::move(opened).value();
+  std::vector<Migration> before_tenants;
+  for (auto& m : testing::embedded_migrations())
+    if (m.version < 4) before_tenants.push_back(m);
+  ASSERT_TRUE(Migrator(before_tenants).migrate(db).ok());
+  ASSERT_TRUE(db.exec("INSERT INTO plans VALUES ('p', '{}', 'h', 1)").ok());
+  ASSERT_TRUE(db.exec("INSERT INTO jobs (id, plan_id, state, created_at_ms) "
+                      "VALUES ('job_old', 'p', 'succeeded', 1)")
+                  .ok());
+  ASSERT_TRUE(db.exec("INSERT INTO idempotency_keys VALUES ('k', 'h', 'job_old', 1)").ok());
+  ASSERT_TRUE(Migrator(testing::embedded_migrations()).migrate(db).ok());
+
+  Result<Statement> job = db.prepare("SELECT tenant FROM jobs WHERE id = 'job_old'");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(*job->step());
+  EXPECT_EQ(job->column_text(0), "default");
+  Result<Statement> key = db.prepare("SELECT tenant, job_id FROM idempotency_keys WHERE key = 'k'");
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(*key->step());
+  EXPECT_EQ(key->column_text(0), "default");
+  EXPECT_EQ(key->column_text(1), "job_old");
+  // Another tenant may use the same key; the same tenant may not twice.
+  EXPECT_TRUE(
+      db.exec("INSERT INTO idempotency_keys VALUES ('team-b', 'k', 'h', 'job_old', 2)").ok());
+  EXPECT_FALSE(
+      db.exec("INSERT INTO idempotency_keys VALUES ('default', 'k', 'h', 'job_old', 2)").ok());
+  // Deleting the job still removes its keys (the rebuilt table kept ON DELETE CASCADE).
+  ASSERT_TRUE(db.exec("DELETE FROM jobs WHERE id = 'job_old'").ok());
+  EXPECT_EQ(testing::count_rows(db, "idempotency_keys"), 0);
+}
+
 }  // namespace
 }  // namespace llmcap::storage

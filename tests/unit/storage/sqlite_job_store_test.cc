@@ -127,6 +127,61 @@ TEST_F(SqliteJobStoreTest, IdempotencyKey) {
   EXPECT_EQ(page->jobs.size(), 1u);
 }
 
+// Tenants (issue 35 #4): one tenant's idempotency key is never another's, and listings filter
+// by the owner.
+TEST_F(SqliteJobStoreTest, IdempotencyKeysAndListingsArePerTenant) {
+  NewJob a = job_with_targets({"a"});
+  a.tenant = "team-a";
+  a.idempotency_key = "shared-key";
+  a.request_hash = "hash-A";
+  Result<CreateJobResult> a_job = store_->create_job(a);
+  ASSERT_TRUE(a_job.ok()) << a_job.status().to_string();
+  EXPECT_EQ(a_job->job.tenant, "team-a");
+  now_ms_ += 5;
+  NewJob b = a;
+  b.tenant = "team-b";
+  Result<CreateJobResult> b_job = store_->create_job(b);
+  ASSERT_TRUE(b_job.ok()) << b_job.status().to_string();
+  EXPECT_TRUE(b_job->created);
+  EXPECT_NE(b_job->job.id, a_job->job.id);
+  EXPECT_EQ(b_job->job.tenant, "team-b");
+  // Another body under B's key conflicts with B's own use only.
+  b.request_hash = "hash-B";
+  EXPECT_EQ(store_->create_job(b).code(), ErrorCode::kConflict);
+  b.request_hash = "hash-A";
+  Result<CreateJobResult> b_again = store_->create_job(b);
+  ASSERT_TRUE(b_again.ok());
+  EXPECT_FALSE(b_again->created);
+  EXPECT_EQ(b_again->job.id, b_job->job.id);
+
+  JobFilter only_a;
+  only_a.tenant = "team-a";
+  Result<JobPage> page = store_->list_jobs(only_a);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->jobs.size(), 1u);
+  EXPECT_EQ(page->jobs[0].id, a_job->job.id);
+  Result<JobPage> all = store_->list_jobs({});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->jobs.size(), 2u);
+  EXPECT_EQ(store_->get_job(b_job->job.id)->tenant, "team-b");
+
+  NewJob nameless = job_with_targets({"a"});
+  nameless.tenant = "";
+  EXPECT_EQ(store_->create_job(nameless).code(), ErrorCode::kInvalid);
+}
+
+TEST_F(SqliteJobStoreTest, DefaultTenantAndAuditNamesTenantAndTokenId) {
+  JobRecord job = create();
+  EXPECT_EQ(job.tenant, "default");
+  AuditRecord r{0, 0, "token:0123abcd", "job.cancel", job.id, "", "team-a", "0123abcd"};
+  ASSERT_TRUE(store_->append_audit(r).ok());
+  Result<AuditPage> page = store_->list_audit(job.id, 0, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].tenant, "team-a");
+  EXPECT_EQ(page->records[0].token_id, "0123abcd");
+}
+
 TEST_F(SqliteJobStoreTest, LifecycleSetsTimesAndChecksTransitions) {
   JobRecord job = create();
   Result<JobRecord> running = store_->update_state(job.id, JobState::kRunning);
@@ -391,7 +446,7 @@ TEST_F(SqliteJobStoreTest, DeleteOnlyAtRestAndCascades) {
   ASSERT_TRUE(step.ok());
   ASSERT_TRUE(store_->save_telemetry({{0, *step, 5, "kv_cache_usage", "", 0.5}}).ok());
   ASSERT_TRUE(store_->save_capacity({job.id, "a", R"({"rps":10})", 0}).ok());
-  ASSERT_TRUE(store_->append_audit({0, 0, "alice", "job.create", job.id, ""}).ok());
+  ASSERT_TRUE(store_->append_audit({0, 0, "alice", "job.create", job.id, "", "", ""}).ok());
   ASSERT_TRUE(store_->update_state(job.id, JobState::kSucceeded).ok());
 
   ASSERT_TRUE(store_->delete_job(job.id).ok());
@@ -465,7 +520,9 @@ TEST_F(SqliteJobStoreTest, AuditAppendAndPage) {
                   "bob",
                   "action" + std::to_string(i),
                   i % 2 == 0 ? std::optional(job.id) : std::nullopt,
-                  "d"};
+                  "d",
+                  "",
+                  ""};
     ASSERT_TRUE(store_->append_audit(r).ok());
   }
   Result<AuditPage> first = store_->list_audit(std::nullopt, 0, 2);
