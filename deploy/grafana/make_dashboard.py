@@ -430,8 +430,14 @@ def build():
     # --- jobs ------------------------------------------------------------------------------
     panels.append(L.row("Jobs"))
     panels.append(timeseries(
-        L, "Jobs by state", [target("sum by (state) (llmcap_jobs)", "{{state}}")], w=16,
+        L, "Jobs by state", [target("sum by (state) (llmcap_jobs)", "{{state}}")], w=8,
         desc="Jobs known to llmcapd by state."))
+    panels.append(timeseries(
+        L, "Jobs submitted per hour by tenant",
+        [target("sum by (tenant, kind) (increase(llmcap_jobs_submitted_total[1h]))",
+                "{{tenant}} {{kind}}")], w=8,
+        desc="Jobs and predictions accepted in the last hour, by tenant (tenant_tokens; "
+             "admin_tokens and read_tokens are the tenant default; docs/security.md)."))
     panels.append(stat(
         L, "Job queue length", [target("llmcap_job_queue_length", "queued", instant=True)],
         w=8, h=8, steps=base_steps(10, "orange"),
