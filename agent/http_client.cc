@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace llmcap::agent {
@@ -395,6 +397,8 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
   }
   beast::error_code opt_ec;
   conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+  // transact() reads a plain body with read_some after a readiness wait: it must not block.
+  if (!conn->tls) conn->lowest().socket().non_blocking(true, opt_ec);
   const std::int64_t connected = now_ns();
   r.connect_ns = connected - start;
   ++opened;
@@ -491,10 +495,45 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
     ~StopOnExit() { w.stop(); }
   } stop_on_exit{*watchdog};
   BodyWatchdog::start(watchdog);
+  // Plain TCP: each step reads what the socket holds and parses every whole element of it at
+  // once, where Beast's read takes one element per call and a call the buffer answers costs a
+  // turn of the queue. A step waits for readiness first once a read found the socket drained,
+  // so no read returns EAGAIN (Asio's async read tries the socket first: 2 recvmsg per paced
+  // event, one of them EAGAIN, issue 36 item 2). The first step does not wait: bytes that came
+  // after the header read may already have been signalled (epoll is edge-triggered here).
+  bool socket_drained = false;
   while (!parser.is_done()) {
     body.t_ns = -1;
-    auto [ec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
-    (void)n;
+    beast::error_code ec;
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      auto& socket = conn.lowest().socket();
+      if (socket_drained) {
+        auto [wec] = co_await socket.async_wait(tcp::socket::wait_read, use_nothrow);
+        // A watchdog's cancel ends the wait; what has arrived by then is still read.
+        if (wec && !watchdog->fired) ec = wec;
+      }
+      if (!ec) {
+        const std::size_t want = beast::read_size(conn.buffer, 65536);
+        const std::size_t got = socket.read_some(conn.buffer.prepare(want), ec);
+        conn.buffer.commit(got);
+        socket_drained = got < want;
+        if (ec == asio::error::would_block) {
+          ec = {};
+          socket_drained = true;
+        }
+        if (!ec || ec == asio::error::eof) {
+          const bool eof = ec == asio::error::eof;
+          ec = {};
+          parse_buffered(parser, conn.buffer, ec);
+          // A close-delimited body ends here; any other is cut (partial_message).
+          if (eof && !ec && !body.stopped && !parser.is_done()) parser.put_eof(ec);
+        }
+      }
+    } else {
+      auto [rec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
+      (void)n;
+      ec = rec;
+    }
     if (body.stopped) {
       r.t_end_ns = body.t_ns;
       co_return attempt;  // observer recorded its own error
