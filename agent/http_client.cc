@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace llmcap::agent {
@@ -45,6 +47,11 @@ struct Connection {
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
   bool is_open() { return lowest().socket().is_open(); }
+  // Ends a pending socket operation (operation_aborted) and leaves the connection open.
+  void cancel() {
+    beast::error_code ec;
+    lowest().socket().cancel(ec);
+  }
   void close() {
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -122,13 +129,37 @@ struct ObserverBody {
   };
 };
 
+// Parses what the connection's buffer already holds, without a socket read. Beast's
+// async_read_some takes one element (chunk header, chunk data, ...) per call, so the end of a
+// body that arrived in one segment can still be waiting in the buffer after a read. Stops at
+// the end of the message, at an incomplete element (ec clear) or at a parse error (ec set).
+template <class Parser>
+void parse_buffered(Parser& parser, beast::flat_buffer& buffer, beast::error_code& ec) {
+  while (!parser.is_done() && buffer.size() > 0) {
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) {
+      ec = {};
+      return;
+    }
+    if (ec || used == 0) return;
+  }
+}
+
 // The body-read deadline of one exchange, enforced by one timer instead of re-arming the
 // stream's timer for every read (a timer queue update per token event, issue 10). The timer is
 // armed at the observer's deadline; when it fires it re-reads the deadline (which moves on with
-// each token: idle gap) and either re-arms for the later time or closes the connection, which
-// ends the pending read. The reader calls tighten() after each read so a deadline that moved
-// EARLIER (first-token → idle phase) re-arms at once. Shared with the timer's handler, which
-// may run after the exchange has finished (it then finds `active` false).
+// each token: idle gap) and either re-arms for the later time or marks the exchange expired
+// (`fired`) and cancels the pending socket read. It cancels, not closes: the read it races may
+// already be complete, its completion queued behind this handler in the same turn, or served
+// from the connection's buffer (Beast parses one element per read, and a read the buffer
+// answers completes through the queue). The reader then finds `fired` after a read that did not
+// end the body and ends the exchange there; a read that did end it leaves a whole response on
+// an open connection, which may be pooled (issue 36: closing here pooled a closed socket, or
+// dropped a connection the server had ended in time). The reader calls tighten() after each
+// read so a deadline that moved EARLIER (first-token → idle phase) re-arms at once. Shared with
+// the timer's handler, which may run after the exchange has finished (it then finds `active`
+// false and touches nothing).
 struct BodyWatchdog {
   BodyWatchdog(asio::io_context& io, ResponseObserver& o, Connection& c)
       : timer(io), observer(&o), conn(&c) {}
@@ -151,7 +182,7 @@ struct BodyWatchdog {
     if (HttpClient::now_ns() >= d.at_ns) {
       self->expired = d;
       self->fired = true;
-      self->conn->close();
+      self->conn->cancel();
       return;
     }
     self->armed_at_ns = INT64_MAX;
@@ -366,6 +397,8 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
   }
   beast::error_code opt_ec;
   conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+  // transact() reads a plain body with read_some after a readiness wait: it must not block.
+  if (!conn->tls) conn->lowest().socket().non_blocking(true, opt_ec);
   const std::int64_t connected = now_ns();
   r.connect_ns = connected - start;
   ++opened;
@@ -462,15 +495,62 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
     ~StopOnExit() { w.stop(); }
   } stop_on_exit{*watchdog};
   BodyWatchdog::start(watchdog);
+  // Plain TCP: each step reads what the socket holds and parses every whole element of it at
+  // once, where Beast's read takes one element per call and a call the buffer answers costs a
+  // turn of the queue. A step waits for readiness first once a read found the socket drained,
+  // so no read returns EAGAIN (Asio's async read tries the socket first: 2 recvmsg per paced
+  // event, one of them EAGAIN, issue 36 item 2). The first step does not wait: bytes that came
+  // after the header read may already have been signalled (epoll is edge-triggered here).
+  bool socket_drained = false;
   while (!parser.is_done()) {
     body.t_ns = -1;
-    auto [ec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
-    (void)n;
+    beast::error_code ec;
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      auto& socket = conn.lowest().socket();
+      if (socket_drained) {
+        auto [wec] = co_await socket.async_wait(tcp::socket::wait_read, use_nothrow);
+        // A watchdog's cancel ends the wait; what has arrived by then is still read.
+        if (wec && !watchdog->fired) ec = wec;
+      }
+      if (!ec) {
+        const std::size_t want = beast::read_size(conn.buffer, 65536);
+        const std::size_t got = socket.read_some(conn.buffer.prepare(want), ec);
+        conn.buffer.commit(got);
+        socket_drained = got < want;
+        if (ec == asio::error::would_block) {
+          ec = {};
+          socket_drained = true;
+        }
+        if (!ec || ec == asio::error::eof) {
+          const bool eof = ec == asio::error::eof;
+          ec = {};
+          parse_buffered(parser, conn.buffer, ec);
+          // A close-delimited body ends here; any other is cut (partial_message).
+          if (eof && !ec && !body.stopped && !parser.is_done()) parser.put_eof(ec);
+        }
+      }
+    } else {
+      auto [rec, n] = co_await http::async_read_some(stream, conn.buffer, parser, use_nothrow);
+      (void)n;
+      ec = rec;
+    }
     if (body.stopped) {
       r.t_end_ns = body.t_ns;
       co_return attempt;  // observer recorded its own error
     }
-    if (ec) {
+    if (!ec && watchdog->fired && !parser.is_done()) {
+      // The deadline passed in the turn this read completed. What was already received may
+      // end the body (the server then answered in time): parse it here, since another read
+      // would wait on the socket with no deadline left.
+      body.t_ns = -1;
+      parse_buffered(parser, conn.buffer, ec);
+      if (body.stopped) {
+        r.t_end_ns = body.t_ns;
+        co_return attempt;
+      }
+      if (parser.is_done()) break;
+    }
+    if (ec || (watchdog->fired && !parser.is_done())) {
       if (watchdog->fired && watchdog->expired.on_expiry == ErrorClass::kNone &&
           !(canceller && canceller->cancelled())) {
         // The observer had the whole answer ([DONE]) and the server held the connection open
@@ -495,11 +575,10 @@ asio::awaitable<Attempt> HttpClient::Impl::transact(
     BodyWatchdog::tighten(watchdog);
   }
   r.t_end_ns = now_ns();
-  // The grace timer and the last bytes can complete in the same turn of the event loop: the
-  // watchdog then closed the connection after the read that finished the body had already
-  // completed. The answer is whole, but that connection is gone: never pooled (a pooled closed
-  // socket failed the next request with "write request: Bad file descriptor", issue 36).
-  attempt.reusable = parser.keep_alive() && !watchdog->fired && conn.is_open();
+  // The body is whole and no read is pending, even when the watchdog fired in the same turn (it
+  // only cancels). A canceller may have closed the connection in that turn: a closed socket is
+  // never pooled (it failed the next request with "write request: Bad file descriptor").
+  attempt.reusable = parser.keep_alive() && conn.is_open();
   co_return attempt;
 }
 

@@ -9,6 +9,7 @@
 // Usage: bench_concurrency [--streams=10000] [--interval-ms=50] [--tokens=100] [--seconds=10]
 //                          [--repeat=1] [--token-times=1] [--server=asio|raw] [--shards=1]
 //                          [--phases=aligned|spread] [--timeline=0|1] [--length-spread=0]
+//                          [--tail-delay-ms=0]
 // "agent util" is the sum over shards of each agent I/O thread's CPU / wall time (cores).
 #include <algorithm>
 #include <atomic>
@@ -34,8 +35,9 @@ struct Run {
   double kib_per_request = 0;
   double utilisation = 0;
   std::uint64_t gaps = 0, ok = 0, failed = 0, cancelled = 0;
-  std::uint64_t token_events = 0;  // received, all requests of all shards
-  double schedule_lag_p99_ms = 0;  // worst shard: what the step's client-side check judges
+  std::uint64_t connections_opened = 0;  // all shards
+  std::uint64_t token_events = 0;        // received, all requests of all shards
+  double schedule_lag_p99_ms = 0;        // worst shard: what the step's client-side check judges
   std::int64_t preemptions = 0;
   std::string first_error;
 };
@@ -69,8 +71,16 @@ int main(int argc, char** argv) {
   // > 0: output lengths uniform in [tokens − spread, tokens + spread] instead of fixed, so the
   // streams' requests, all started at once, do not all end (and restart) in the same instant.
   const int length_spread = static_cast<int>(flags.number("length-spread", 0));
+  // raw server only: > 0 sends each answer's [DONE] and end of body this long after its finish
+  // and usage events (FirehoseOptions::tail_delay_ms; 50 lines it up with the client's grace,
+  // issue 36).
+  const int tail_delay_ms = static_cast<int>(flags.number("tail-delay-ms", 0));
   flags.check_all_used();
   if (!bench::paced_server_flags_ok(server_kind, phases)) return 2;
+  if (tail_delay_ms < 0 || (tail_delay_ms > 0 && server_kind != "raw")) {
+    std::cerr << "--tail-delay-ms: must be >= 0, and needs --server=raw\n";
+    return 2;
+  }
   if (length_spread < 0 || length_spread >= tokens) {
     std::cerr << "--length-spread: must be between 0 and --tokens - 1\n";
     return 2;
@@ -88,8 +98,12 @@ int main(int argc, char** argv) {
   }
   bench::FirehoseOptions fo;
   fo.interval_ms = interval_ms;
-  fo.max_connections = static_cast<std::size_t>(streams) + 64;
+  // Twice the streams: a client that closes connections (its grace ran out under
+  // --tail-delay-ms) reconnects before this server has read their EOF, and a refused connect is a
+  // reset the client counts as an error.
+  fo.max_connections = static_cast<std::size_t>(streams) * 2 + 64;
   fo.spread_phases = phases == "spread";
+  fo.tail_delay_ms = tail_delay_ms;
   bench::ForkedServer server;
   server.start([&](int fd) {
     if (server_kind == "raw")
@@ -155,6 +169,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       run.held += held[static_cast<std::size_t>(k)];
+      run.connections_opened += r.connections_opened;
       itl.merge(r.itl_ns);
       run.utilisation += r.cpu.thread_utilisation();
       run.preemptions += r.cpu.involuntary_context_switches;
@@ -236,10 +251,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "bench_concurrency: %d streams, one event per stream every %d ms (truth, %s paced server, "
-      "%s phases), %d agent shard(s), %d (+-%d) tokens per request, %.0f s window, %d run(s), ITL "
-      "from %s\n",
+      "%s phases), %d agent shard(s), %d (+-%d) tokens per request, tail delay %d ms, %.0f s "
+      "window, %d run(s), ITL from %s\n",
       streams, interval_ms, server_kind.c_str(), phases.c_str(), shards, tokens, length_spread,
-      seconds, repeat,
+      tail_delay_ms, seconds, repeat,
       token_times ? "exact per-token times (memory includes them)" : "the LogHistogram (+-1%)");
   std::printf(
       "| run | held | ok | failed | cancelled | ITL gaps | P1 ms | P50 ms | P99 ms | P99.9 ms | "
@@ -255,6 +270,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(r.gaps), r.itl_p1_ms, r.itl_p50_ms, r.itl_p99_ms,
         r.itl_p999_ms, r.itl_max_ms, r.err_p99_ms, r.kib_per_request, r.utilisation,
         static_cast<long long>(r.preemptions), r.schedule_lag_p99_ms);
+    std::printf("    connections opened: %llu\n",
+                static_cast<unsigned long long>(r.connections_opened));
     if (!r.first_error.empty()) std::printf("    first error: %s\n", r.first_error.c_str());
   }
   std::printf("paced server process CPU: %.2f s over all runs, %.2f us per token event received\n",

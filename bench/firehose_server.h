@@ -37,6 +37,11 @@ struct FirehoseOptions {
   // emit in the same instant (as requests arriving at random times would not). The gaps after
   // the first token are still exactly interval_ms.
   bool spread_phases = false;
+  // serve_paced_raw only: > 0 sends each answer's finish and usage events as usual, then its
+  // [DONE] event and the end of the chunked body tail_delay_ms later, in one write. At 50 (the
+  // client's grace after a whole answer, StreamRecorder::kAfterCompleteGraceNs) the tail lands
+  // when that grace runs out: issue 36's directed reproduction of the keep-alive race.
+  std::int64_t tail_delay_ms = 0;
 };
 
 // The bytes both benchmark servers send (vLLM's shapes; sim/ and tests/data use the same), so

@@ -52,6 +52,7 @@ struct Conn {
   std::string in;                // request bytes not yet handled
   std::string out;               // bytes the socket did not take yet (EPOLLOUT armed)
   bool streaming = false;
+  bool tail_due = false;  // [DONE] and the last chunk wait for their heap entry (tail_delay_ms)
   bool chat = false;
   std::int64_t tokens_left = 0, tokens = 0, prompt_tokens = 0;
   std::int64_t last_write_ns = -1;
@@ -72,6 +73,7 @@ class PacedServer {
         events_{chunk(vllm_token_event(false, o.model)), chunk(vllm_token_event(true, o.model))} {
     if (o.interval_ms <= 0) throw std::invalid_argument("interval_ms: must be > 0");
     if (o.default_max_tokens < 0) throw std::invalid_argument("default_max_tokens: must be >= 0");
+    if (o.tail_delay_ms < 0) throw std::invalid_argument("tail_delay_ms: must be >= 0");
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (ep_ < 0 || listen_fd_ < 0) throw std::runtime_error("paced server: socket/epoll failed");
@@ -130,12 +132,14 @@ class PacedServer {
     }
     std::fprintf(stderr,
                  "paced server (raw epoll): %llu requests, %llu token events, worst pacing lag "
-                 "%.3f ms, server's own gap error P50/P99 %.3f/%.3f ms\n",
+                 "%.3f ms, server's own gap error P50/P99 %.3f/%.3f ms, %llu connections refused "
+                 "at max_connections\n",
                  static_cast<unsigned long long>(requests_),
                  static_cast<unsigned long long>(events_sent_),
                  static_cast<double>(max_lag_ns_) / 1e6,
                  gap_error_ns_.count() ? gap_error_ns_.quantile(0.5) / 1e6 : 0.0,
-                 gap_error_ns_.count() ? gap_error_ns_.quantile(0.99) / 1e6 : 0.0);
+                 gap_error_ns_.count() ? gap_error_ns_.quantile(0.99) / 1e6 : 0.0,
+                 static_cast<unsigned long long>(refused_));
   }
 
  private:
@@ -158,6 +162,7 @@ class PacedServer {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN (or a transient error: the next readiness retries)
       if (open_ >= o_.max_connections) {
+        ++refused_;
         close(fd);
         continue;
       }
@@ -207,7 +212,7 @@ class PacedServer {
     }
     if (got < 0) return;
     c.in.append(buf, static_cast<std::size_t>(got));
-    if (!c.streaming) handle_request(id);
+    if (!c.streaming && !c.tail_due) handle_request(id);
   }
 
   // One complete request in c.in (no pipelining: the agent waits for each response).
@@ -269,7 +274,12 @@ class PacedServer {
       const Due d = heap_.top();
       heap_.pop();
       Conn& c = conns_[d.conn];
-      if (c.fd < 0 || c.generation != d.generation || !c.streaming) continue;
+      if (c.fd < 0 || c.generation != d.generation) continue;
+      if (c.tail_due) {
+        send_tail(d.conn);
+        continue;
+      }
+      if (!c.streaming) continue;
       const std::int64_t t = mono_ns();
       max_lag_ns_ = std::max(max_lag_ns_, t - d.at_ns);
       if (c.last_write_ns >= 0) {
@@ -289,10 +299,26 @@ class PacedServer {
 
   void finish(std::uint32_t id) {
     Conn& c = conns_[id];
-    std::string tail = chunk(vllm_final_events(c.chat, c.prompt_tokens, c.tokens));
-    tail.append("0\r\n\r\n");
+    const std::string events = vllm_final_events(c.chat, c.prompt_tokens, c.tokens);
     c.streaming = false;
+    if (o_.tail_delay_ms > 0) {
+      const std::size_t done_at = events.rfind("data: [DONE]");
+      if (!send_bytes(id, chunk(std::string_view(events).substr(0, done_at)))) return;
+      c.tail_due = true;
+      heap_.push(Due{mono_ns() + o_.tail_delay_ms * 1'000'000, id, c.generation});
+      return;
+    }
+    std::string tail = chunk(events);
+    tail.append("0\r\n\r\n");
     if (!send_bytes(id, tail)) return;
+    if (!c.in.empty()) handle_request(id);
+  }
+
+  // The delayed end of an answer (tail_delay_ms): [DONE] and the last chunk, one write.
+  void send_tail(std::uint32_t id) {
+    Conn& c = conns_[id];
+    c.tail_due = false;
+    if (!send_bytes(id, chunk("data: [DONE]\n\n") + "0\r\n\r\n")) return;
     if (!c.in.empty()) handle_request(id);
   }
 
@@ -338,6 +364,7 @@ class PacedServer {
   std::size_t open_ = 0;
   std::priority_queue<Due, std::vector<Due>, std::greater<>> heap_;
   std::uint64_t requests_ = 0, events_sent_ = 0;
+  std::uint64_t refused_ = 0;  // connections closed at accept: max_connections were open
   std::int64_t max_lag_ns_ = 0;
   analysis::LogHistogram gap_error_ns_;
   std::mt19937_64 rng_{20261203};  // phases (spread_phases): the same every run

@@ -8,11 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +30,7 @@ extern char** environ;
 
 #include "agent/http_client.h"
 #include "agent/step_runner.h"
+#include "agent/stream_recorder.h"
 #include "tests/fakes/scripted_target.h"
 
 namespace llmcap::agent {
@@ -517,8 +521,9 @@ TEST(AgentBehaviour, HttpClientReusesAndRecoversFromServerClosedKeepAlive) {
 // body's terminator; 64 streams at once on one client thread, 30 requests each on kept-alive
 // connections, so timers and last reads pile up in the same turns. The assertion is about
 // correctness, not speed: no request may fail. (Against the client before the fix this setup
-// did not reproduce the race here — 0 failures in 3 runs, also at 512 streams — so it guards
-// the behaviour; the issue's reproduction ran 1024 paced streams through the step runner.)
+// did not reproduce the race here — 0 failures in 3 runs, also at 512 streams: a terminator
+// alone is parsed in its read's own turn, ahead of the timer. The GraceTimerDue* and
+// CancelBetween* tests below line the race up deterministically and fail against that client.)
 class GraceObserver final : public ResponseObserver {
  public:
   void on_headers(int, std::string_view, std::int64_t) override {}
@@ -626,6 +631,267 @@ TEST(AgentBehaviour, AConnectionTheGraceTimerClosedIsNeverReused) {
               kStreams * kEach, failed, reused, not_pooled);
   EXPECT_EQ(failed, 0) << first_error;
   EXPECT_GT(reused, 0);  // the pool was exercised
+}
+
+// Issue 36's keep-alive race, lined up deterministically instead of by load. The test turns
+// the client's event loop one handler at a time (run_one_for) and plays the server on a raw
+// socket, waiting after each write until the client's kernel has acknowledged it (SIOCOUTQ 0),
+// so which completions are ready at each turn is fixed:
+//  1. headers, then the finish chunk with usage: the answer is whole, the observer's grace for
+//     the end of the framing starts (StreamRecorder's 50 ms) and the body watchdog is armed at
+//     its deadline while the next read is pending;
+//  2. the loop is not turned until that deadline has passed;
+//  3. the rest of the body arrives, and the next turn finds both it and the due grace timer.
+// Beast's parser takes one element per read: a chunk header from the socket, then its data and
+// each element after it from the connection's buffer, and a read served from the buffer
+// completes through the queue, behind the timer that was due in the same turn. So when the
+// rest is vLLM's "[DONE] chunk + terminator" in one write, the watchdog runs between two of
+// its elements, after the server had sent everything; the client before commit e9e4ffd closed
+// the connection there, finished the body from the buffer, pooled the closed socket, and the
+// next request failed with "write request: Bad file descriptor" (e9e4ffd stopped the pooling,
+// and reconnected). Now the watchdog cancels only a pending socket read: this answer ends on a
+// connection that is still open, and the next request reuses it. When the rest is the
+// terminator alone it is parsed in the read's own turn, ahead of the timer. (The plain body
+// reader now parses every element of a read in that read's turn, so there the tail is whole
+// before the timer runs; TLS bodies still go through Beast's read. The tests hold either way.)
+// The load case is the same: at c=1024 a turn of the queue can outlast the grace while a
+// stream's tail waits to be parsed. Every wait is bounded (10 s); nothing asserts a duration.
+class RaceObserver final : public ResponseObserver {
+ public:
+  void on_headers(int, std::string_view, std::int64_t) override { headers_seen = true; }
+  bool on_body(std::string_view bytes, std::int64_t t_ns) override {
+    if (complete_at_ns < 0 && bytes.find("finish_reason") != std::string_view::npos)
+      complete_at_ns = t_ns;
+    if (bytes.find("[DONE]") != std::string_view::npos) done_seen = true;
+    return true;
+  }
+  ReadDeadline deadline() const override {
+    if (complete_at_ns < 0) return {created_ns_ + 10'000 * kMs, ErrorClass::kTimeoutTotal};
+    ++deadline_reads_after_complete;
+    return {grace_deadline_ns(), ErrorClass::kNone};
+  }
+  std::int64_t grace_deadline_ns() const {
+    return complete_at_ns + StreamRecorder::kAfterCompleteGraceNs;
+  }
+  bool headers_seen = false;
+  bool done_seen = false;
+  std::int64_t complete_at_ns = -1;
+  // Read by the watchdog after each body read: > 0 once the read after the whole answer is armed.
+  mutable int deadline_reads_after_complete = 0;
+
+ private:
+  std::int64_t created_ns_ = HttpClient::now_ns();
+};
+
+constexpr auto kRaceSetupLimit = std::chrono::seconds(10);
+
+// Turns the client's event loop one handler at a time until `done()`; false after 10 s.
+template <class Done>
+bool turn_until(boost::asio::io_context& io, Done done) {
+  const auto limit = std::chrono::steady_clock::now() + kRaceSetupLimit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    if (io.stopped()) io.restart();
+    io.run_one_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Sends all of `bytes` and waits until the peer's kernel has acknowledged them, so the client's
+// next epoll_wait finds them readable. False on a socket error or after 10 s.
+bool send_acked(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  const auto limit = std::chrono::steady_clock::now() + kRaceSetupLimit;
+  for (;;) {
+    int unacked = 0;
+    if (::ioctl(fd, SIOCOUTQ, &unacked) != 0) return false;
+    if (unacked == 0) return true;
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// Reads what has arrived of one request (head and Content-Length body) without blocking; true
+// once it is whole.
+bool request_arrived(int fd, std::string& in) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  const auto head_end = in.find("\r\n\r\n");
+  if (head_end == std::string::npos) return false;
+  std::size_t body = 0;
+  if (const auto cl = in.find("Content-Length: "); cl != std::string::npos && cl < head_end)
+    body = std::stoul(in.substr(cl + 16));
+  return in.size() >= head_end + 4 + body;
+}
+
+std::string http_chunk(std::string_view data) {
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + std::string(data) + "\r\n";
+}
+
+const std::string kSseHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+const std::string kFinishWithUsage = http_chunk(
+    "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}],"
+    "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\n");
+const std::string kDone = http_chunk("data: [DONE]\n\n");
+const std::string kTerminator = "0\r\n\r\n";
+
+// How the first answer ends: `rest` is the body after the finish chunk.
+struct RaceScript {
+  std::string rest;
+  bool wait_out_grace = true;  // turn nothing until the grace deadline has passed
+  // Cancel the exchange (RequestCanceller, as a drain does) right after the turn that parses
+  // [DONE]; the terminator has arrived too.
+  bool cancel_after_done = false;
+};
+
+// One answer ended by `script`, then a second request; the exchanges and the connections the
+// client opened.
+struct RaceOutcome {
+  ExchangeResult first, second;
+  bool over_before_cancel = false;  // cancel_after_done: the first exchange had already ended
+  std::uint64_t connections_opened = 0;
+};
+
+void run_grace_race(const RaceScript& script, RaceOutcome& out) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::vector<int> fds{listener};
+  struct CloseOnExit {
+    std::vector<int>& fds;
+    ~CloseOnExit() {
+      for (const int fd : fds) ::close(fd);
+    }
+  } close_on_exit{fds};
+
+  boost::asio::io_context io(1);
+  HttpClient client(
+      io, parse_endpoint("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value(),
+      HttpClientOptions{});
+  RaceObserver first_observer, second_observer;
+  std::optional<ExchangeResult> first, second;
+  RequestCanceller canceller;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        OutgoingRequest req;
+        req.path = "/v1/completions";
+        req.body = "{}";
+        first = co_await client.exchange(req, first_observer, &canceller);
+        second = co_await client.exchange(req, second_observer);
+      },
+      boost::asio::detached);
+
+  int conn = -1;
+  std::string in;
+  ASSERT_TRUE(turn_until(io, [&] {
+    if (conn < 0 && (conn = ::accept(listener, nullptr, nullptr)) >= 0) fds.push_back(conn);
+    return conn >= 0 && request_arrived(conn, in);
+  })) << "no request within 10 s";
+  // 1. Headers, then the whole answer; stop once the read after it is pending and armed.
+  ASSERT_TRUE(send_acked(conn, kSseHead));
+  ASSERT_TRUE(turn_until(io, [&] { return first_observer.headers_seen; }));
+  ASSERT_TRUE(send_acked(conn, kFinishWithUsage));
+  ASSERT_TRUE(turn_until(io, [&] { return first_observer.deadline_reads_after_complete > 0; }));
+  ASSERT_FALSE(first.has_value());
+  // 2. The grace runs out while the loop stands still.
+  if (script.wait_out_grace) {
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(first_observer.grace_deadline_ns() + kMs)));
+  }
+  // 3. The rest of the body, readable in the turn where the grace timer is due.
+  ASSERT_TRUE(send_acked(conn, script.rest));
+  if (script.cancel_after_done) {
+    ASSERT_TRUE(turn_until(io, [&] { return first_observer.done_seen; }));
+    out.over_before_cancel = first.has_value();
+    canceller.cancel();
+  }
+  ASSERT_TRUE(turn_until(io, [&] { return first.has_value(); }));
+
+  // The next request: on the pooled connection, or on a new one when none was pooled.
+  in.clear();
+  int next = -1;
+  ASSERT_TRUE(turn_until(io, [&] {
+    if (second.has_value()) return true;  // failed before the server saw it
+    if (next < 0 && (next = ::accept(listener, nullptr, nullptr)) >= 0) fds.push_back(next);
+    return request_arrived(next >= 0 ? next : conn, in);
+  }));
+  if (!second.has_value()) {
+    ASSERT_TRUE(
+        send_acked(next >= 0 ? next : conn, kSseHead + kFinishWithUsage + kDone + kTerminator));
+    ASSERT_TRUE(turn_until(io, [&] { return second.has_value(); }));
+  }
+  out.first = *first;
+  out.second = *second;
+  out.connections_opened = client.connections_opened();
+}
+
+TEST(AgentBehaviour, GraceTimerDueBetweenTheLastElementsPoolsNoClosedConnection) {
+  RaceOutcome o;
+  ASSERT_NO_FATAL_FAILURE(run_grace_race({.rest = kDone + kTerminator}, o));
+  EXPECT_EQ(o.first.error, ErrorClass::kNone) << o.first.error_message;
+  EXPECT_EQ(o.second.error, ErrorClass::kNone) << o.second.error_message;
+  // The connection ended its answer in time and stays usable: pooled, and reused.
+  EXPECT_TRUE(o.first.keep_alive);
+  EXPECT_TRUE(o.second.reused_connection);
+  EXPECT_EQ(o.connections_opened, 1u);
+}
+
+TEST(AgentBehaviour, GraceTimerDueWithTheTerminatorAloneKeepsTheConnection) {
+  RaceOutcome o;
+  ASSERT_NO_FATAL_FAILURE(run_grace_race({.rest = kTerminator}, o));
+  EXPECT_EQ(o.first.error, ErrorClass::kNone) << o.first.error_message;
+  EXPECT_EQ(o.second.error, ErrorClass::kNone) << o.second.error_message;
+  EXPECT_TRUE(o.first.keep_alive);
+  EXPECT_TRUE(o.second.reused_connection);
+  EXPECT_EQ(o.connections_opened, 1u);
+}
+
+// The server sent [DONE] but not the end of its body within the grace: the answer is whole (ok)
+// and that connection, its response unfinished, is closed; the next request opens another.
+TEST(AgentBehaviour, GraceTimerDueBeforeTheTerminatorEndsTheAnswerOnANewConnection) {
+  RaceOutcome o;
+  ASSERT_NO_FATAL_FAILURE(run_grace_race({.rest = kDone}, o));
+  EXPECT_EQ(o.first.error, ErrorClass::kNone) << o.first.error_message;
+  EXPECT_EQ(o.second.error, ErrorClass::kNone) << o.second.error_message;
+  EXPECT_FALSE(o.first.keep_alive);
+  EXPECT_FALSE(o.second.reused_connection);
+  EXPECT_EQ(o.connections_opened, 2u);
+}
+
+// A cancel (drain, job cancel) right after the turn that parses [DONE], the terminator already
+// received. Where the body's elements took a turn each (Beast's read, still used for TLS), the
+// cancel closed the connection before the terminator was parsed: the whole answer stands, the
+// closed connection is not pooled (before e9e4ffd it was, and the next request failed with
+// "write request: Bad file descriptor"), and the next request opens another. A plain body is
+// parsed whole in its read's turn, so the exchange is over before the cancel, which then
+// touches nothing: the connection is pooled and reused.
+TEST(AgentBehaviour, CancelBetweenTheLastElementsPoolsNoClosedConnection) {
+  RaceOutcome o;
+  ASSERT_NO_FATAL_FAILURE(run_grace_race(
+      {.rest = kDone + kTerminator, .wait_out_grace = false, .cancel_after_done = true}, o));
+  EXPECT_EQ(o.first.error, ErrorClass::kNone) << o.first.error_message;
+  EXPECT_EQ(o.second.error, ErrorClass::kNone) << o.second.error_message;
+  EXPECT_EQ(o.first.keep_alive, o.over_before_cancel);
+  EXPECT_EQ(o.second.reused_connection, o.over_before_cancel);
+  EXPECT_EQ(o.connections_opened, o.over_before_cancel ? 1u : 2u);
 }
 
 TEST(AgentBehaviour, InvalidSpecIsAFatalErrorNamingTheField) {
