@@ -60,6 +60,9 @@ std::optional<DiskState> disk_state_for(const std::string& db_path) {
       out.write_error = std::strerror(err);
     }
   }
+  if (!out.read_only && std::filesystem::is_regular_file(db_path, ec) &&
+      ::access(db_path.c_str(), W_OK) != 0)
+    out.file_not_writable = std::strerror(errno);
   return out;
 }
 

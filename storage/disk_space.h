@@ -17,6 +17,9 @@ struct DiskState {
   // access(2) do not show). write_error names the errno then.
   bool read_only = false;
   std::string write_error;
+  // The database file itself cannot be written (access(2) W_OK fails: its mode for a non-root
+  // daemon, or the immutable attribute for any): why, "" when it can (issue 35 #6).
+  std::string file_not_writable;
 };
 
 // Which file a path names now (device and inode): a database file deleted or replaced under a

@@ -287,6 +287,8 @@ std::string RestContext::write_blocker(bool* disk_full) const {
   const auto disk = storage::disk_state_for(options.database);
   if (!disk) return "";
   if (disk->read_only) return "the database's filesystem is read-only";
+  if (!disk->file_not_writable.empty())
+    return "the database file cannot be written (" + disk->file_not_writable + ")";
   const double need = options.min_free_disk_mib * 1024 * 1024;
   if (options.min_free_disk_mib > 0 && static_cast<double>(disk->free_bytes) < need) {
     if (disk_full) *disk_full = true;

@@ -297,6 +297,31 @@ class DeletedDatabaseTest(unittest.TestCase):
         self.assertIn("was deleted", d.log_text())
 
 
+class UnwritableDatabaseTest(unittest.TestCase):
+    def test_readyz_is_not_ready_on_a_database_file_it_cannot_write(self):
+        # Issue 35 #6: /readyz said 200 on a database it could not write. The immutable
+        # attribute refuses writes to root too (a mode change would not: the tests run as root).
+        tmp = tempfile.mkdtemp(prefix="llmcap-immutable-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db_path = os.path.join(tmp, "llmcap.db")
+        d = Daemon(BINARY, db_path=db_path, log_level="warn")
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.assertEqual(d.request("GET", "/readyz").status, 200)
+        r = run(["chattr", "+i", db_path])
+        if r.returncode != 0:
+            skip(self, "chattr +i is not supported here: " + r.stdout.strip())
+        self.addCleanup(run, ["chattr", "-i", db_path])
+        r = d.request("GET", "/readyz")
+        self.assertEqual(r.status, 503, r.body)
+        self.assertEqual(r.json()["writes"], False)
+        self.assertIn("database file cannot be written", r.json()["reason"])
+        self.assertEqual(d.request("POST", "/v1/jobs", fault_plan("refused")).status, 503)
+        self.assertEqual(d.request("GET", "/healthz").status, 200)  # alive, only not ready
+        run(["chattr", "-i", db_path])
+        self.assertEqual(d.request("GET", "/readyz").status, 200)
+
+
 class CorruptPageTest(unittest.TestCase):
     def test_a_corrupted_page_is_reported_by_readyz_at_start(self):
         # Issue 24 #4: PRAGMA quick_check runs at start; a corrupted page makes /readyz 503
