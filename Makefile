@@ -10,7 +10,7 @@ SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 # the clone, so a fresh clone or `make clean` starts warm; a CCACHE_DIR of the caller wins.
 export CCACHE_DIR ?= $(HOME)/.cache/llmcap/ccache
 
-.PHONY: all deps build demo test test-release test-asan test-timing test-fuzz lint format clean
+.PHONY: all deps build demo test test-release test-asan test-timing test-fuzz bench lint format clean
 
 all: build
 
@@ -29,6 +29,12 @@ demo:
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release --target llmcapd
 	build/release/server/llmcapd demo
+
+# Every benchmark of bench/ (Release build in build-bench, about 10 minutes on 2 cores), with the
+# load generator's ratios to the floor client; figures are recorded in bench/RESULTS.md. Not a
+# test: nothing here passes or fails on a speed.
+bench: deps
+	bench/run_all.sh
 
 # Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
 #   asan     the asan preset (ASan + UBSan, Debug): the whole CTest suite (unit, integration,

@@ -58,6 +58,10 @@ run "${PRIO[@]}" "$B/bench_client_firehose" --seconds=3 --repeat=3
 # the kernel's and loopback's share, which llmcap's per-request and per-event costs sit on.
 section "macro: raw epoll floor (1-token requests; 1000 paced streams)"
 run "${PRIO[@]}" "$B/bench_raw_floor" --seconds=3 --repeat=3 --streams=1000
+# llmcap against the floor on the same traffic, alternating process pairs: the ratios issue 36
+# holds to 1.3x (per 1-token request, per paced token event).
+section "ratios: llmcap / floor client (per request, per paced event)"
+run "${PRIO[@]}" /usr/bin/python3 bench/floor_ratio.py --bench-dir "$B" --pairs 3 --seconds 3
 section "macro: open loop 5000 req/s"
 run "${PRIO[@]}" "$B/bench_open_loop" --rate=5000 --seconds=5 --repeat=3
 # The ladder finds the largest count whose ITL P99 stays within 1 ms; the firehose prints its own
