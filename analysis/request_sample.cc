@@ -8,7 +8,7 @@ namespace {
 constexpr std::array<std::string_view, kErrorClassCount> kErrorNames = {
     "none",         "connect",       "tls",       "timeout-connect", "timeout-first-token",
     "timeout-idle", "timeout-total", "http-4xx",  "http-429",        "http-5xx",
-    "protocol",     "cancelled",     "truncated", "abandoned",
+    "protocol",     "cancelled",     "truncated", "abandoned",       "client-resources",
 };
 }  // namespace
 

@@ -35,11 +35,14 @@ enum class ErrorClass : std::uint8_t {
                        // finish_reason, or before [DONE] after usage: the answer was cut short
   kAbandoned,          // cancelled by the plan's simulated user (workload.abandon): a class of
                        // its own, neither an error nor incomplete (analysis/step_stats.h)
+  kClientResources,    // the load generator ran out of its own resources before the request
+                       // reached the target (descriptors, local ports, socket memory): the
+                       // client's failure, never the target's (docs/metrics.md §2.3)
 };
 
 std::string_view to_string(ErrorClass e);
 std::optional<ErrorClass> parse_error_class(std::string_view s);
-inline constexpr int kErrorClassCount = 14;
+inline constexpr int kErrorClassCount = 15;
 
 enum class FinishReason : std::uint8_t { kUnknown = 0, kStop, kLength, kOther };
 std::string_view to_string(FinishReason f);

@@ -172,6 +172,9 @@ StepStats compute_step_stats(const StepInput& in) {
   std::vector<std::int64_t> intended_at_ns;  // intended in the window, likewise
 
   for (const RequestSample& s : in.samples) {
+    if (s.error == ErrorClass::kClientResources) {
+      if (st.client_resources_in_step++ == 0) st.client_resources_example = s.error_message;
+    }
     // Window-based rates use every sample, whichever window it was intended in.
     if (s.t_send_ns >= 0 && in_window(s.t_send_ns, in.window_start_ns, in.window_end_ns)) {
       ++sent_in_window;
@@ -225,6 +228,8 @@ StepStats compute_step_stats(const StepInput& in) {
       if (s.t_first_token_ns >= 0) ++st.abandoned_with_first_token;
     } else if (s.ok() || s.error == ErrorClass::kCancelled) {
       ++st.incomplete;
+    } else if (s.error == ErrorClass::kClientResources) {
+      ++st.client_resources;
     } else if (is_timeout(s.error)) {
       ++st.timed_out;
     } else {
@@ -257,8 +262,9 @@ StepStats compute_step_stats(const StepInput& in) {
   if (attainment_base > 0) {
     st.sla_attainment = static_cast<double>(st.met_slo) / static_cast<double>(attainment_base);
   }
-  if (st.intended > 0) {
-    const auto n = static_cast<double>(st.intended);
+  if (st.intended > st.client_resources) {
+    // The target's rates: requests that never left the client are not its errors.
+    const auto n = static_cast<double>(st.intended - st.client_resources);
     st.error_rate = static_cast<double>(st.failed + st.timed_out) / n;
     st.incomplete_rate = static_cast<double>(st.incomplete) / n;
   }

@@ -19,8 +19,14 @@
 //                   whole answer got it in time), so the summaries cover an unbiased random
 //                   subset of the users who stayed; `abandoned_with_first_token` says how many
 //                   had seen a first token;
+//     client_resources — ErrorClass::kClientResources: the load generator had no descriptor,
+//                   local port or socket memory for it, so it never reached the target. The
+//                   client's failure: never in `failed` nor in the error rate (numerator or
+//                   base); any such request in the step (window or not) makes the step
+//                   inconclusive (verdict.h, client_resources);
 //     failed      — every other error class.
-//   errors_by_class counts all non-kNone classes (incl. timeouts, cancelled and abandoned).
+//   errors_by_class counts all non-kNone classes (incl. timeouts, cancelled, abandoned and
+//   client-resources).
 // * Latency summaries (TTFT, TTFT-service, TPOT, E2E) cover completed_ok requests only, so
 //   errors do not pollute them (docs/metrics.md §2.3). Schedule lag covers every sent request.
 //   All latencies are in ns.
@@ -55,8 +61,9 @@
 //   (belonging requests − abandoned + dropped
 //   arrivals): errors, timeouts, incomplete and dropped arrivals are misses (docs/metrics.md
 //   §3.3).
-// * error_rate = (failed + timed_out) / intended; incomplete_rate = incomplete / intended
-//   (abandoned requests are in `intended` but in neither numerator).
+// * error_rate = (failed + timed_out) / (intended − client_resources); incomplete_rate =
+//   incomplete / (intended − client_resources): the target's rates over the requests that could
+//   reach it (abandoned requests are in the base but in neither numerator).
 // * in_flight_slope_rps: least-squares slope of the in-flight points inside the window after
 //   its first mean E2E (the queue's fill from empty; at most half the window), in requests per
 //   second, with its autocorrelation-corrected standard error (in_flight_trend); nullopt with
@@ -73,6 +80,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "analysis/log_histogram.h"
@@ -144,6 +152,11 @@ struct StepStats {
   std::uint64_t abandoned = 0;   // given up on by the plan's simulated user (workload.abandon)
   std::uint64_t abandoned_with_first_token = 0;  // ... after its first token event had arrived
   std::uint64_t dropped_arrivals = 0;
+  std::uint64_t client_resources = 0;  // failed for the client's own resources (never `failed`)
+  // ... among all the step's samples (warm-up and drain included), and the first one's message
+  // (it names the errno and what to change): what the client_resources check judges.
+  std::uint64_t client_resources_in_step = 0;
+  std::string client_resources_example;
   std::array<std::uint64_t, kErrorClassCount> errors_by_class{};  // index: ErrorClass value
   std::uint64_t met_slo = 0;  // completed and met every per-request SLO
   // Successful requests that ended in the window and met every SLO (goodput's numerator).

@@ -36,6 +36,7 @@ std::string_view to_string(CheckKind k) {
     case CheckKind::kClientCpu: return "client_cpu";
     case CheckKind::kSampleCount: return "sample_count";
     case CheckKind::kTargetClock: return "target_clock";
+    case CheckKind::kClientResources: return "client_resources";
   }
   return "bound";
 }
@@ -43,7 +44,7 @@ std::string_view to_string(CheckKind k) {
 bool is_client_side(CheckKind k) {
   return k == CheckKind::kSendRate || k == CheckKind::kScheduleLag ||
          k == CheckKind::kDroppedArrivals || k == CheckKind::kClientCpu ||
-         k == CheckKind::kTargetClock;
+         k == CheckKind::kTargetClock || k == CheckKind::kClientResources;
 }
 
 std::string_view to_string(CheckStatus s) {
@@ -295,6 +296,20 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     v.reasons.push_back(skipped(CheckKind::kTargetClock, CheckStatus::kNotApplicable,
                                 "target clock: not a simulated target"));
   }
+  {
+    VerdictReason r =
+        at_most(CheckKind::kClientResources, static_cast<double>(st.client_resources_in_step), 0,
+                "requests failed for the client's own resources", "", 0);
+    if (r.status == CheckStatus::kMissed) {
+      // "client resources exhausted: 1472 requests of the step failed on the client (first:
+      // connect to … failed with EMFILE (Too many open files); raise … ulimit -n …)".
+      r.text = "client resources exhausted: " + std::to_string(st.client_resources_in_step) +
+               " request(s) of the step failed on the client and never reached the target";
+      if (!st.client_resources_example.empty())
+        r.text += " (first: " + st.client_resources_example + ")";
+    }
+    v.reasons.push_back(std::move(r));
+  }
   v.reasons.push_back(at_least(CheckKind::kSampleCount, static_cast<double>(st.intended),
                                static_cast<double>(sla.min_requests),
                                "requests intended in the window", "", 0));
@@ -310,7 +325,8 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     if (r.status == CheckStatus::kMissed) {
       if (is_client_side(r.kind)) {
         client_miss = true;
-        if (r.kind == CheckKind::kClientCpu || r.kind == CheckKind::kTargetClock)
+        if (r.kind == CheckKind::kClientCpu || r.kind == CheckKind::kTargetClock ||
+            r.kind == CheckKind::kClientResources)
           unmeasured_delay = true;
       } else if (r.kind == CheckKind::kSampleCount) {
         thin = true;

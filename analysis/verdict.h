@@ -22,6 +22,10 @@
 //   target_clock     simulated targets: the wall-clock time the simulator's loop gave up for
 //                    running behind ≤ kMaxTargetClockLostShare of the window (a host too busy to
 //                    keep the simulated GPU in real time measures the host, not the GPU).
+//   client_resources no request of the step (warm-up and drain included) failed for the
+//                    client's own descriptors, local ports or socket memory (kClientResources):
+//                    the load the step meant was never offered. The text names the count, the
+//                    errno and what to change (ulimit -n, ...).
 //   -- evidence --
 //   sample_count     intended ≥ min_requests. A miss is `insufficient_samples`, its own label:
 //                    the step is inconclusive, and it does not say the client was the bottleneck.
@@ -31,8 +35,9 @@
 //   1. a latency bound missed by more than the client's own delay can explain (measured −
 //      limit > StepStats::client_lag_max_ns, the largest dispatch lag in the window) → fail,
 //      whatever the lag checks say (the reason is flagged beyond_client_lag) — unless
-//      client_cpu or target_clock missed: a client short of CPU reads late and a simulator
-//      that lost time answers late, delays the dispatch lag does not measure;
+//      client_cpu, target_clock or client_resources missed: a client short of CPU reads late
+//      and a simulator that lost time answers late, delays the dispatch lag does not measure,
+//      and a client out of descriptors did not offer the step's load at all;
 //   2. any client-side miss → inconclusive, `client_bound` (a saturated client inflates latency
 //      from t_intended, so the remaining server misses cannot be trusted);
 //   3. any server-side miss → fail;
@@ -73,8 +78,9 @@ enum class CheckKind : std::uint8_t {
   kClientCpu,
   kSampleCount,
   kTargetClock,
+  kClientResources,
 };
-inline constexpr CheckKind kLastCheckKind = CheckKind::kTargetClock;
+inline constexpr CheckKind kLastCheckKind = CheckKind::kClientResources;
 // How many standard errors an in-flight slope must exceed to count as growth (backlog): the
 // one-sided 1e-5 point of Student's t with batches − 2 degrees of freedom (the batch-means
 // error, step_stats.h): 8.91 with kTrendBatches = 10 batches (more when a batch is empty). So
@@ -88,7 +94,8 @@ double backlog_significance(std::size_t batches);
 // Most of a step's window a simulated target may lose to a busy host (see target_clock).
 inline constexpr double kMaxTargetClockLostShare = 0.01;
 // "bound", "error_rate", "incomplete_rate", "completion_rate", "backlog", "send_rate",
-// "schedule_lag", "dropped_arrivals", "client_cpu", "sample_count", "target_clock".
+// "schedule_lag", "dropped_arrivals", "client_cpu", "sample_count", "target_clock",
+// "client_resources".
 std::string_view to_string(CheckKind k);
 // True for the checks whose miss means the client was the bottleneck (not kSampleCount).
 bool is_client_side(CheckKind k);

@@ -63,6 +63,9 @@ WindowedCompliance windowed_compliance(std::span<const RequestSample> samples, c
     std::uint64_t errors = 0;
     for (std::size_t i = lo; i < hi; ++i) {
       const RequestSample& s = *sorted[i];
+      // Never left the client (no descriptor, port or socket memory): not the target's, in
+      // neither the error count nor its base (as in step_stats.h).
+      if (s.error == ErrorClass::kClientResources) continue;
       ++w.intended;
       // Failed and timed-out count; cancelled-by-us and abandoned do not (as in step_stats.h).
       if (!s.ok() && s.error != ErrorClass::kCancelled && s.error != ErrorClass::kAbandoned)

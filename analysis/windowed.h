@@ -9,7 +9,8 @@
 // * ITL per window pools the gaps of the requests' token_times_ns (when recorded); without
 //   them the ITL bound has no data in that window.
 // * A bound "held" in a window when its percentile ≤ limit; windows with no data for a bound
-//   are excluded from that bound's share. The error-rate rule is reported as one more line.
+//   are excluded from that bound's share. The error-rate rule is reported as one more line;
+//   requests that failed for the client's own resources (kClientResources) are left out.
 // Pure functions; thread-safe.
 #pragma once
 

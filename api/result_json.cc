@@ -94,6 +94,8 @@ json step_stats_json(const analysis::StepStats& s) {
                       {"abandoned", s.abandoned},
                       {"abandoned_with_first_token", s.abandoned_with_first_token},
                       {"dropped_arrivals", s.dropped_arrivals},
+                      {"client_resources", s.client_resources},
+                      {"client_resources_in_step", s.client_resources_in_step},
                       {"met_slo", s.met_slo},
                       {"errors_by_class", errors},
                       {"estimated_output_counts", s.estimated_output_count}}},

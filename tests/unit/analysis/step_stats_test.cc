@@ -137,6 +137,57 @@ TEST(StepStats, OutcomesAreCountedSeparately) {
   EXPECT_DOUBLE_EQ(st.sla_attainment, 540.0 / 600);
 }
 
+TEST(StepStats, ClientResourceFailuresAreTheClientsNotTheTargetsErrors) {
+  // Issue 35 #5: 60 requests of the window and 5 of the warm-up found no descriptor on the
+  // client. They are counted apart, never in `failed` or the error rate (nor its base), and
+  // the step remembers the first message for the verdict's client_resources reason.
+  auto samples = steady_samples();
+  const std::string message =
+      "client resources exhausted: connect to 127.0.0.1:8000 failed with EMFILE (Too many open "
+      "files); raise the agent's descriptor limit (ulimit -n) or lower the concurrency";
+  for (auto& s : samples) {
+    const bool warmup = s.index >= 50 && s.index < 55;
+    const bool window = s.index >= 100 && s.index < 700 && s.index % 10 == 0;
+    if (!warmup && !window) continue;
+    s = testing::failed_sample(s.index, s.t_intended_ns, ErrorClass::kClientResources);
+    s.error_message = message;
+  }
+  for (std::size_t k = 101; k < 700; k += 100) {
+    samples[k] = testing::failed_sample(k, samples[k].t_intended_ns, ErrorClass::kHttp5xx);
+  }
+  const StepStats st = compute_step_stats(steady_input(samples));
+  EXPECT_EQ(st.intended, 600u);
+  EXPECT_EQ(st.client_resources, 60u);
+  EXPECT_EQ(st.client_resources_in_step, 65u);
+  EXPECT_EQ(st.client_resources_example, message);
+  EXPECT_EQ(st.failed, 6u);  // the 5xx only
+  EXPECT_EQ(st.errors_by_class[static_cast<int>(ErrorClass::kClientResources)], 60u);
+  EXPECT_DOUBLE_EQ(st.error_rate, 6.0 / 540);  // over the requests that reached the target
+  EXPECT_EQ(to_string(ErrorClass::kClientResources), "client-resources");
+  EXPECT_EQ(parse_error_class("client-resources"), ErrorClass::kClientResources);
+  EXPECT_EQ(error_class_from(static_cast<int>(ErrorClass::kClientResources)),
+            ErrorClass::kClientResources);
+
+  // The verdict: inconclusive and client-bound, its reason naming the count and the errno; the
+  // target's error rate (1.1 % > 1 %) is reported but decides nothing.
+  SlaSpec sla;
+  sla.bounds = {{SlaMetric::kTtft, 95, 1000}};
+  const StepVerdict v = judge_step(st, sla);
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  bool found = false;
+  for (const auto& r : v.reasons) {
+    if (r.code != "client_resources") continue;
+    found = true;
+    EXPECT_EQ(r.status, CheckStatus::kMissed);
+    EXPECT_DOUBLE_EQ(*r.measured, 65);
+    EXPECT_NE(r.text.find("client resources exhausted: 65 request(s)"), std::string::npos)
+        << r.text;
+    EXPECT_NE(r.text.find("EMFILE (Too many open files)"), std::string::npos) << r.text;
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(StepStats, GoodputAndAttainmentUseTheSla) {
   auto samples = steady_samples();
   for (auto& s : samples) {

@@ -60,7 +60,7 @@ TEST(Verdict, HealthyStepPasses) {
   EXPECT_EQ(reason(v, "tpot_p95").status, CheckStatus::kHeld);
   EXPECT_TRUE(v.deciding().empty());
   // Bounds first in SLA order, then one reason per rule.
-  ASSERT_EQ(v.reasons.size(), 2u + 10u);
+  ASSERT_EQ(v.reasons.size(), 2u + 11u);
   EXPECT_EQ(v.reasons[0].code, "ttft_p95");
   EXPECT_EQ(v.reasons[1].code, "tpot_p95");
 }
@@ -206,6 +206,36 @@ TEST(Verdict, ASimulatorThatFellBehindRealTimeMakesTheStepInconclusive) {
   EXPECT_EQ(v.outcome, Outcome::kInconclusive);
   EXPECT_TRUE(v.client_bound);
   EXPECT_EQ(reason(v, "target_clock").status, CheckStatus::kMissed);
+}
+
+TEST(Verdict, ClientResourceFailuresMakeTheStepInconclusiveNeverPassOrFail) {
+  StepStats st = healthy();
+  EXPECT_EQ(reason(judge_step(st, sla()), "client_resources").status, CheckStatus::kHeld);
+  EXPECT_TRUE(is_client_side(CheckKind::kClientResources));
+  st.client_resources_in_step = 1472;
+  st.client_resources_example =
+      "client resources exhausted: connect to 127.0.0.1:8000 failed with EMFILE (Too many open "
+      "files); raise the agent's descriptor limit (ulimit -n) or lower the concurrency";
+  StepVerdict v = judge_step(st, sla());  // every other check held: no pass
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  const auto& r = reason(v, "client_resources");
+  EXPECT_EQ(r.status, CheckStatus::kMissed);
+  EXPECT_EQ(r.text,
+            "client resources exhausted: 1472 request(s) of the step failed on the client and "
+            "never reached the target (first: " +
+                st.client_resources_example + ")");
+  // A latency bound missed far beyond the client's dispatch lag would fail the step (rule 1);
+  // not when the client could not offer the load at all.
+  st.ttft_ns = flat(45'000 * kMsD);
+  v = judge_step(st, sla());
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  EXPECT_FALSE(reason(v, "ttft_p95").beyond_client_lag);
+  // ... and a target error rate beyond the SLA does not fail it either.
+  st.ttft_ns = flat(500 * kMsD);
+  st.error_rate = 0.5;
+  EXPECT_EQ(judge_step(st, sla()).outcome, Outcome::kInconclusive);
 }
 
 TEST(Verdict, TooFewRequestsIsInsufficientSamplesNotClientBound) {
