@@ -20,8 +20,11 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 #include <vector>
+
+#include "agent/client_resource_error.h"
 
 namespace llmcap::agent {
 
@@ -82,6 +85,18 @@ bool peer_closed(const beast::error_code& ec) {
 }
 
 std::string describe(const beast::error_code& ec) { return ec.message(); }
+
+// socket(), connect() or the lookup failed for want of the client's own descriptors, local
+// ports or socket memory (client_resource_error.h): classes r as kClientResources and says so.
+bool client_resources_failed(const beast::error_code& ec, const std::string& what,
+                             ExchangeResult& r) {
+  if (ec.category() != asio::error::get_system_category()) return false;
+  const auto shortage = client_resource_error(ec.value());
+  if (!shortage) return false;
+  r.error = ErrorClass::kClientResources;
+  r.error_message = describe_client_resource_error(*shortage, ec.value(), what);
+  return true;
+}
 
 // Result of one attempt on one connection.
 struct Attempt {
@@ -344,9 +359,12 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
       co_return nullptr;
     }
     if (pending->ec || pending->results.empty()) {
-      // An answer, even a late one, says the name does not resolve: a connect error.
-      r.error = ErrorClass::kConnect;
-      r.error_message = "cannot resolve " + endpoint.host + ": " + describe(pending->ec);
+      // An answer, even a late one, says the name does not resolve: a connect error, unless
+      // the lookup itself ran out of the client's resources (no descriptor for /etc/hosts).
+      if (!client_resources_failed(pending->ec, "resolving " + endpoint.host, r)) {
+        r.error = ErrorClass::kConnect;
+        r.error_message = "cannot resolve " + endpoint.host + ": " + describe(pending->ec);
+      }
       co_return nullptr;
     }
     if (!options.allowed.empty() && !options.allowed.allows_name(endpoint.host)) {
@@ -382,10 +400,28 @@ asio::awaitable<std::unique_ptr<Connection>> HttpClient::Impl::connect(ResponseO
     }
     canceller->set_hook([raw] { raw->close(); });
   }
-  arm(conn->lowest(), d);
-  auto [ec, ep] = co_await conn->lowest().async_connect(*resolved, use_nothrow);
-  (void)ep;
+  // Each address in turn, the socket opened here rather than by a range connect: Asio's range
+  // connect reports a socket() that failed (EMFILE, ENFILE, ENOBUFS) as "operation canceled",
+  // which read as the target's connect error (issue 35 #5).
+  beast::error_code ec = asio::error::host_not_found;
+  for (const auto& entry : *resolved) {
+    auto& socket = conn->lowest().socket();
+    beast::error_code ignored;
+    if (socket.is_open()) socket.close(ignored);  // the previous address failed
+    socket.open(entry.endpoint().protocol(), ec);
+    if (ec) {
+      if (client_resource_error(ec.value())) break;
+      continue;  // e.g. IPv6 off on this host: the next address may be IPv4
+    }
+    arm(conn->lowest(), d);
+    std::tie(ec) = co_await conn->lowest().async_connect(entry.endpoint(), use_nothrow);
+    if (!ec || (canceller && canceller->cancelled()) || is_timeout(ec, d)) break;
+  }
   if (ec) {
+    if (!(canceller && canceller->cancelled()) && !is_timeout(ec, d) &&
+        client_resources_failed(ec, "connect to " + endpoint.host_header(), r)) {
+      co_return nullptr;  // the client's shortage, not the target's: the resolution still holds
+    }
     if (canceller && canceller->cancelled())
       r.error = ErrorClass::kCancelled;
     else

@@ -10,7 +10,9 @@
 // the error the observer names. Name resolution runs on Asio's
 // resolver thread and is raced against the deadline and the canceller, so a DNS server that never
 // answers cannot hold a request past its deadline (a failed answer is kConnect, no answer in time
-// the deadline's class). A kept-alive connection that the
+// the deadline's class). A socket(), connect() or lookup that fails for want of the client's own
+// descriptors, local ports or socket memory is kClientResources (client_resource_error.h), never
+// the target's kConnect. A kept-alive connection that the
 // server closed before answering is retried once on a fresh connection (t_send is the retry's).
 //
 // Threading: all calls must run on the thread of the io_context given at construction (the

@@ -124,7 +124,9 @@ struct StepRun {
   bool finished = false;
 
   asio::awaitable<void> main();
-  // Runs one request; true when its connection was refused (the target is not listening).
+  // Runs one request; returns its error class, from which a closed-loop slot decides whether
+  // to back off (kConnect: refused, the target is not listening; kClientResources: this
+  // process is short of descriptors, ports or socket memory).
   // trace_record: the trace record to send (a trace replay); kByIndex: the workload's next item.
   static constexpr std::size_t kByIndex = ~std::size_t{0};
   // A conversation turn's request (run_session): its prompt goes in, its outcome comes out.
@@ -140,11 +142,14 @@ struct StepRun {
     std::int32_t input_tokens = -1;
     std::int32_t output_tokens = -1;
   };
-  asio::awaitable<bool> run_one(std::uint64_t index, std::int64_t t_intended_abs,
-                                std::size_t trace_record = kByIndex, TurnIo* turn = nullptr);
+  asio::awaitable<ErrorClass> run_one(std::uint64_t index, std::int64_t t_intended_abs,
+                                      std::size_t trace_record = kByIndex, TurnIo* turn = nullptr);
   // One conversation session whose first turn is intended at first_intended_abs (already
-  // counted as intended when first_counted). True when a turn's connection was refused.
-  asio::awaitable<bool> run_session(std::int64_t first_intended_abs, bool first_counted);
+  // counted as intended when first_counted). Returns its last turn's error class.
+  asio::awaitable<ErrorClass> run_session(std::int64_t first_intended_abs, bool first_counted);
+  // How long a closed-loop slot pauses after a request failed with `error`, its
+  // kClientResources failures in a row counted in client_resource_failures (reset otherwise).
+  std::int64_t slot_backoff_ns(ErrorClass error, std::uint32_t& client_resource_failures) const;
   // Closed loop with conversations: one user holding sessions back to back.
   asio::awaitable<void> conversation_user();
   void cancel_think_timers();
@@ -259,8 +264,8 @@ PromptItem StepRun::next_item(std::uint64_t index, std::size_t trace_record) {
   return item;
 }
 
-asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs,
-                                       std::size_t trace_record, TurnIo* turn) {
+asio::awaitable<ErrorClass> StepRun::run_one(std::uint64_t index, std::int64_t t_intended_abs,
+                                             std::size_t trace_record, TurnIo* turn) {
   ++in_flight;
   ++result.counts.sent;
   analysis::RequestSample sample;
@@ -357,7 +362,7 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   } else {
     ++result.counts.failed;
   }
-  const bool refused = sample.error == ErrorClass::kConnect;
+  const ErrorClass error = sample.error;
   note_connect_outcome(sample);
   if (turn) {
     turn->ok = sample.ok();
@@ -371,7 +376,25 @@ asio::awaitable<bool> StepRun::run_one(std::uint64_t index, std::int64_t t_inten
   result.response_ids.push_back(std::move(response_id));
   --in_flight;
   if (in_flight == 0 && sending_closed) drain_timer.cancel();
-  co_return refused;
+  co_return error;
+}
+
+std::int64_t StepRun::slot_backoff_ns(ErrorClass error,
+                                      std::uint32_t& client_resource_failures) const {
+  if (error == ErrorClass::kConnect) {
+    client_resource_failures = 0;
+    return refusals.backoff_ns();
+  }
+  if (error != ErrorClass::kClientResources) {
+    client_resource_failures = 0;
+    return 0;
+  }
+  // This process ran out of descriptors, ports or socket memory: the slot waits 10 ms doubling
+  // to 1 s, as for a refusal, but by itself (the slots holding connections keep running), so a
+  // step at 900 slots with room for 200 records a few hundred such failures a second, not
+  // hundreds of thousands, and the step still ends inconclusive (verdict.h, client_resources).
+  const std::uint32_t doublings = std::min<std::uint32_t>(client_resource_failures++, 20);
+  return std::min(RefusalTracker::kMaxBackoffNs, RefusalTracker::kFirstBackoffNs << doublings);
 }
 
 void StepRun::note_connect_outcome(const analysis::RequestSample& sample) {
@@ -395,6 +418,7 @@ void StepRun::note_connect_outcome(const analysis::RequestSample& sample) {
 
 asio::awaitable<void> StepRun::closed_worker() {
   asio::steady_timer backoff(io);
+  std::uint32_t client_resource_failures = 0;  // this slot's, in a row
   while (!stopping && !sending_closed) {
     const std::int64_t now = HttpClient::now_ns();
     if (now >= window_end) break;
@@ -413,11 +437,12 @@ asio::awaitable<void> StepRun::closed_worker() {
     const std::uint64_t index = next_index++;
     ++result.counts.intended;
     // Closed loop: t_intended is when the slot freed, i.e. now (docs/metrics.md §2.1).
-    const bool refused = co_await run_one(index, now);
-    if (refused && !stopping) {
-      // A refused connection frees the slot at once: without a pause, N workers would hammer
-      // a down target with tens of thousands of connects a second.
-      backoff.expires_after(std::chrono::nanoseconds(refusals.backoff_ns()));
+    const ErrorClass error = co_await run_one(index, now);
+    const std::int64_t pause_ns = slot_backoff_ns(error, client_resource_failures);
+    if (pause_ns > 0 && !stopping) {
+      // A refused connection (or one this process had no descriptor for) frees the slot at
+      // once: without a pause, N workers would make tens of thousands of attempts a second.
+      backoff.expires_after(std::chrono::nanoseconds(pause_ns));
       co_await backoff.async_wait(use_nothrow);
     }
   }
@@ -480,7 +505,8 @@ asio::awaitable<void> StepRun::trace_scheduler() {
   }
 }
 
-asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool first_counted) {
+asio::awaitable<ErrorClass> StepRun::run_session(std::int64_t first_intended_abs,
+                                                 bool first_counted) {
   const ConversationSpec& conv = spec.workload.conversation;
   const std::uint64_t session = next_session++;
   SessionRecord record;
@@ -491,7 +517,7 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
   asio::steady_timer think(io);
   std::int64_t t_intended = first_intended_abs;
   std::int32_t context_tokens = 0;  // the last turn's prompt + reply (usage, else planned)
-  bool refused = false;
+  ErrorClass last_error = ErrorClass::kNone;
   for (std::int32_t turn = 1; turn <= record.planned_turns; ++turn) {
     if (turn > 1) {
       // The user reads the reply, thinks, then sends: the turn is intended then, however late
@@ -541,7 +567,7 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
     if (turn > 1 || !first_counted) ++result.counts.intended;
     const std::int32_t planned_input = io_turn.item.planned_input_tokens;
     const std::int32_t planned_output = io_turn.item.planned_output_tokens;
-    refused = co_await run_one(index, t_intended, kByIndex, &io_turn);
+    last_error = co_await run_one(index, t_intended, kByIndex, &io_turn);
     record.turns_sent = turn;
     if (!io_turn.ok) {
       // A turn the step's end cancelled cuts its session like the window's end does.
@@ -558,18 +584,20 @@ asio::awaitable<bool> StepRun::run_session(std::int64_t first_intended_abs, bool
     t_intended = io_turn.t_end_abs;
   }
   if (record.turns_sent > 0) result.conversation.sessions.push_back(record);
-  co_return refused;
+  co_return last_error;
 }
 
 asio::awaitable<void> StepRun::conversation_user() {
   asio::steady_timer backoff(io);
+  std::uint32_t client_resource_failures = 0;  // this slot's, in a row
   while (!stopping && !sending_closed) {
     const std::int64_t now = HttpClient::now_ns();
     if (now >= window_end) break;
     // Closed loop: a new session starts the moment the user's previous one ended.
-    const bool refused = co_await run_session(now, false);
-    if (refused && !stopping) {
-      backoff.expires_after(std::chrono::nanoseconds(refusals.backoff_ns()));
+    const ErrorClass error = co_await run_session(now, false);
+    const std::int64_t pause_ns = slot_backoff_ns(error, client_resource_failures);
+    if (pause_ns > 0 && !stopping) {
+      backoff.expires_after(std::chrono::nanoseconds(pause_ns));
       co_await backoff.async_wait(use_nothrow);
     }
   }

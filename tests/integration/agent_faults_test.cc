@@ -8,9 +8,12 @@
 //
 // Targets: tests/fakes/scripted_target.h (net::HttpServer based) and tests/fakes/raw_target.h
 // (raw bytes, for wire-level faults). Both run on their own threads; the agent runs on this one.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +29,8 @@
 #include "agent/refusal_tracker.h"
 #include "agent/step_runner.h"
 #include "agent/stream_recorder.h"
+#include "analysis/step_stats.h"
+#include "analysis/verdict.h"
 #include "tests/fakes/raw_target.h"
 #include "tests/fakes/scripted_target.h"
 
@@ -753,6 +758,164 @@ TEST(AgentFaults, TargetRestartingDuringAStep) {
   EXPECT_LT(first_ok_end, 400 * kMs);
   EXPECT_GT(last_ok_end, 700 * kMs);
   EXPECT_GT(fake->completion_requests(), 0u);  // the restarted target served the rest
+}
+
+// ---- The client's own limits (issue 35 #5).
+
+// Descriptors open in this process now.
+int open_descriptors() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+    --n;  // the directory's own
+  }
+  return n;
+}
+
+// A ScriptedTarget in a child process, so that lowering this process's descriptor limit leaves
+// the target's alone (in one process, the target could not accept either). The child serves
+// until the parent closes its end of the pipe (or dies).
+class TargetInChildProcess {
+ public:
+  explicit TargetInChildProcess(const Script& script) {
+    int port_pipe[2], hold_pipe[2];
+    if (::pipe(port_pipe) != 0 || ::pipe(hold_pipe) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(port_pipe[0]);
+      ::close(hold_pipe[1]);
+      {
+        ScriptedTarget target(script);
+        const std::uint16_t port = target.port();
+        if (::write(port_pipe[1], &port, sizeof port) != sizeof port) ::_exit(1);
+        char byte;
+        while (::read(hold_pipe[0], &byte, 1) > 0) {
+        }
+      }
+      ::_exit(0);
+    }
+    ::close(port_pipe[1]);
+    ::close(hold_pipe[0]);
+    hold_fd_ = hold_pipe[1];
+    if (pid_ > 0 && ::read(port_pipe[0], &port_, sizeof port_) != sizeof port_) port_ = 0;
+    ::close(port_pipe[0]);
+  }
+  ~TargetInChildProcess() {
+    if (hold_fd_ >= 0) ::close(hold_fd_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+  }
+  TargetInChildProcess(const TargetInChildProcess&) = delete;
+  TargetInChildProcess& operator=(const TargetInChildProcess&) = delete;
+  std::uint16_t port() const { return port_; }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  pid_t pid_ = -1;
+  int hold_fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Lowers this process's soft descriptor limit for its lifetime.
+class ScopedDescriptorLimit {
+ public:
+  explicit ScopedDescriptorLimit(rlim_t soft) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = soft;
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~ScopedDescriptorLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  ScopedDescriptorLimit(const ScopedDescriptorLimit&) = delete;
+  ScopedDescriptorLimit& operator=(const ScopedDescriptorLimit&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+TEST(AgentFaults, RunningOutOfDescriptorsIsTheClientsFailureAndTheStepInconclusive) {
+  // 96 closed-loop slots with room for about 24 connections (ulimit -n, as in the issue's
+  // c=900 run): the requests that found no descriptor are client-resources failures naming
+  // EMFILE and ulimit -n, never connect errors of the target; the slots that connected keep
+  // measuring; the step's error rate leaves them out and its verdict is inconclusive,
+  // client-bound — never a pass or a fail.
+  Script script = quick();
+  script.itl_us = 10'000;  // ≈ 45 ms a request
+  TargetInChildProcess target(script);
+  ASSERT_GT(target.port(), 0);
+  StepSpec spec = spec_for(target.base_url(), 0.6);
+  spec.load.concurrency = 96;
+  StepResult r;
+  {
+    // The io_context's epoll, eventfd and timerfd and the resolver's thread take a few; the
+    // rest is for connections.
+    ScopedDescriptorLimit limit(static_cast<rlim_t>(open_descriptors() + 30));
+    ASSERT_TRUE(limit.ok());
+    r = StepRunner().run(spec);
+  }
+  EXPECT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto m = by_class(r);
+  for (const auto& [error, n] : m) {
+    EXPECT_TRUE(error == ErrorClass::kNone || error == ErrorClass::kClientResources ||
+                error == ErrorClass::kCancelled)
+        << to_string(error) << " × " << n;
+  }
+  for (const auto& s : r.samples) {
+    if (s.error == ErrorClass::kConnect) {
+      ADD_FAILURE() << "a connect error of the target: " << s.error_message;
+      break;
+    }
+  }
+  ASSERT_GT(m.count(ErrorClass::kClientResources), 0u) << "no slot ran out of descriptors";
+  EXPECT_GT(m.count(ErrorClass::kNone), 0u) << "the slots that connected measured nothing";
+  std::size_t short_of_descriptors = 0;
+  for (const auto& s : r.samples) {
+    if (s.error != ErrorClass::kClientResources) continue;
+    ++short_of_descriptors;
+    EXPECT_TRUE(contains(s.error_message, "client resources exhausted: connect to 127.0.0.1:"))
+        << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "EMFILE (Too many open files)")) << s.error_message;
+    EXPECT_TRUE(contains(s.error_message, "ulimit -n")) << s.error_message;
+    EXPECT_EQ(s.t_send_ns, -1);  // nothing reached the target
+  }
+  std::printf("%zu samples: %zu ok, %zu short of descriptors, %llu connections opened\n",
+              r.samples.size(),
+              static_cast<std::size_t>(m.count(ErrorClass::kNone) ? m.at(ErrorClass::kNone) : 0),
+              short_of_descriptors, static_cast<unsigned long long>(r.connections_opened));
+  // Each starved slot backs off (10 ms doubling): a few per slot over the step, not thousands.
+  EXPECT_LT(short_of_descriptors, 96u * 15u);
+
+  analysis::StepInput in;
+  in.samples = r.samples;
+  in.window_start_ns = r.window_start_ns;
+  in.window_end_ns = r.window_end_ns;
+  in.concurrency = spec.load.concurrency;
+  in.itl_ns = r.itl_ns;
+  analysis::SlaSpec sla;
+  sla.bounds = {{analysis::SlaMetric::kTtft, 95, 60'000}};
+  sla.min_requests = 1;
+  in.sla = sla;
+  const analysis::StepStats st = analysis::compute_step_stats(in);
+  EXPECT_GT(st.client_resources, 0u);
+  EXPECT_EQ(st.client_resources_in_step, short_of_descriptors);
+  EXPECT_EQ(st.failed + st.timed_out, 0u);
+  EXPECT_DOUBLE_EQ(st.error_rate, 0);  // the target erred on nothing
+  const analysis::StepVerdict v = analysis::judge_step(st, sla);
+  EXPECT_EQ(v.outcome, analysis::Outcome::kInconclusive);
+  EXPECT_TRUE(v.client_bound);
+  bool named = false;
+  for (const auto& reason : v.reasons) {
+    if (reason.code != "client_resources") continue;
+    named = true;
+    EXPECT_EQ(reason.status, analysis::CheckStatus::kMissed);
+    EXPECT_TRUE(contains(reason.text, "client resources exhausted: " +
+                                          std::to_string(short_of_descriptors) + " request(s)"))
+        << reason.text;
+    EXPECT_TRUE(contains(reason.text, "EMFILE")) << reason.text;
+  }
+  EXPECT_TRUE(named);
 }
 
 }  // namespace
