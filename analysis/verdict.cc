@@ -100,6 +100,9 @@ std::string fmt(double v, int decimals = 2) {
   return buf;
 }
 
+// How the agent's client-resources messages and the check's text begin (one prefix, not two).
+constexpr std::string_view kClientResourcesPrefix = "client resources exhausted: ";
+
 // "≤ limit" check.
 VerdictReason at_most(CheckKind kind, double measured, double limit, std::string what,
                       std::string unit, int decimals) {
@@ -303,10 +306,12 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
     if (r.status == CheckStatus::kMissed) {
       // "client resources exhausted: 1472 requests of the step failed on the client (first:
       // connect to … failed with EMFILE (Too many open files); raise … ulimit -n …)".
-      r.text = "client resources exhausted: " + std::to_string(st.client_resources_in_step) +
+      r.text = std::string(kClientResourcesPrefix) + std::to_string(st.client_resources_in_step) +
                " request(s) of the step failed on the client and never reached the target";
-      if (!st.client_resources_example.empty())
-        r.text += " (first: " + st.client_resources_example + ")";
+      std::string_view first = st.client_resources_example;
+      if (first.starts_with(kClientResourcesPrefix))
+        first.remove_prefix(kClientResourcesPrefix.size());
+      if (!first.empty()) r.text += " (first: " + std::string(first) + ")";
     }
     v.reasons.push_back(std::move(r));
   }

@@ -388,6 +388,53 @@ class Cli(unittest.TestCase):
         row = [x for x in printed["measured"].splitlines() if x.startswith("box ")]
         self.assertTrue(row and "simulated" in row[0], printed["measured"])
 
+    def test_a_client_out_of_descriptors_is_inconclusive_never_the_targets_error(self):
+        """Issue 35 #5: `llmcapd run` with a descriptor limit far below the concurrency
+        (ulimit -n 128, c=300) against a standalone simulator. The connections it could not open
+        are `client-resources` failures naming EMFILE and ulimit -n, never `connect` errors of
+        the target; the step is inconclusive and client-bound (exit 4), never a verdict."""
+        import resource
+        from llmcapd_harness import start_sim
+        sim, port = start_sim(LLMCAPD, "--time-scale", "4", "--hardware", "a100-80g-pcie",
+                              "--model", "llama-3.1-8b")
+        self.addCleanup(sim.wait)
+        self.addCleanup(sim.terminate)
+        doc = {"version": 1, "name": "client-fds",
+               "targets": [{"name": "box", "base_url": "http://127.0.0.1:%d" % port}],
+               "workload": {"input_tokens": {"fixed": 64}, "output_tokens": {"fixed": 16}},
+               "sla": {"ttft_ms": {"p95": 60000}, "min_requests": 5},
+               "phases": [{"kind": "concurrency_sweep", "levels": [300], "duration_s": 8}]}
+        plan = os.path.join(SCRATCH.name, "client-fds.json")
+        out = os.path.join(SCRATCH.name, "client-fds.out.json")
+        with open(plan, "w") as f:
+            json.dump(doc, f)
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(
+                resource.RLIMIT_NOFILE)[1]))
+        r = subprocess.run([LLMCAPD, "run", plan, "--out", out], capture_output=True, text=True,
+                           timeout=120, cwd=SCRATCH.name, preexec_fn=low_limit)
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)  # inconclusive
+        with open(out) as f:
+            step = json.load(f)["targets"][0]["phases"][0]["steps"][0]
+        counts = step["stats"]["counts"]
+        by_class = counts["errors_by_class"]
+        self.assertNotIn("connect", by_class)
+        self.assertGreater(by_class.get("client-resources", 0), 0, counts)
+        self.assertGreater(counts["completed_ok"], 0, counts)
+        self.assertEqual(counts["failed"], 0, counts)
+        self.assertEqual(step["stats"]["error_rate"], 0)
+        self.assertEqual(step["verdict"]["outcome"], "inconclusive")
+        self.assertIs(step["client_bound"], True)
+        reason = [x for x in step["verdict"]["reasons"] if x["code"] == "client_resources"][0]
+        self.assertEqual(reason["status"], "missed")
+        self.assertIn("client resources exhausted: %d request(s)" % counts[
+            "client_resources_in_step"], reason["text"])
+        self.assertIn("EMFILE (Too many open files)", reason["text"])
+        self.assertIn("ulimit -n", reason["text"])
+        print("c=300 under ulimit -n 128: %d ok, %d client-resources in the step; %s" % (
+            counts["completed_ok"], counts["client_resources_in_step"], reason["text"]))
+
     def test_missing_or_malformed_dataset_is_a_plan_error_naming_the_path(self):
         with tempfile.TemporaryDirectory() as d:
             doc = json.loads(json.dumps(TINY_PLAN))

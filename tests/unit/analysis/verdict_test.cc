@@ -223,8 +223,9 @@ TEST(Verdict, ClientResourceFailuresMakeTheStepInconclusiveNeverPassOrFail) {
   EXPECT_EQ(r.status, CheckStatus::kMissed);
   EXPECT_EQ(r.text,
             "client resources exhausted: 1472 request(s) of the step failed on the client and "
-            "never reached the target (first: " +
-                st.client_resources_example + ")");
+            "never reached the target (first: connect to 127.0.0.1:8000 failed with EMFILE (Too "
+            "many open files); raise the agent's descriptor limit (ulimit -n) or lower the "
+            "concurrency)");
   // A latency bound missed far beyond the client's dispatch lag would fail the step (rule 1);
   // not when the client could not offer the load at all.
   st.ttft_ns = flat(45'000 * kMsD);
