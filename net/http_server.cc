@@ -30,6 +30,12 @@ constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string status_line(int status) {
   std::string s = "HTTP/1.1 " + std::to_string(status) + " ";
   s.append(reason_phrase(status));
@@ -182,10 +188,19 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<std::uint64_t> rejected_full{0}, rejected_per_client{0}, fd_exhausted{0},
       accept_errors{0};
 
-  std::mutex mu;                                                                 // guards below
-  std::unordered_map<std::uint64_t, std::weak_ptr<beast::tcp_stream>> sessions;  // GUARDED_BY(mu)
-  std::unordered_map<std::string, std::size_t> per_client;                       // GUARDED_BY(mu)
-  std::uint64_t next_session_id = 0;                                             // GUARDED_BY(mu)
+  std::atomic<std::uint64_t> evicted_slow{0};
+
+  // A connection as the server tracks it: its stream, and when the request it is receiving
+  // began (steady-clock ns; 0 while it waits for a next request or runs a handler). A request
+  // that takes long to arrive is what a slowloris client holds a slot with.
+  struct SessionEntry {
+    std::weak_ptr<beast::tcp_stream> stream;
+    std::shared_ptr<std::atomic<std::int64_t>> receiving_since_ns;
+  };
+  std::mutex mu;                                             // guards below
+  std::unordered_map<std::uint64_t, SessionEntry> sessions;  // GUARDED_BY(mu)
+  std::unordered_map<std::string, std::size_t> per_client;   // GUARDED_BY(mu)
+  std::uint64_t next_session_id = 0;                         // GUARDED_BY(mu)
 
   // The keep-alive wait now: idle_timeout up to half of max_connections open, then shrinking
   // linearly to min_idle_timeout when full, so idle connections make room under pressure.
@@ -202,6 +217,12 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     return std::find(options.reserved_paths.begin(), options.reserved_paths.end(), path) !=
            options.reserved_paths.end();
   }
+
+  // Closes the connection whose request has been arriving longest, if it began more than
+  // options.slow_request_evict_after ago (an honest client sends a request in milliseconds), so
+  // a new connection takes its slot: slowloris cannot keep the server full. Returns whether one
+  // was closed.
+  bool evict_slowest_request(std::uint64_t except);
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
@@ -353,11 +374,12 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     socket.set_option(tcp::no_delay(true), nodelay_ec);
   }
   auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+  auto receiving_since = std::make_shared<std::atomic<std::int64_t>>(steady_ns());
   std::uint64_t id = 0;
   {
     std::lock_guard lock(mu);
     id = next_session_id++;
-    sessions.emplace(id, stream);
+    sessions.emplace(id, SessionEntry{stream, receiving_since});
   }
   ++open_connections;
   struct Cleanup {
@@ -400,16 +422,20 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
   };
   // Over its address's share a connection is refused at once. Beyond max_connections it may
-  // still carry one request for a reserved path (health, metrics) while the reserve lasts, and
-  // must send it quickly; everything else gets 503.
+  // still carry one request while the reserve lasts, and must send it quickly: a request for a
+  // reserved path (health, metrics) is served; any other takes the slot of the connection whose
+  // request has been arriving longest (over slow_request_evict_after: slowloris), or gets 503.
+  // Eviction waits for the new request to arrive whole, so a client that never finishes one
+  // (an attacker reconnecting at once) never evicts anybody.
   const std::size_t open = open_connections;
   if (options.max_connections_per_client > 0 && from_client > options.max_connections_per_client) {
     ++rejected_per_client;
     co_await refuse("too many connections from this address");
     co_return;
   }
-  const bool reserve_only = open > options.max_connections;
-  if (reserve_only && (options.reserved_paths.empty() ||
+  bool reserve_only = open > options.max_connections;
+  const bool evicting = options.slow_request_evict_after.count() > 0;
+  if (reserve_only && ((options.reserved_paths.empty() && !evicting) ||
                        open > options.max_connections + options.reserved_connections)) {
     ++rejected_full;
     co_await refuse("too many connections");
@@ -431,17 +457,21 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       stream->expires_after(reserve_only ? std::min(options.min_idle_timeout, options.read_timeout)
                                          : options.read_timeout);
     } else if (buffer.size() == 0) {
+      receiving_since->store(0);
       stream->expires_after(idle_timeout_now());
       auto [wait_ec, got] = co_await stream->async_read_some(buffer.prepare(4096), use_nothrow);
       buffer.commit(got);
       if (wait_ec) break;
+      receiving_since->store(steady_ns());
       stream->expires_after(options.read_timeout);
     } else {
+      receiving_since->store(steady_ns());
       stream->expires_after(options.read_timeout);
     }
     first = false;
     auto [ec, n] = co_await http::async_read(*stream, buffer, parser, use_nothrow);
     (void)n;
+    receiving_since->store(0);
     if (ec) {
       int status = 0;
       if (ec == http::error::body_limit)
@@ -476,7 +506,7 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     }
     req.body = std::move(msg.body());
     req.remote_address = remote;
-    const bool keep_alive = msg.keep_alive() && !reserve_only;
+
     const bool head_only = msg.method() == http::verb::head;
     const bool http10 = msg.version() < 11;
     if (auto refused = refuse_request(options, req, msg.version())) {
@@ -487,10 +517,15 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       co_await asio::async_write(*stream, asio::buffer(bytes), use_nothrow);
       break;
     }
+    bool keep_alive = msg.keep_alive() && !reserve_only;
     if (reserve_only && !reserved(req.path)) {
-      ++rejected_full;
-      co_await refuse("too many connections");
-      co_return;
+      if (!evict_slowest_request(id)) {
+        ++rejected_full;
+        co_await refuse("too many connections");
+        co_return;
+      }
+      reserve_only = false;  // it has the evicted connection's slot now
+      keep_alive = msg.keep_alive();
     }
 
     StreamWriter writer(*stream, options, !http10);
@@ -528,6 +563,36 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
   stream->socket().close(ec);
 }
 
+bool HttpServer::Impl::evict_slowest_request(std::uint64_t except) {
+  if (options.slow_request_evict_after.count() <= 0) return false;
+  const std::int64_t cutoff = steady_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                options.slow_request_evict_after)
+                                                .count();
+  std::shared_ptr<beast::tcp_stream> victim;
+  std::int64_t oldest = cutoff;
+  {
+    std::lock_guard lock(mu);
+    for (auto& [sid, entry] : sessions) {
+      if (sid == except) continue;
+      const std::int64_t since = entry.receiving_since_ns->load();
+      if (since <= 0 || since > oldest) continue;
+      if (auto s = entry.stream.lock()) {
+        victim = std::move(s);
+        oldest = since;
+        entry.receiving_since_ns->store(0);  // not chosen twice while it closes
+      }
+    }
+  }
+  if (!victim) return false;
+  ++evicted_slow;
+  asio::post(victim->get_executor(), [victim] {
+    beast::error_code ec;
+    victim->socket().shutdown(tcp::socket::shutdown_both, ec);
+    victim->socket().close(ec);
+  });
+  return true;
+}
+
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler handler)
     : impl_(std::make_shared<Impl>(io, std::move(options), std::move(handler))) {}
 
@@ -561,6 +626,7 @@ HttpServerStats HttpServer::stats() const {
   s.rejected_per_client = impl_->rejected_per_client;
   s.fd_exhausted = impl_->fd_exhausted;
   s.accept_errors = impl_->accept_errors;
+  s.evicted_slow = impl_->evicted_slow;
   return s;
 }
 
@@ -572,8 +638,8 @@ void HttpServer::stop() {
     impl->acceptor.close(ec);
   });
   std::lock_guard lock(impl->mu);
-  for (auto& [id, weak] : impl->sessions) {
-    if (auto s = weak.lock()) {
+  for (auto& [id, entry] : impl->sessions) {
+    if (auto s = entry.stream.lock()) {
       asio::post(s->get_executor(), [s] {
         beast::error_code ec;
         s->socket().shutdown(tcp::socket::shutdown_both, ec);

@@ -7,7 +7,10 @@
 // connection); the keep-alive wait for the next request shrinks as the server fills (half of
 // max_connections open: idle_timeout; full: min_idle_timeout); one client address may hold at
 // most max_connections_per_client; beyond max_connections, reserved_connections more are served
-// for reserved_paths only (health and metrics stay reachable when the API is full); and when
+// for reserved_paths only (health and metrics stay reachable when the API is full), and for any
+// other request that arrives whole and quickly by taking the slot of the connection whose
+// request has been arriving longest, once that began slow_request_evict_after ago (slowloris);
+// and when
 // accept() runs out of file descriptors (EMFILE/ENFILE) the server waits accept_backoff before
 // trying again instead of spinning, and counts it (stats()).
 //
@@ -75,6 +78,12 @@ struct HttpServerOptions {
   std::size_t reserved_connections = 0;           // beyond max_connections, for reserved_paths
   std::vector<std::string> reserved_paths;        // e.g. "/healthz", "/readyz", "/metrics"
   std::chrono::milliseconds accept_backoff{100};  // after EMFILE/ENFILE
+  // A connection beyond max_connections (within reserved_connections more) whose first request
+  // arrives whole, quickly, for a path that is not reserved takes the slot of the connection
+  // whose request has been arriving longest, if that began more than this long ago (slowloris:
+  // a request trickled over seconds holds a slot; an honest one arrives in milliseconds).
+  // 0 = never evict (such a request gets 503).
+  std::chrono::milliseconds slow_request_evict_after{1'000};
   // The Host header (DNS-rebinding defence): an HTTP/1.1 request needs exactly one Host, an
   // HTTP/1.0 one at most one (else 400). When allowed_hosts is not empty, the host part (no
   // port, any case, no trailing dot) must be one of its entries, or an IP literal when
@@ -96,6 +105,7 @@ struct HttpServerStats {
   std::uint64_t rejected_per_client = 0;  // 503: max_connections_per_client
   std::uint64_t fd_exhausted = 0;         // accept() failed with EMFILE/ENFILE
   std::uint64_t accept_errors = 0;        // every accept() failure, those included
+  std::uint64_t evicted_slow = 0;         // connections closed for a slow request (slowloris)
 };
 
 class HttpServer {

@@ -223,6 +223,7 @@ void Daemon::start() {
   // Health and metrics stay reachable when the API is full (issue 23 #7).
   ho.reserved_connections = static_cast<std::size_t>(config_.reserved_connections);
   ho.reserved_paths = {"/healthz", "/readyz", "/metrics"};
+  ho.slow_request_evict_after = std::chrono::milliseconds(config_.slow_request_evict_ms);
   ho.server_header = "llmcapd";
   // DNS rebinding (issue 35 #2): only the Host names the daemon is meant to be reached by.
   ho.allowed_hosts = config_.effective_allowed_hosts();
@@ -248,6 +249,8 @@ void Daemon::start() {
                                               static_cast<double>(refused.rejected_per_client));
         metrics_->set_api_connections_refused("fd_exhausted",
                                               static_cast<double>(refused.fd_exhausted));
+        metrics_->set_api_connections_refused("slow_request",
+                                              static_cast<double>(refused.evicted_slow));
       }
       metrics_->set_queue_length(static_cast<double>(scheduler_->queued()));
       metrics_->set_jobs("queued", static_cast<double>(scheduler_->queued()));

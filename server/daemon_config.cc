@@ -15,6 +15,9 @@ void DaemonConfig::bind(Settings& s) {
         &idle_timeout_ms);
   s.add("max_connections_per_client", "API connections one client address may hold (0 = any)",
         &max_connections_per_client);
+  s.add("slow_request_evict_ms",
+        "when full, close a connection whose request has been arriving this long (0 = never)",
+        &slow_request_evict_ms);
   s.add("reserved_connections",
         "connections beyond max_connections kept for /healthz, /readyz and /metrics",
         &reserved_connections);
@@ -78,6 +81,7 @@ std::string DaemonConfig::validate() const {
   if (idle_timeout_ms < 100) return "idle_timeout_ms: must be at least 100";
   if (max_connections_per_client < 0) return "max_connections_per_client: must be 0 or more";
   if (reserved_connections < 0) return "reserved_connections: must be 0 or more";
+  if (slow_request_evict_ms < 0) return "slow_request_evict_ms: must be 0 or more";
   if (database.empty()) return "database: must not be empty";
   if (!(min_free_disk_mib >= 0 && min_free_disk_mib <= 1 << 20))
     return "min_free_disk_mib: must be in [0, 1048576]";

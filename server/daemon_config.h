@@ -29,6 +29,9 @@ struct DaemonConfig {
   // Beyond max_connections, this many more connections may still reach /healthz, /readyz and
   // /metrics (and nothing else), so probes and scrapes work while the API is full.
   int reserved_connections = 16;
+  // Beyond max_connections, a new connection takes the slot of the one whose request has been
+  // arriving longest, once that request began this long ago (slowloris); 0 = never.
+  int slow_request_evict_ms = 1'000;
 
   // --- storage ---
   std::string database = "llmcap.db";  // SQLite file (":memory:" for throwaway runs)

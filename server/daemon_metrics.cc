@@ -168,7 +168,8 @@ struct DaemonMetrics::Families {
                         .Name("llmcap_api_connections_refused_total")
                         .Help("API connections refused: full (max_connections), per_client "
                               "(max_connections_per_client), fd_exhausted (accept() out of "
-                              "file descriptors)")
+                              "file descriptors), slow_request (closed to make room: its "
+                              "request was still arriving after slow_request_evict_ms)")
                         .Register(r)),
         jobs_submitted(prometheus::BuildCounter()
                            .Name("llmcap_jobs_submitted_total")
@@ -302,7 +303,7 @@ DaemonMetrics::DaemonMetrics(std::chrono::steady_clock::duration series_grace)
   }
   f_->queue.Add({}).Set(0);
   f_->storage_queue.Add({}).Set(0);
-  for (const char* reason : {"full", "per_client", "fd_exhausted"})
+  for (const char* reason : {"full", "per_client", "fd_exhausted", "slow_request"})
     f_->api_refused.Add({{"reason", reason}});
 }
 

@@ -493,8 +493,10 @@ def build():
         [target("sum by (reason) (rate(llmcap_api_connections_refused_total[1m]))",
                 "{{reason}}")],
         unit="cps", w=12,
-        desc="503s at max_connections (full) or max_connections_per_client (per_client), and "
-             "accept() failures for lack of file descriptors (fd_exhausted; docs/security.md)."))
+        desc="503s at max_connections (full) or max_connections_per_client (per_client), "
+             "accept() failures for lack of file descriptors (fd_exhausted), and connections "
+             "closed because their request was still arriving after slow_request_evict_ms "
+             "(slow_request: slowloris; docs/security.md)."))
     panels.append(timeseries(
         L, "llmcapd CPU",
         [target("rate(process_cpu_seconds_total{%s}[1m])" % D, "{{instance}}")],

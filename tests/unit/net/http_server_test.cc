@@ -249,6 +249,66 @@ TEST_F(ServerFixture, Http10KeepAliveIsAnnounced) {
   EXPECT_NE(out.find("GET /b"), std::string::npos) << out;
 }
 
+TEST_F(ServerFixture, SlowRequestsGiveUpTheirSlotWhenTheServerIsFull) {
+  // Issue 35 #6: slowloris. Connections whose requests never finish arriving held every slot
+  // until read_timeout; a new connection now takes the slot of the slowest once its request has
+  // been arriving longer than slow_request_evict_after.
+  HttpServerOptions o;
+  o.max_connections = 3;
+  o.reserved_connections = 2;  // where an over-cap request arrives before it takes a slot
+  o.read_timeout = std::chrono::milliseconds(60'000);
+  o.slow_request_evict_after = std::chrono::milliseconds(200);
+  start(o, echo_handler());
+  asio::io_context client_io;
+  std::vector<tcp::socket> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.emplace_back(client_io);
+    slow.back().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    asio::write(slow.back(), asio::buffer(std::string("GET / HTTP/1.1\r\nHost: t\r\n")));
+  }
+  for (int i = 0; i < 200 && server_->connection_count() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // older than 200 ms now
+  // The first new connection is over the cap: it takes the slowest's slot. The next ones fit
+  // (the evicted connection is gone).
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = exchange("GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  }
+  EXPECT_EQ(server_->stats().evicted_slow, 1u);
+  EXPECT_EQ(server_->stats().rejected_full, 0u);
+  for (int i = 0; i < 200 && server_->connection_count() > 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(server_->connection_count(), 2u);  // the two slow ones left, still unanswered
+  for (auto& s : slow) {
+    boost::system::error_code ec;
+    s.close(ec);
+  }
+}
+
+TEST_F(ServerFixture, FastRequestsAreNeverEvicted) {
+  // A full server whose connections are idle between requests or running a handler refuses a
+  // new one (503) rather than closing any of them.
+  HttpServerOptions o;
+  o.max_connections = 2;
+  o.reserved_connections = 2;
+  o.slow_request_evict_after = std::chrono::milliseconds(1);
+  start(o, echo_handler());
+  asio::io_context client_io;
+  std::vector<tcp::socket> kept;
+  for (int i = 0; i < 2; ++i) {
+    kept.emplace_back(client_io);
+    kept.back().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    asio::write(kept.back(), asio::buffer(std::string("GET / HTTP/1.1\r\nHost: t\r\n\r\n")));
+    char buf[512];
+    (void)kept.back().read_some(asio::buffer(buf));  // answered: now idle, keep-alive
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string out = exchange("GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+  EXPECT_EQ(server_->stats().evicted_slow, 0u);
+}
+
 TEST_F(ServerFixture, ConnectionLimitAnswers503) {
   HttpServerOptions o;
   o.max_connections = 1;
