@@ -462,7 +462,7 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       auto [wait_ec, got] = co_await stream->async_read_some(buffer.prepare(4096), use_nothrow);
       buffer.commit(got);
       if (wait_ec) break;
-      receiving_since->store(steady_ns());
+      receiving_since->store(steady_ns());  // 0 until now: never claimed while idle
       stream->expires_after(options.read_timeout);
     } else {
       receiving_since->store(steady_ns());
@@ -471,7 +471,7 @@ asio::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
     first = false;
     auto [ec, n] = co_await http::async_read(*stream, buffer, parser, use_nothrow);
     (void)n;
-    receiving_since->store(0);
+    if (receiving_since->exchange(0) < 0) break;  // evicted to make room (slowloris): drop it
     if (ec) {
       int status = 0;
       if (ec == http::error::body_limit)
@@ -569,19 +569,22 @@ bool HttpServer::Impl::evict_slowest_request(std::uint64_t except) {
                                                 options.slow_request_evict_after)
                                                 .count();
   std::shared_ptr<beast::tcp_stream> victim;
-  std::int64_t oldest = cutoff;
   {
     std::lock_guard lock(mu);
+    SessionEntry* slowest = nullptr;
+    std::int64_t oldest = cutoff;
     for (auto& [sid, entry] : sessions) {
       if (sid == except) continue;
       const std::int64_t since = entry.receiving_since_ns->load();
       if (since <= 0 || since > oldest) continue;
-      if (auto s = entry.stream.lock()) {
-        victim = std::move(s);
-        oldest = since;
-        entry.receiving_since_ns->store(0);  // not chosen twice while it closes
-      }
+      slowest = &entry;
+      oldest = since;
     }
+    // Claimed with a compare-and-swap: a request that completed meanwhile (its session swapped
+    // the start for 0) is not evicted, and its handler runs; a claimed one (-1) is dropped by its
+    // session even if its last byte arrived in the same instant.
+    if (slowest && slowest->receiving_since_ns->compare_exchange_strong(oldest, -1))
+      victim = slowest->stream.lock();
   }
   if (!victim) return false;
   ++evicted_slow;

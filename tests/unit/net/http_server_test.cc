@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -440,6 +441,10 @@ TEST_F(ServerFixture, AcceptOutOfDescriptorsBacksOffAndRecovers) {
   start(o, echo_handler());
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  // What the hogs duplicate: not stdin, which a test runner may have closed (dup(0) then failed
+  // at once and the test with it).
+  const int hog_source = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(hog_source, 0);
   // Exhaust the descriptors the process may open (the client sockets take them too).
   int highest = 0;  // the limit counts descriptor numbers: stay above every open one
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
@@ -448,7 +453,7 @@ TEST_F(ServerFixture, AcceptOutOfDescriptorsBacksOffAndRecovers) {
   low.rlim_cur = static_cast<rlim_t>(highest + 8);
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::vector<int> hogs;
-  for (int fd; (fd = ::dup(0)) >= 0;) hogs.push_back(fd);
+  for (int fd; (fd = ::dup(hog_source)) >= 0;) hogs.push_back(fd);
   ASSERT_FALSE(hogs.empty());
   ::close(hogs.back());  // one left for the client's socket
   hogs.pop_back();
@@ -464,6 +469,7 @@ TEST_F(ServerFixture, AcceptOutOfDescriptorsBacksOffAndRecovers) {
   EXPECT_GE(during.fd_exhausted, 1u);
   EXPECT_LE(during.accept_errors, 20u);  // ~6 attempts in 600 ms, not a spin
   for (int fd : hogs) ::close(fd);
+  ::close(hog_source);
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
   // The pending connection is accepted on a later attempt and served.
   const std::string req = "GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
