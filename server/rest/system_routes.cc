@@ -7,6 +7,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "api/problem_json.h"
 #include "server/jobs/job_scheduler.h"
 #include "server/rest/openapi_document.h"
@@ -98,7 +100,13 @@ asio::awaitable<std::optional<HttpResponse>> readyz_within_deadline(RestContext&
   auto pending = std::make_shared<Pending>(io);
   // The daemon joins the pool before the RestContext goes, so `c` outlives the check.
   asio::post(c.blocking, [&c, pending, io, req, params] {
-    HttpResponse r = readyz(c, req, params);
+    HttpResponse r;
+    try {
+      r = readyz(c, req, params);
+    } catch (const std::exception& e) {
+      api_log()->error("GET /readyz: {}", e.what());
+      r = problem_response(ApiErrorCode::kInternal, "internal error");
+    }
     c.readiness_check_running = false;
     asio::post(io, [pending, r = std::move(r)]() mutable {
       pending->answer = std::move(r);
