@@ -392,7 +392,13 @@ class Cli(unittest.TestCase):
         """Issue 35 #5: `llmcapd run` with a descriptor limit far below the concurrency
         (ulimit -n 128, c=300) against a standalone simulator. The connections it could not open
         are `client-resources` failures naming EMFILE and ulimit -n, never `connect` errors of
-        the target; the step is inconclusive and client-bound (exit 4), never a verdict."""
+        the target; the step is inconclusive and client-bound (exit 4), never a verdict.
+
+        Sanitizer runtimes do not survive descriptor exhaustion (UBSan's vptr check reports
+        false errors once it cannot open what it reads): this case runs in the release lane as
+        ctest cli_client_resources_test (LLMCAP_FD_LIMIT_TESTS=1), where the skip below is off."""
+        if os.environ.get("LLMCAP_FD_LIMIT_TESTS") != "1":
+            self.skipTest("runs in the release lane (cli_client_resources_test)")
         import resource
         from llmcapd_harness import start_sim
         sim, port = start_sim(LLMCAPD, "--time-scale", "4", "--hardware", "a100-80g-pcie",
