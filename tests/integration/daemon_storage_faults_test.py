@@ -31,6 +31,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -232,6 +233,73 @@ class StorageFaultTest(unittest.TestCase):
                 shutil.copyfile(db_path + suffix, os.path.join(copy, "llmcap.db" + suffix))
         self.assert_intact(os.path.join(copy, "llmcap.db"), job_id, before)
 
+
+    def mount_ext4(self, mnt):
+        image = os.path.join(tempfile.mkdtemp(prefix="llmcap-img-"), "fs.img")
+        self.addCleanup(shutil.rmtree, os.path.dirname(image), True)
+        with open(image, "wb") as f:
+            f.truncate(32 << 20)
+        r = run(["mkfs.ext4", "-q", "-F", image])
+        if r.returncode != 0:
+            skip(self, "mkfs.ext4 failed: " + r.stdout.strip())
+        r = run(["losetup", "-f", "--show", image])
+        if r.returncode != 0:
+            skip(self, "no loop device: " + r.stdout.strip())
+        loop = r.stdout.strip()
+        self.addCleanup(run, ["losetup", "-d", loop])
+        r = run(["mount", loop, mnt])
+        if r.returncode != 0:
+            skip(self, "cannot mount ext4 on %s: %s" % (loop, r.stdout.strip()))
+        self.addCleanup(run, ["umount", mnt])
+
+    def test_frozen_filesystem_never_stalls_healthz(self):
+        # Issue 35 #1: a /readyz during a filesystem freeze hung /healthz until the thaw (both
+        # on the I/O thread). Now readiness runs on the blocking pool with a 2 s deadline: it
+        # answers 503 while the freeze lasts, /healthz keeps answering, and after the thaw the
+        # daemon is ready again.
+        mnt = self.mount_point()
+        self.mount_ext4(mnt)
+        d = self.start_daemon(os.path.join(mnt, "llmcap.db"))
+        self.assertEqual(d.request("GET", "/readyz").status, 200)
+        r = run(["fsfreeze", "-f", mnt])
+        if r.returncode != 0:
+            skip(self, "fsfreeze failed: " + r.stdout.strip())
+        self.addCleanup(run, ["fsfreeze", "-u", mnt])
+        ready = {}
+
+        def probe_readiness():
+            started = time.monotonic()
+            r = d.request("GET", "/readyz", timeout_s=60)
+            ready["status"], ready["s"] = r.status, time.monotonic() - started
+            ready["body"] = r.json()
+
+        t = threading.Thread(target=probe_readiness)
+        t.start()
+        health_ms = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # the readiness check is stuck on the freeze
+            started = time.monotonic()
+            self.assertEqual(d.request("GET", "/healthz", timeout_s=10).status, 200)
+            health_ms.append((time.monotonic() - started) * 1000)
+            time.sleep(0.02)
+        t.join(60)
+        self.assertFalse(t.is_alive(), "/readyz hung on the frozen filesystem")
+        self.assertEqual(ready["status"], 503, ready)
+        self.assertIn("did not finish", ready["body"]["detail"])
+        # While the first check is still stuck, the next probe is answered at once.
+        again = d.request("GET", "/readyz", timeout_s=10)
+        self.assertEqual(again.status, 503)
+        health_ms.sort()
+        p99 = health_ms[int(0.99 * (len(health_ms) - 1))]
+        sys.stderr.write("frozen: /readyz 503 after %.2f s; %d /healthz, P99 %.1f ms, max %.1f "
+                         "ms\n" % (ready["s"], len(health_ms), p99, health_ms[-1]))
+        # A hang detector, not a speed check: before, /healthz waited for the thaw.
+        self.assertLess(health_ms[-1], 5000)
+        run(["fsfreeze", "-u", mnt])
+        deadline = time.monotonic() + 30
+        while d.request("GET", "/readyz", timeout_s=10).status != 200:
+            self.assertLess(time.monotonic(), deadline, "not ready again after the thaw")
+            time.sleep(0.2)
 
     def test_submit_on_a_full_disk_never_accepts_a_job_that_cannot_move(self):
         # Issue 24 #2: on a full disk a submit once answered 201 and the job stayed queued
