@@ -184,22 +184,7 @@ class StorageFaultTest(unittest.TestCase):
 
     def test_read_only_filesystem_while_job_runs(self):
         mnt = self.mount_point()
-        image = os.path.join(tempfile.mkdtemp(prefix="llmcap-img-"), "fs.img")
-        self.addCleanup(shutil.rmtree, os.path.dirname(image), True)
-        with open(image, "wb") as f:
-            f.truncate(32 << 20)
-        r = run(["mkfs.ext4", "-q", "-F", image])
-        if r.returncode != 0:
-            skip(self, "mkfs.ext4 failed: " + r.stdout.strip())
-        r = run(["losetup", "-f", "--show", image])
-        if r.returncode != 0:
-            skip(self, "no loop device: " + r.stdout.strip())
-        loop = r.stdout.strip()
-        self.addCleanup(run, ["losetup", "-d", loop])
-        r = run(["mount", "-o", "errors=remount-ro", loop, mnt])
-        if r.returncode != 0:
-            skip(self, "cannot mount ext4 on %s: %s" % (loop, r.stdout.strip()))
-        self.addCleanup(run, ["umount", mnt])
+        loop = self.mount_ext4(mnt, "errors=remount-ro")
         trigger = "/sys/fs/ext4/%s/trigger_fs_error" % os.path.basename(loop)
         if not os.path.exists(trigger):
             skip(self, "kernel has no " + trigger)
@@ -234,7 +219,8 @@ class StorageFaultTest(unittest.TestCase):
         self.assert_intact(os.path.join(copy, "llmcap.db"), job_id, before)
 
 
-    def mount_ext4(self, mnt):
+    def mount_ext4(self, mnt, options="defaults"):
+        """A 32 MiB ext4 image on a loop device mounted at mnt; returns the loop device."""
         image = os.path.join(tempfile.mkdtemp(prefix="llmcap-img-"), "fs.img")
         self.addCleanup(shutil.rmtree, os.path.dirname(image), True)
         with open(image, "wb") as f:
@@ -247,10 +233,11 @@ class StorageFaultTest(unittest.TestCase):
             skip(self, "no loop device: " + r.stdout.strip())
         loop = r.stdout.strip()
         self.addCleanup(run, ["losetup", "-d", loop])
-        r = run(["mount", loop, mnt])
+        r = run(["mount", "-o", options, loop, mnt])
         if r.returncode != 0:
             skip(self, "cannot mount ext4 on %s: %s" % (loop, r.stdout.strip()))
         self.addCleanup(run, ["umount", mnt])
+        return loop
 
     def test_frozen_filesystem_never_stalls_healthz(self):
         # Issue 35 #1: a /readyz during a filesystem freeze hung /healthz until the thaw (both
