@@ -404,9 +404,18 @@ std::optional<TargetRun::Measured> TargetRun::measure(PhaseRun& run, const StepC
     return std::nullopt;
   }
   if (model_.empty()) model_ = m.result.model;
-  if (m.result.cancelled && m.result.window_end_ns <= m.result.window_start_ns) {
+  if (m.result.window_end_ns <= m.result.window_start_ns) {
     // Stopped before its window opened (model discovery, calibration, warm-up): nothing was
     // measured, so there is no step to judge or store.
+    if (m.result.cancelled) return std::nullopt;
+    // Not stopped, and still no window: agents' uploads that each ended their window where it
+    // began (the shard codec accepts such a window, e.g. a shard with nothing to send). Judging
+    // it used to throw and fail the job as "internal error" (issue 35 #6; found by
+    // tests/fuzz/shard_upload_fuzz.cc): the job fails saying what happened instead.
+    run.error = "target " + target_.name + ", " + run.phase.name + " " + ctx.label +
+                ": the step's measurement window is empty (it ends where it starts, at " +
+                std::to_string(m.result.window_start_ns) +
+                " ns): nothing was measured to judge; the steps stored before it are kept";
     return std::nullopt;
   }
   if (k != 1.0) expand(m.result, k);

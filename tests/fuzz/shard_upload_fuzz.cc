@@ -5,6 +5,7 @@
 // bound of check_step_result (so a merge's work is bounded by the upload's size, never by the
 // counts in it, issue 23 #13), and it encodes back to a document that decodes to the same
 // samples.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,8 @@
 #include <string_view>
 
 #include "agent/shard_merge.h"
+#include "analysis/step_stats.h"
+#include "analysis/verdict.h"
 #include "server/fleet/shard_codec.h"
 
 namespace {
@@ -57,5 +60,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto merged = llmcap::agent::merge_shards(std::move(shards), 100'000'000);
   check(merged.sample_regions.size() == merged.result.samples.size(),
         "merged regions not parallel to samples");
+
+  // Judged as the executor judges a step (server/engine/plan_executor.cc, TargetRun::judge),
+  // open and closed loop: an accepted upload must never make the analysis throw or misbehave
+  // (issue 35 #6: a fuzzed job ended "internal error" after an accepted upload).
+  const auto& r = merged.result;
+  // An empty merged window fails the step before judging (TargetRun::measure).
+  if (r.window_end_ns <= r.window_start_ns) return 0;
+  namespace analysis = llmcap::analysis;
+  analysis::SlaSpec sla;
+  sla.bounds = {{analysis::SlaMetric::kTtft, 95, 1000}, {analysis::SlaMetric::kTpot, 95, 35}};
+  for (const bool open : {true, false}) {
+    analysis::StepInput input;
+    input.samples = r.samples;
+    input.window_start_ns = r.window_start_ns;
+    input.window_end_ns = r.window_end_ns;
+    if (open)
+      input.offered_rate_rps = 10;
+    else
+      input.concurrency = 4;
+    input.itl_ns = r.itl_ns;
+    input.dropped_arrivals = r.dropped_arrivals;
+    input.client_cpu_utilisation = r.client_cpu_utilisation;
+    input.sla = sla;
+    for (const auto& [t, n] : r.in_flight_series)
+      input.in_flight.push_back({t, static_cast<double>(n)});
+    const analysis::StepStats stats = analysis::compute_step_stats(input);
+    const analysis::StepVerdict verdict = analysis::judge_step(stats, sla);
+    check(std::isfinite(stats.error_rate) && stats.error_rate >= 0,
+          "error rate negative or not a number");
+    (void)verdict;
+  }
   return 0;
 }

@@ -119,6 +119,46 @@ TEST(PlanExecutor, CancelInsideTheWindowRecordsAPartialStepOverTheTimeThatRan) {
   EXPECT_EQ(step.at("verdict").at("outcome"), "inconclusive") << step.at("verdict").dump();
 }
 
+// Returns `result` for every step, never stopping the job (agents' merged uploads).
+class FixedResultBackend final : public StepBackend {
+ public:
+  explicit FixedResultBackend(agent::StepResult result) : result_(std::move(result)) {}
+  BackendStep run(const agent::StepSpec& /*spec*/, std::int64_t /*global_step*/,
+                  std::stop_token /*stop*/, const agent::ProgressCallback& /*progress*/) override {
+    ++calls;
+    return BackendStep{result_, nullptr, std::nullopt};
+  }
+  int calls = 0;
+
+ private:
+  agent::StepResult result_;
+};
+
+TEST(PlanExecutor, AnEmptyWindowThatWasNotCancelledFailsTheJobSayingSo) {
+  // Issue 35 #6: shard uploads whose windows end where they start are accepted (a shard with
+  // nothing to send), and all of them merge into an empty window; judging it threw and the job
+  // ended "internal error in llmcapd" (tests/fuzz/shard_upload_fuzz.cc found it). Now the job
+  // fails naming the empty window, without an exception and without a step.
+  for (const auto& [start, end] :
+       {std::pair<std::int64_t, std::int64_t>{0, 0}, {1000 * kNsPerMs, 1000 * kNsPerMs}}) {
+    EmbeddedSimulators sims;
+    RecordingSink sink;
+    agent::StepResult r;
+    r.model = "llama-3.1-8b";
+    r.window_start_ns = start;
+    r.window_end_ns = end;
+    FixedResultBackend backend(r);
+    PlanExecutor executor(sims, sink, &backend);
+    std::stop_source stop;
+    ExecutionResult out;
+    ASSERT_NO_THROW(out = executor.run(one_step_plan(), stop.get_token()));
+    EXPECT_FALSE(out.cancelled);
+    EXPECT_NE(out.error.find("measurement window is empty"), std::string::npos) << out.error;
+    EXPECT_EQ(backend.calls, 1);
+    EXPECT_TRUE(sink.steps.empty());
+  }
+}
+
 // A target whose true capacity is known: open-loop steps get one request every 1/rate s over
 // warm-up + window, TTFT 200 ms while the rate holds and 2 s above it, 32 tokens 20 ms apart.
 // Short steps hold up to short_limit_rps; the longer confirming steps only up to
