@@ -176,4 +176,18 @@ std::string markdown_header(const std::vector<std::string>& cells, std::string_v
   return out + "\n";
 }
 
+std::string opt_fixed(const std::optional<double>& value, int decimals) {
+  return value ? format_fixed(*value, decimals) : "-";
+}
+
+std::string percent(const std::optional<double>& fraction) {
+  return fraction ? format_fixed(*fraction * 100, 2) + "%" : "-";
+}
+
+const nlohmann::json& targets_of(const nlohmann::json& results) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  const auto& t = json_member(results, "targets");
+  return t.is_array() ? t : kEmpty;
+}
+
 }  // namespace llmcap::api

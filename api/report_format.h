@@ -25,6 +25,11 @@ std::string xml_escape(std::string_view text);
 // Fixed-point with `decimals` digits; "-" for NaN/inf.
 std::string format_fixed(double value, int decimals);
 
+// An optional figure for a report cell: format_fixed, or "-" when it was not measured.
+std::string opt_fixed(const std::optional<double>& value, int decimals);
+// An optional fraction as a percentage with 2 decimals ("12.50%"), or "-".
+std::string percent(const std::optional<double>& fraction);
+
 // Compact form for axis ticks and labels: up to 3 significant digits, no trailing zeros,
 // thousands as "1.5k" / millions as "2M" (12, 0.25, 1.2k, 15k).
 std::string format_compact(double value);
@@ -39,6 +44,8 @@ std::string json_string(const nlohmann::json& object, std::string_view key,
 
 // Member `key` itself, or a shared null value when `object` is not an object or lacks it.
 const nlohmann::json& json_member(const nlohmann::json& object, std::string_view key);
+// The results document's `targets` array, or a shared empty array when it has none.
+const nlohmann::json& targets_of(const nlohmann::json& results);
 
 // Markdown tables: a cell's text with pipes escaped and line breaks flattened; a row of cells;
 // a header row with its alignment line (`align`: one 'l' (text) or 'r' (number) per column).

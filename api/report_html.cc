@@ -82,14 +82,6 @@ details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
 
 std::string esc(std::string_view s) { return html_escape(s); }
 
-std::string opt_fixed(const std::optional<double>& v, int decimals) {
-  return v ? format_fixed(*v, decimals) : "-";
-}
-
-std::string percent(const std::optional<double>& fraction) {
-  return fraction ? format_fixed(*fraction * 100, 2) + "%" : "-";
-}
-
 std::string td(std::string_view text, std::string_view cls = "") {
   return cls.empty() ? "<td>" + esc(text) + "</td>"
                      : "<td class=\"" + std::string(cls) + "\">" + esc(text) + "</td>";
@@ -117,12 +109,6 @@ std::string th_row(const std::vector<std::string>& cells, std::string_view align
     out += "</th>";
   }
   return out + "</tr></thead>";
-}
-
-const json& targets_of(const json& results) {
-  static const json kEmpty = json::array();
-  const auto& t = json_member(results, "targets");
-  return t.is_array() ? t : kEmpty;
 }
 
 // A step of a target, flattened with what the charts need.

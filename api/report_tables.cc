@@ -14,22 +14,8 @@ using nlohmann::json;
 
 namespace {
 
-const json& targets_of(const json& results) {
-  static const json kEmpty = json::array();
-  const auto& t = json_member(results, "targets");
-  return t.is_array() ? t : kEmpty;
-}
-
 std::optional<double> p95_of(const json& q, const char* metric) {
   return json_number(json_member(q, metric), "p95");
-}
-
-std::string opt_fixed(const std::optional<double>& v, int decimals) {
-  return v ? format_fixed(*v, decimals) : "-";
-}
-
-std::string percent(const std::optional<double>& fraction) {
-  return fraction ? format_fixed(*fraction * 100, 2) + "%" : "-";
 }
 
 // CSV number: plain, up to 4 decimals, no trailing zeros; empty when missing.

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
+#include "storage/system_clock.h"
+
 namespace llmcap::storage {
 namespace {
 
 constexpr std::string_view kCrockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
-std::int64_t system_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "storage/system_clock.h"
 #include "storage/transaction.h"
 
 namespace llmcap::storage {
@@ -15,12 +16,6 @@ constexpr std::string_view kCreateSchemaMigrations =
     " version INTEGER PRIMARY KEY,"
     " name TEXT NOT NULL,"
     " applied_at_ms INTEGER NOT NULL)";
-
-std::int64_t system_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string file_name(const Migration& m) {
   std::string number = std::to_string(m.version);

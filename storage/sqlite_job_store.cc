@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "storage/sample_inserter.h"
+#include "storage/system_clock.h"
 #include "storage/transaction.h"
 
 namespace llmcap::storage {
@@ -24,12 +25,6 @@ constexpr std::string_view kJobColumns =
     "id, plan_id, state, priority, created_at_ms, started_at_ms, finished_at_ms, submitted_by, "
     "error_message, progress_json, last_completed_step, cancel_requested, verdict, verdict_json, "
     "kind, tenant";
-
-std::int64_t system_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status not_found_job(std::string_view job_id) {
   return Status(ErrorCode::kNotFound, "job " + std::string(job_id) + " not found");
