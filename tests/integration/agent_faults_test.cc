@@ -33,6 +33,7 @@
 #include "analysis/verdict.h"
 #include "tests/fakes/raw_target.h"
 #include "tests/fakes/scripted_target.h"
+#include "tests/sanitizers.h"
 
 namespace llmcap::agent {
 namespace {
@@ -45,15 +46,6 @@ using fakes::ScriptedTarget;
 using fakes::ScriptedTargetOptions;
 
 constexpr std::int64_t kMs = 1'000'000;
-
-// GCC says __SANITIZE_ADDRESS__, Clang __has_feature(address_sanitizer).
-#if defined(__SANITIZE_ADDRESS__)
-#define LLMCAP_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LLMCAP_TEST_UNDER_ASAN 1
-#endif
-#endif
 
 Script quick() {
   Script s;
@@ -549,13 +541,11 @@ TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
   // here: +24 to +56 MB for the same bounded step, depending on earlier tests), so peak RSS
   // says nothing there either way; the wire-level checks above (the agent stopped reading
   // long before the end) still fail under ASan if the bound is gone.
-#if defined(LLMCAP_TEST_UNDER_ASAN)
-  std::printf("peak RSS bound not checked under ASan (quarantine)\n");
-#else
-  if (rss_before > 0) {
+  if (test_support::kUnderSanitizers) {
+    std::printf("peak RSS bound not checked under ASan (quarantine)\n");
+  } else if (rss_before > 0) {
     EXPECT_LT(rss_growth, 32ll * 1024 * 1024);
   }
-#endif
 }
 
 TEST(AgentFaults, WrongContentTypeHtml200) {
@@ -838,13 +828,8 @@ class ScopedDescriptorLimit {
 TEST(AgentFaults, RunningOutOfDescriptorsIsTheClientsFailureAndTheStepInconclusive) {
   // Labelled `timing` (tests/integration/CMakeLists.txt), so the sanitizer lane never runs it:
   // the sanitizer runtimes do not survive running out of descriptors.
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
-#endif
-#endif
+  if (test_support::kUnderSanitizers)
+    GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
   // 96 closed-loop slots with room for about 24 connections (ulimit -n, as in the issue's
   // c=900 run): the requests that found no descriptor are client-resources failures naming
   // EMFILE and ulimit -n, never connect errors of the target; the slots that connected keep

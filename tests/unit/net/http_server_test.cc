@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/sanitizers.h"
+
 namespace llmcap::net {
 namespace {
 
@@ -429,13 +431,8 @@ TEST_F(ServerFixture, IdleKeepAliveShrinksWhenTheServerFills) {
 // Issue 23 #7: out of file descriptors, accept() fails; the server pauses between attempts
 // (no busy loop), counts it, and serves again once descriptors are free.
 TEST_F(ServerFixture, AcceptOutOfDescriptorsBacksOffAndRecovers) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
-#endif
-#endif
+  if (test_support::kUnderSanitizers)
+    GTEST_SKIP() << "exhausting descriptors breaks the sanitizer runtime; runs in the release lane";
   HttpServerOptions o;
   o.accept_backoff = std::chrono::milliseconds(100);
   start(o, echo_handler());
