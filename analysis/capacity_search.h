@@ -93,7 +93,7 @@ std::optional<double> rate_from_knee(const Knee& knee);
 // (verdict.cc) then fits the in-flight count over at least 4 τ, long enough to tell a count
 // that settles from a queue that keeps growing. Short steps stay as planned: only a confirm
 // qualifies a rate, so only a confirm needs the long view.
-inline constexpr double kConfirmLifetimes = 5;
+inline constexpr double kConfirmLifetimes = kTrendLifetimes;
 // The confirm's window: max(confirm_duration_s, kConfirmLifetimes × lifetime_s), whole seconds.
 double confirm_window_s(double confirm_duration_s, double lifetime_s);
 

@@ -374,4 +374,44 @@ StepVerdict judge_step(const StepStats& st, const SlaSpec& sla) {
   return v;
 }
 
+std::optional<double> trend_judging_window_s(const StepStats& st, const StepVerdict& v) {
+  if (!(st.offered_rate_rps > 0) || v.outcome == Outcome::kInconclusive) return std::nullopt;
+  if (v.outcome == Outcome::kFail) {
+    for (const auto& r : v.reasons) {
+      if (r.status == CheckStatus::kMissed && r.kind != CheckKind::kBacklog &&
+          r.kind != CheckKind::kCompletionRate)
+        return std::nullopt;  // a bound, the error rate: that fail stands
+    }
+  }
+  const double lifetime_s = st.e2e_ns.mean / 1e9;
+  if (!(lifetime_s > 0)) return std::nullopt;
+  const double needed_s = std::ceil(kTrendLifetimes * lifetime_s);
+  if (needed_s <= st.window_s) return std::nullopt;
+  return std::max(needed_s, 2 * st.window_s);
+}
+
+bool defer_short_trend(const StepStats& st, StepVerdict& v, double max_window_s) {
+  const auto needed = trend_judging_window_s(st, v);
+  if (!needed) return false;
+  const double window_s = std::min(*needed, max_window_s);
+  if (window_s < 1.1 * st.window_s) return false;  // cannot run much longer: the verdict stands
+  v.outcome = Outcome::kInconclusive;
+  v.rejudge_window_s = window_s;
+  const double lifetime_s = st.e2e_ns.mean / 1e9;
+  const std::string why = " — the window held " + fmt(st.window_s / lifetime_s, 1) +
+                          " request lifetimes (mean E2E " + fmt(lifetime_s, 1) +
+                          " s), fewer than " + fmt(kTrendLifetimes, 0) +
+                          ": too few to tell a queue still filling from one that keeps growing; "
+                          "judged again over " +
+                          fmt(window_s, 0) + " s";
+  for (auto& r : v.reasons) {
+    const bool trend = r.kind == CheckKind::kBacklog && r.status != CheckStatus::kNotApplicable;
+    const bool shortfall = r.kind == CheckKind::kCompletionRate && r.status == CheckStatus::kMissed;
+    if (!trend && !shortfall) continue;
+    r.status = CheckStatus::kNotEvaluated;
+    r.text += why;
+  }
+  return true;
+}
+
 }  // namespace llmcap::analysis

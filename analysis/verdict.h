@@ -124,6 +124,9 @@ struct StepVerdict {
   bool client_bound = false;
   // Inconclusive because fewer requests than min_requests belonged to the window.
   bool insufficient_samples = false;
+  // Inconclusive because the window held too few request lifetimes to judge the in-flight
+  // trend (defer_short_trend): the same step is judged again over this window (s).
+  std::optional<double> rejudge_window_s;
   // Codes of the missed server-side checks (e.g. "ttft_p95", "error_rate").
   std::vector<std::string> missed_server_codes() const;
   // The reasons that decided the outcome (missed / not evaluated), for short displays.
@@ -131,6 +134,31 @@ struct StepVerdict {
 };
 
 StepVerdict judge_step(const StepStats& stats, const SlaSpec& sla);
+
+// How many request lifetimes (τ, the window's mean E2E) an open-loop window must hold for its
+// in-flight trend to be judged: the first τ fills the server, and the trend fitted over the
+// other 4 tells a queue that keeps growing from a batching server's count still approaching its
+// level (which rises for several lifetimes at moderate load, as a backlog does over a shorter
+// span). Over fewer, the trend cannot be judged either way: a count still filling reads as
+// growth, and an overloaded queue's growth hides in the slope's noise (requests that live 18 s
+// in a 23 s window at 1.3 × capacity passed every check).
+inline constexpr double kTrendLifetimes = 5;
+
+// The window over which an open-loop step's trend can be judged, when the step's verdict rests
+// on a trend judged over too short a window: the step passed, or failed on nothing but the
+// in-flight trend (`backlog`, and `completion_rate`, whose shortfall is the same growth), in a
+// window holding fewer than kTrendLifetimes of its lifetimes. Returns kTrendLifetimes × τ
+// (whole seconds). nullopt otherwise: closed loop, inconclusive, a latency bound or the error
+// rate missed (a window still filling understates latency, so that fail stands), or the window
+// was long enough.
+std::optional<double> trend_judging_window_s(const StepStats& stats, const StepVerdict& verdict);
+
+// Defers such a verdict: when trend_judging_window_s() gives a window and the step may run at
+// least 10 % longer than it did (max_window_s, the phase's max_duration_s), the verdict becomes
+// inconclusive with rejudge_window_s = min(that window, max_window_s), and the backlog (and a
+// missed completion_rate) reason reads not evaluated and says why; the caller runs the same step
+// again over that window and its verdict stands. False (verdict unchanged) otherwise.
+bool defer_short_trend(const StepStats& stats, StepVerdict& verdict, double max_window_s);
 
 // Measured percentile (ns) of a bound from the stats; nullopt without data.
 std::optional<double> measured_ns(const StepStats& stats, const SlaBound& bound,

@@ -206,6 +206,10 @@ class TargetRun {
     // requests at every rate (common random numbers: a verdict changes with the rate, not with
     // the luck of the draw). The prompts' words stay per step (StepSpec::content_seed).
     int draw_key = -1;
+    // > 0: a verdict that rests on an in-flight trend over too few request lifetimes (a pass,
+    // or a fail on the trend alone) is deferred (analysis::defer_short_trend) and may be judged
+    // again over a window up to this long.
+    double rejudge_max_window_s = 0;
   };
 
   // The phase's steps, one function per kind; each returns the keys it adds to the phase
@@ -252,6 +256,13 @@ class TargetRun {
   // checked to be the one asked for, is reused as it was stored (never run again). A stored
   // step that is not the one asked for fails the job (run.error), nullopt.
   std::optional<StepRecord> take_step(PhaseRun& run, StepRequest request);
+  // take_step() for an open-loop step at one rate in a time window (a rate sweep's level, a
+  // capacity search's step): when its verdict was deferred because its window held too few
+  // request lifetimes to judge the in-flight trend (analysis::defer_short_trend), the same rate
+  // and draws run again
+  // over the longer window as step `next_index` (incremented), and that step's record, whose
+  // verdict stands, is returned.
+  std::optional<StepRecord> take_rate_step(PhaseRun& run, StepRequest request, int& next_index);
   StepContext step_context(const PhaseRun& run, const StepRequest& request) const;
   agent::StepSpec build_spec(const PhaseRun& run, const StepRequest& request) const;
   // Runs the spec (compressed for simulated targets) with the target's telemetry scraped, and
@@ -470,6 +481,8 @@ StepRecord TargetRun::judge(const Measured& m, const StepRequest& request) const
   } else {
     judge_mix(m, input, record);
   }
+  if (request.rejudge_max_window_s > 0 && !result.cancelled)
+    analysis::defer_short_trend(record.judged.stats, record.verdict, request.rejudge_max_window_s);
   record.judged.outcome =
       result.cancelled ? analysis::Outcome::kInconclusive : record.verdict.outcome;
   record.judged.role = request.role;
@@ -584,6 +597,8 @@ json TargetRun::document(const StepContext& ctx, const PhaseRun& run, const Step
       {"verdict", api::verdict_json(record.verdict)},
       {"client_bound", record.verdict.client_bound},
       {"insufficient_samples", record.verdict.insufficient_samples},
+      {"rejudge_window_s",
+       record.verdict.rejudge_window_s ? json(*record.verdict.rejudge_window_s) : json(nullptr)},
       {"planned_rate_rps",
        request.planned_rate_rps > 0 ? json(request.planned_rate_rps) : json(nullptr)},
       {"role", role == analysis::StepRole::kConfirm    ? "confirm"
@@ -741,6 +756,23 @@ std::optional<StepRecord> TargetRun::take_step(PhaseRun& run, StepRequest reques
   return record;
 }
 
+std::optional<StepRecord> TargetRun::take_rate_step(PhaseRun& run, StepRequest request,
+                                                    int& next_index) {
+  if (request.window_requests == 0)
+    request.rejudge_max_window_s = std::max(run.phase.max_duration_s, request.duration_s);
+  StepRequest again = request;
+  auto r = take_step(run, std::move(request));
+  if (!r || !r->verdict.rejudge_window_s) return r;
+  again.step_index = next_index++;
+  if (!again.params.contains("lengthened_from_s"))
+    again.params["lengthened_from_s"] = again.duration_s;
+  again.params["judged_again_for_trend"] = true;
+  again.duration_s = *r->verdict.rejudge_window_s;
+  again.rejudge_max_window_s = 0;  // its verdict stands
+  again.label += " (again, " + std::to_string(static_cast<long>(again.duration_s)) + " s)";
+  return take_step(run, std::move(again));
+}
+
 json TargetRun::sweep_analysis(const std::vector<StepRecord>& steps) {
   std::vector<analysis::SweepPoint> points;
   json skipped = json::array();
@@ -859,7 +891,7 @@ json TargetRun::run_rate_sweep(PhaseRun& run) {
     lengthen_for_samples(phase, rate, step);
     step.label = rate_label(rate);
     step.planned_rate_rps = rate;
-    if (!take_step(run, std::move(step))) return json::object();
+    if (!take_rate_step(run, std::move(step), i)) return json::object();
   }
   run.finished = true;
   return json::object();
@@ -952,7 +984,7 @@ json TargetRun::run_capacity_search(PhaseRun& run) {
     step.planned_rate_rps = next->rate_rps;
     // Resumed: the stored steps come back in the order the search asked for them, so reporting
     // their stored verdicts walks it through the same decisions again.
-    auto r = take_step(run, std::move(step));
+    auto r = take_rate_step(run, std::move(step), i);
     if (!r) break;
     if (r->judged.outcome == analysis::Outcome::kPass && r->judged.stats.e2e_ns.mean > 0)
       lifetime_at[next->rate_rps] = r->judged.stats.e2e_ns.mean / 1e9;
@@ -1216,6 +1248,8 @@ StepRecord TargetRun::stored_record(const json& step) {
                                   : analysis::Outcome::kInconclusive;
   v.client_bound = step.value("client_bound", false);
   v.insufficient_samples = step.value("insufficient_samples", false);
+  if (const auto it = step.find("rejudge_window_s"); it != step.end() && it->is_number())
+    v.rejudge_window_s = it->get<double>();
   for (const json& r : vj.value("reasons", json::array())) {
     if (r.value("status", "") != "missed") continue;
     analysis::VerdictReason reason;

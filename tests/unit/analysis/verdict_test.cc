@@ -158,6 +158,73 @@ TEST(Verdict, GrowingBacklogFails) {
   EXPECT_EQ(v.outcome, Outcome::kPass);
 }
 
+TEST(Verdict, ATrendOverTooFewRequestLifetimesIsJudgedAgainOverALongerWindow) {
+  // Requests that live 20 s in a 60 s window: three lifetimes, where a batching server's count
+  // still approaching its level rises as a backlog does.
+  StepStats st = healthy();
+  st.e2e_ns = flat(20000 * kMsD);
+  st.in_flight_slope_rps = 1.0;  // 60 more over the window; limit 0.2 req/s
+  StepVerdict v = judge_step(st, sla());
+  ASSERT_EQ(v.outcome, Outcome::kFail);
+  ASSERT_EQ(reason(v, "backlog").status, CheckStatus::kMissed);
+  ASSERT_TRUE(trend_judging_window_s(st, v).has_value());
+  EXPECT_DOUBLE_EQ(*trend_judging_window_s(st, v), 100);  // 5 lifetimes
+  EXPECT_TRUE(defer_short_trend(st, v, 3600));
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_FALSE(v.client_bound);
+  ASSERT_TRUE(v.rejudge_window_s.has_value());
+  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 100);
+  EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kNotEvaluated);
+  EXPECT_NE(reason(v, "backlog").text.find("judged again over 100 s"), std::string::npos)
+      << reason(v, "backlog").text;
+  // The window it may run is capped by the phase's max_duration_s ...
+  v = judge_step(st, sla());
+  EXPECT_TRUE(defer_short_trend(st, v, 80));
+  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 80);
+  // ... and a window that cannot grow by 10 % keeps its verdict.
+  v = judge_step(st, sla());
+  EXPECT_FALSE(defer_short_trend(st, v, 65));
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_FALSE(v.rejudge_window_s.has_value());
+  // A pass over three lifetimes is no better evidence: an overloaded queue's growth hides in the
+  // noise of so short a trend (the twin at 1.3 × capacity passed such a step).
+  st.in_flight_slope_rps = 0.0;
+  v = judge_step(st, sla());
+  ASSERT_EQ(v.outcome, Outcome::kPass);
+  EXPECT_TRUE(defer_short_trend(st, v, 3600));
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 100);
+}
+
+TEST(Verdict, AFailOnALatencyBoundOrOverEnoughLifetimesStands) {
+  StepStats st = healthy();
+  st.e2e_ns = flat(20000 * kMsD);
+  st.in_flight_slope_rps = 1.0;
+  st.ttft_ns = flat(1500 * kMsD);  // a bound missed: a window still filling understates latency
+  StepVerdict v = judge_step(st, sla());
+  ASSERT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_FALSE(trend_judging_window_s(st, v).has_value());
+  EXPECT_FALSE(defer_short_trend(st, v, 3600));
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  // Requests of 3 s in a 60 s window: 20 lifetimes, the trend decides either way.
+  st = healthy();
+  st.in_flight_slope_rps = 1.0;
+  v = judge_step(st, sla());
+  ASSERT_EQ(v.outcome, Outcome::kFail);
+  EXPECT_FALSE(defer_short_trend(st, v, 3600));
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  st.in_flight_slope_rps = 0.0;
+  v = judge_step(st, sla());
+  ASSERT_EQ(v.outcome, Outcome::kPass);
+  EXPECT_FALSE(defer_short_trend(st, v, 3600));
+  // Closed loop has no trend to judge.
+  st = healthy();
+  st.e2e_ns = flat(20000 * kMsD);
+  st.offered_rate_rps = 0;
+  v = judge_step(st, sla());
+  EXPECT_FALSE(defer_short_trend(st, v, 3600));
+}
+
 TEST(Verdict, ClientBottlenecksAreInconclusive) {
   {
     StepStats st = healthy();

@@ -149,18 +149,26 @@ struct Judged {
   std::string why;  // the missed checks, for the case lines
 };
 
-// The outcome of each step in `steps`, the i-th judged at rates[i].
+// A step judged again over a longer window (its trend spanned too few request lifetimes): the
+// step after it, at the same rate, decides.
+bool judged_again(const json& step) { return step.value("rejudge_window_s", json()).is_number(); }
+
+// The outcome of each deciding step in `steps`, the i-th judged at rates[i].
 std::vector<Judged> judged_steps(const json& steps, const std::vector<double>& rates) {
   std::vector<Judged> out(rates.size());
-  for (std::size_t i = 0; i < steps.size() && i < out.size(); ++i) {
-    out[i].pass = steps[i]["verdict"]["outcome"] == "pass";
-    out[i].thin = steps[i].value("insufficient_samples", false);
-    for (const auto& r : steps[i]["verdict"]["reasons"]) {
+  std::size_t i = 0;
+  for (const json& step : steps) {
+    if (judged_again(step)) continue;
+    if (i >= out.size()) break;
+    out[i].pass = step["verdict"]["outcome"] == "pass";
+    out[i].thin = step.value("insufficient_samples", false);
+    for (const auto& r : step["verdict"]["reasons"]) {
       if (r["status"] == "missed" || r["status"] == "not_evaluated")
         out[i].why += r["code"].get<std::string>() + " (" + r["text"].get<std::string>() + ") ";
     }
-    out[i].why += "window " + steps[i]["stats"]["window_s"].dump() + " at " +
-                  std::to_string(rates[i]) + " rps";
+    out[i].why +=
+        "window " + step["stats"]["window_s"].dump() + " at " + std::to_string(rates[i]) + " rps";
+    ++i;
   }
   return out;
 }
@@ -208,7 +216,7 @@ std::vector<Judged> confirm_grid(const json& plan, const std::vector<double>& ra
     // The why of the confirm at the rate, else of the step that stopped the search before it.
     for (const auto& st : steps) {
       const double r = st["params"].value("rate_rps", 0.0);
-      if (std::fabs(r - rates[i]) > 1e-9 * rates[i]) continue;
+      if (std::fabs(r - rates[i]) > 1e-9 * rates[i] || judged_again(st)) continue;
       out[i] = judged_steps(json::array({st}), {rates[i]})[0];
       if (st["params"].value("confirm", false)) break;
     }
@@ -312,6 +320,61 @@ TEST(SearchProperty, BacklogHoldsOnAStationaryQueue) {
   const auto [held, passed] = backlog_over_seeds(plan);
   EXPECT_GE(held, 99);
   EXPECT_GE(passed, 99);
+}
+
+// Issue 32's random plan 110: Mistral-7B on 4 L40S, 140/379-token requests, 23 s steps. At
+// 11.45 rps (the plan's 15-minute-window truth passes 11.45–14.2 rps) the batch fills and each
+// iteration slows, so the in-flight count climbs from about 55 to 105 over the step: a 23 s
+// window of requests that live 7 s holds 3 lifetimes, and its trend failed the backlog check in
+// 10 of 100 seeds. At 20.7 rps (1.3 × capacity) requests live 18 s, and the 23 s step passed in
+// 9 of 100: the trend over one lifetime was too noisy to see the queue grow. Judged again over a
+// longer window (analysis::defer_short_trend), the first passes and the second fails.
+json filling_batch_plan(double rate) {
+  return json{
+      {"version", 1},
+      {"name", "filling-batch"},
+      {"targets",
+       {{{"name", "t"}, {"base_url", "sim://l40s/mistral-7b"}, {"sim", {{"tensor_parallel", 4}}}}}},
+      {"workload", {{"input_tokens", 140}, {"output_tokens", 379}}},
+      {"sla", {{"e2e_ms", {{"p90", 34401}}}, {"min_requests", 155}}},
+      {"phases",
+       {{{"kind", "rate_sweep"}, {"rates_rps", {rate}}, {"duration_s", 23}, {"warmup_s", 5}}}}};
+}
+
+TEST(SearchProperty, ABatchStillFillingIsJudgedAgainNotFailed) {
+  for (const double rate : {11.45, 20.7}) {
+    json plan = filling_batch_plan(rate);
+    int passed = 0, judged_again_steps = 0;
+    for (int seed = 1; seed <= 100; ++seed) {
+      plan["seed"] = seed;
+      json results;
+      ASSERT_EQ(predict(plan, results), "");
+      const json& steps = results["targets"][0]["phases"][0]["steps"];
+      ASSERT_FALSE(steps.empty());
+      for (const json& st : steps) {
+        if (!judged_again(st)) continue;
+        ++judged_again_steps;
+        EXPECT_EQ(st["verdict"]["outcome"], "inconclusive");
+      }
+      // The last step decides: the one judged again when the first was deferred.
+      const json& deciding = steps.back();
+      EXPECT_FALSE(judged_again(deciding));
+      if (deciding["verdict"]["outcome"] == "pass") ++passed;
+      if (steps.size() > 1) {
+        EXPECT_TRUE(deciding["params"].value("judged_again_for_trend", false));
+      }
+    }
+    std::printf(
+        "[ filling ] %.2f rps: the deciding step passed in %d of 100 seeds; %d step(s) "
+        "judged again\n",
+        rate, passed, judged_again_steps);
+    if (rate < 15) {
+      EXPECT_GE(passed, 99);
+      EXPECT_GT(judged_again_steps, 0);  // the case this test is about did occur
+    } else {
+      EXPECT_EQ(passed, 0);  // a real overload still fails
+    }
+  }
 }
 
 TEST(SearchProperty, TheFirstPlanAnswersNearItsLongWindowTruth) {
@@ -473,11 +536,12 @@ TEST(SearchProperty, RandomPlansAgainstTheTwinsBruteForceTruth) {
   // The bars this test holds today (bench/RESULTS.md, "Capacity search against the twin's
   // truth"; the twin runs in virtual time, so the figures are exact for a given seed and
   // code): never a false FAIL; at least 90 % within the resolution of the truth; at most 7 %
-  // above it (100 plans: 84 of 90 within, 5 above; 300 plans: 249 of 269, 18 above). Issue 32
+  // above it (100 plans: 84 of 90 within, 5 above; 300 plans: 243 of 269, 23 above). Issue 32
   // asks for none above and 98 % within: the rest are answers above the first failing grid
   // rate, where the twin's pass/fail is not monotone in the rate (a latency percentile on its
   // bound over a range of rates; a backlog trend just past its significance on one of the
-  // grid's sixty short steps, while a batching server's count is still settling).
+  // grid's sixty steps, while a batching server's count still settles over hundreds of
+  // seconds near its capacity).
   EXPECT_EQ(count["FALSE-FAIL"], 0);
   EXPECT_GE(count["within"], static_cast<int>(std::ceil(0.90 * answerable)))
       << "low " << count["LOW"] << ", inconclusive " << count["INCONCLUSIVE"];
