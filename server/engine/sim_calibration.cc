@@ -172,10 +172,14 @@ class Replay {
     std::vector<std::array<double, 3>> out;
     for (const auto& t : result.results.value("targets", json::array()))
       for (const auto& p : t.value("phases", json::array()))
-        for (const auto& s : p.value("steps", json::array()))
+        for (const auto& s : p.value("steps", json::array())) {
+          // A level judged again over a longer window (its planned one held too few request
+          // lifetimes) runs twice; the step at the planned window is the measured one's twin.
+          if (s.contains("params") && s["params"].value("judged_again_for_trend", false)) continue;
           out.push_back({number_at(s, {"stats", "tpot_ms", "mean"}),
                          number_at(s, {"stats", "ttft_ms", "p50"}),
                          number_at(s, {"stats", "output_tokens_per_s"})});
+        }
     if (out.size() != steps_.size()) {
       error = "the replay ran " + std::to_string(out.size()) + " steps, expected " +
               std::to_string(steps_.size());
@@ -321,6 +325,7 @@ CalibrationResult calibrate(const CalibrationInput& input) {
       for (const auto& s : ph.value("steps", json::array())) {
         const json& params = s.contains("params") ? s["params"] : json();
         if (params.value("confirm", false) != confirm) continue;
+        if (params.value("judged_again_for_trend", false)) continue;  // as the replay (above)
         const double level =
             closed ? number_at(params, {"concurrency"}) : number_at(params, {"rate_rps"});
         if (level <= 0 || std::find(levels.begin(), levels.end(), level) != levels.end()) continue;
