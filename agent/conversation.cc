@@ -8,9 +8,9 @@
 
 namespace llmcap::agent {
 
-namespace {
-
 using json = nlohmann::json;
+
+namespace {
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/client_resource_error.h"
+#include "net/use_nothrow.h"
 
 namespace llmcap::agent {
 
@@ -37,7 +38,7 @@ using analysis::ErrorClass;
 
 namespace {
 
-constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+using net::use_nothrow;
 
 struct Connection {
   std::unique_ptr<beast::tcp_stream> plain;

@@ -16,7 +16,7 @@ extern char** environ;
 namespace llmcap::agent {
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view smi_trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
@@ -25,7 +25,7 @@ std::string_view trim(std::string_view s) {
 
 // "[N/A]", "[Not Supported]", "N/A" and garbage read as absent.
 std::optional<double> number(std::string_view s) {
-  s = trim(s);
+  s = smi_trim(s);
   double v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
@@ -41,7 +41,7 @@ GpuInventory parse_nvidia_smi_csv(std::string_view text) {
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = trim(text.substr(pos, end - pos));
+    const std::string_view line = smi_trim(text.substr(pos, end - pos));
     pos = end + 1;
     ++line_no;
     if (line.empty()) continue;
@@ -49,8 +49,8 @@ GpuInventory parse_nvidia_smi_csv(std::string_view text) {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = line.find(',', start);
-      fields.push_back(
-          trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
+      fields.push_back(smi_trim(
+          line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }

@@ -26,6 +26,7 @@
 #include "agent/request_builder.h"
 #include "agent/stream_recorder.h"
 #include "agent/tokenize_response.h"
+#include "net/use_nothrow.h"
 
 namespace llmcap::agent {
 
@@ -35,7 +36,7 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+using net::use_nothrow;
 constexpr std::int64_t kMs = 1'000'000;
 // Upper bounds of the set-up requests; the plan's first-token timeout bounds them further
 // (StepRun::setup_fetch), and a stop cancels them at once.

@@ -18,12 +18,13 @@
 #include "agent/endpoint.h"
 #include "agent/http_client.h"
 #include "agent/prometheus_text.h"
+#include "net/use_nothrow.h"
 
 namespace llmcap::agent {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+using net::use_nothrow;
 
 struct MetricsLocation {
   Endpoint endpoint;

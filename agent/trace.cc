@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::size_t kMaxHashIds = 1 << 16;  // per request (65536 blocks)
 
-std::string line_error(std::uint32_t line, const std::string& what) {
+std::string trace_line_error(std::uint32_t line, const std::string& what) {
   return "trace line " + std::to_string(line) + ": " + what;
 }
 
@@ -43,7 +43,7 @@ std::optional<std::int64_t> whole(const json& v, double lo, double hi) {
   return static_cast<std::int64_t>(d);
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trace_trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
@@ -56,7 +56,7 @@ std::vector<std::string_view> split_csv(std::string_view line) {
   std::size_t pos = 0;
   while (true) {
     const std::size_t comma = line.find(',', pos);
-    out.push_back(trim(
+    out.push_back(trace_trim(
         line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
@@ -101,37 +101,40 @@ Expected<Trace> Trace::parse_mooncake(std::string_view text) {
   auto err = for_each_line(
       text, [&trace](std::uint32_t no, std::string_view line) -> std::optional<std::string> {
         const json doc = json::parse(line.begin(), line.end(), nullptr, false);
-        if (doc.is_discarded()) return line_error(no, "invalid JSON");
-        if (!doc.is_object()) return line_error(no, "must be a JSON object");
+        if (doc.is_discarded()) return trace_line_error(no, "invalid JSON");
+        if (!doc.is_object()) return trace_line_error(no, "must be a JSON object");
         TraceRecord r;
         r.line = no;
         const auto ts = doc.find("timestamp");
-        if (ts == doc.end()) return line_error(no, "\"timestamp\" is required (ms)");
+        if (ts == doc.end()) return trace_line_error(no, "\"timestamp\" is required (ms)");
         if (!ts->is_number() || ts->is_boolean() || !std::isfinite(ts->get<double>()) ||
             ts->get<double>() < 0 || ts->get<double>() > 1e12)
-          return line_error(no, "\"timestamp\" must be a number of ms between 0 and 1e12");
+          return trace_line_error(no, "\"timestamp\" must be a number of ms between 0 and 1e12");
         r.t_ns = static_cast<std::int64_t>(std::llround(ts->get<double>() * 1e6));
         for (const auto& [key, out] :
              {std::pair<const char*, std::int32_t*>{"input_length", &r.input_tokens},
               {"output_length", &r.output_tokens}}) {
           const auto v = doc.find(key);
-          if (v == doc.end()) return line_error(no, std::string("\"") + key + "\" is required");
+          if (v == doc.end())
+            return trace_line_error(no, std::string("\"") + key + "\" is required");
           const auto n = whole(*v, 1, kMaxTraceTokens);
           if (!n)
-            return line_error(no, std::string("\"") + key + "\" must be an integer between 1 and " +
-                                      std::to_string(kMaxTraceTokens));
+            return trace_line_error(no, std::string("\"") + key +
+                                            "\" must be an integer between 1 and " +
+                                            std::to_string(kMaxTraceTokens));
           *out = static_cast<std::int32_t>(*n);
         }
         if (const auto h = doc.find("hash_ids"); h != doc.end()) {
-          if (!h->is_array()) return line_error(no, "\"hash_ids\" must be an array of block ids");
+          if (!h->is_array())
+            return trace_line_error(no, "\"hash_ids\" must be an array of block ids");
           if (h->size() > kMaxHashIds)
-            return line_error(
+            return trace_line_error(
                 no, "\"hash_ids\" has more than " + std::to_string(kMaxHashIds) + " block ids");
           r.hash_ids.reserve(h->size());
           for (std::size_t i = 0; i < h->size(); ++i) {
             const auto id = whole((*h)[i], 0, 9e15);
             if (!id)
-              return line_error(
+              return trace_line_error(
                   no, "\"hash_ids\"[" + std::to_string(i) + "] must be a non-negative integer");
             r.hash_ids.push_back(static_cast<std::uint64_t>(*id));
           }
@@ -165,18 +168,19 @@ Expected<Trace> Trace::parse_burstgpt(std::string_view text) {
             if (col < 0) missing += std::string(missing.empty() ? "" : ", ") + "\"" + name + "\"";
           }
           if (!missing.empty())
-            return line_error(
+            return trace_line_error(
                 no, "the header row must name the columns " + missing + " (BurstGPT's CSV header)");
           return std::nullopt;
         }
         if (fields.size() != columns)
-          return line_error(no, "has " + std::to_string(fields.size()) + " fields, the header " +
-                                    std::to_string(columns));
+          return trace_line_error(no, "has " + std::to_string(fields.size()) +
+                                          " fields, the header " + std::to_string(columns));
         TraceRecord r;
         r.line = no;
         const auto ts = parse_double(fields[static_cast<std::size_t>(col_ts)]);
         if (!ts || *ts < 0 || *ts > 1e9)
-          return line_error(no, "\"Timestamp\" must be a number of seconds between 0 and 1e9");
+          return trace_line_error(no,
+                                  "\"Timestamp\" must be a number of seconds between 0 and 1e9");
         r.t_ns = static_cast<std::int64_t>(std::llround(*ts * 1e9));
         std::int64_t tokens[2] = {0, 0};
         const std::pair<const char*, int> cols[2] = {{"Request tokens", col_in},
@@ -184,9 +188,9 @@ Expected<Trace> Trace::parse_burstgpt(std::string_view text) {
         for (int k = 0; k < 2; ++k) {
           const auto v = parse_double(fields[static_cast<std::size_t>(cols[k].second)]);
           if (!v || *v < 0 || *v > kMaxTraceTokens || std::floor(*v) != *v)
-            return line_error(no, std::string("\"") + cols[k].first +
-                                      "\" must be an integer between 0 and " +
-                                      std::to_string(kMaxTraceTokens));
+            return trace_line_error(no, std::string("\"") + cols[k].first +
+                                            "\" must be an integer between 0 and " +
+                                            std::to_string(kMaxTraceTokens));
           tokens[k] = static_cast<std::int64_t>(*v);
         }
         if (tokens[0] == 0 || tokens[1] == 0) {

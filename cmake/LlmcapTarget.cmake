@@ -22,6 +22,15 @@ elseif(LLMCAP_LINKER MATCHES "^(lld|gold|bfd)$")
 else()
   message(FATAL_ERROR "LLMCAP_LINKER must be auto, lld, gold or bfd, not '${LLMCAP_LINKER}'")
 endif()
+# LLMCAP_UNITY     ON (default): our libraries and test executables compile as unity builds,
+#                  LLMCAP_UNITY_BATCH sources per unity translation unit (CMake's
+#                  UNITY_BUILD_MODE BATCH): each batch parses the shared headers (the standard
+#                  library, nlohmann/json, Asio, gtest) once instead of once per source file.
+#                  OFF compiles every source on its own (e.g. to check that each .cc includes
+#                  what it uses). Sources in one library or test executable therefore must not
+#                  define the same name at file scope (anonymous namespaces, static functions).
+option(LLMCAP_UNITY "Unity builds of our libraries and test executables" ON)
+set(LLMCAP_UNITY_BATCH "8" CACHE STRING "Sources per unity translation unit")
 if(NOT LLMCAP_DEBUG_INFO STREQUAL "" AND NOT LLMCAP_DEBUG_INFO MATCHES "^-g[0-3]?$")
   message(FATAL_ERROR "LLMCAP_DEBUG_INFO must be empty or -g, -g0 ... -g3, not '${LLMCAP_DEBUG_INFO}'")
 endif()
@@ -52,6 +61,19 @@ function(llmcap_settings target)
   endif()
 endfunction()
 
+# llmcap_unity(<target>): compile <target> as a unity build when LLMCAP_UNITY is on.
+function(llmcap_unity target)
+  if(LLMCAP_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE BATCH
+                                               UNITY_BUILD_BATCH_SIZE ${LLMCAP_UNITY_BATCH})
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      # In a unity source a class of one .cc may hold a type of an earlier .cc's anonymous
+      # namespace; GCC warns about that as if the .cc were a header.
+      target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+    endif()
+  endif()
+endfunction()
+
 # llmcap_library(<folder> SOURCES ...): one library per top-level folder, alias llmcap::<folder>.
 function(llmcap_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
@@ -59,6 +81,7 @@ function(llmcap_library name)
   add_library(llmcap::${name} ALIAS llmcap_${name})
   target_include_directories(llmcap_${name} PUBLIC "${PROJECT_SOURCE_DIR}")
   llmcap_settings(llmcap_${name})
+  llmcap_unity(llmcap_${name})
 endfunction()
 
 # llmcap_test(<name> SOURCES ... LIBS ... LABELS ... [TIMING <gtest filter>]): a GoogleTest
@@ -72,6 +95,7 @@ function(llmcap_test name)
   cmake_parse_arguments(ARG "" "TIMING" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   llmcap_settings(${name})
+  llmcap_unity(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} llmcap_test_paths GTest::gmock
                                         GTest::gtest_main)
   if(ARG_TIMING)

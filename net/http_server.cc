@@ -20,13 +20,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "net/use_nothrow.h"
+
 namespace llmcap::net {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

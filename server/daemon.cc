@@ -21,6 +21,7 @@
 #include "server/job_runner.h"
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_scheduler.h"
+#include "server/logging.h"
 #include "server/rest/rest_api.h"
 #include "storage/database.h"
 #include "storage/disk_space.h"
@@ -32,11 +33,6 @@
 namespace llmcap::server {
 
 namespace {
-std::shared_ptr<spdlog::logger> log() {
-  if (auto l = spdlog::get("server")) return l;
-  return spdlog::default_logger();
-}
-
 // The API's threads (HTTP I/O and the blocking pool) yield the CPU to the load generator, so
 // a flood of API requests cannot delay a running job's sends (issue 9: measurement must not be
 // disturbed; schedule lag, docs/metrics.md §3.4). Called on the thread itself. Under a real-time
@@ -88,7 +84,7 @@ void Daemon::start() {
   const rlim_t open_files = raise_open_file_limit();
   if (open_files != 0 &&
       open_files < static_cast<rlim_t>(config_.max_connections + config_.reserved_connections) + 64)
-    log()->warn(
+    server_log()->warn(
         "open file limit {} is below max_connections ({}) plus room for the load "
         "generator: connections beyond it are refused (raise LimitNOFILE / ulimit -n)",
         static_cast<unsigned long long>(open_files), config_.max_connections);
@@ -110,8 +106,8 @@ void Daemon::start() {
     if (!report.ok())
       throw std::runtime_error("database " + config_.database + ": " + report.status().to_string());
     if (!report.value().applied.empty())
-      log()->info("database {}: migrated from version {} to {}", config_.database,
-                  report.value().from_version, report.value().to_version);
+      server_log()->info("database {}: migrated from version {} to {}", config_.database,
+                         report.value().from_version, report.value().to_version);
     // A corrupted page is otherwise found only when a read hits it: check every page's
     // structure once now (quick_check: O(size), no index cross-check) and report it.
     database_check_.clear();
@@ -130,8 +126,8 @@ void Daemon::start() {
     }
     if (database_check_.empty()) database_check_ = "no answer";
     if (database_check_ != "ok")
-      log()->error("database {}: PRAGMA quick_check found: {} (/readyz answers 503)",
-                   config_.database, database_check_);
+      server_log()->error("database {}: PRAGMA quick_check found: {} (/readyz answers 503)",
+                          config_.database, database_check_);
   }
   auto store = storage::SqliteJobStore::open(config_.database);
   if (!store.ok()) throw std::runtime_error("database: " + store.status().to_string());
@@ -150,7 +146,7 @@ void Daemon::start() {
   auto interrupted = store_->mark_interrupted_at_startup();
   if (!interrupted.ok()) throw std::runtime_error("database: " + interrupted.status().to_string());
   for (const auto& j : interrupted.value()) {
-    log()->warn(
+    server_log()->warn(
         "job {} was running when llmcapd stopped: now interrupted (resume with POST "
         "/v1/jobs/{}:resume)",
         j.id, j.id);
@@ -160,7 +156,7 @@ void Daemon::start() {
   events_ = std::make_unique<JobEvents>();
   sims_ = std::make_unique<EmbeddedSimulators>();
   shards_ = std::make_unique<ShardHub>();
-  log()->info("agent fleets: {}", shards_->use_kubernetes(config_.k8s_options()));
+  server_log()->info("agent fleets: {}", shards_->use_kubernetes(config_.k8s_options()));
   runner_ = std::make_unique<JobRunner>(*store_, *writer_, *sims_, *metrics_, *events_,
                                         config_.telemetry_interval_s);
   runner_->set_dataset_policy(
@@ -260,13 +256,13 @@ void Daemon::start() {
     }
   });
   if (config_.open_to_network())
-    log()->warn(
+    server_log()->warn(
         "SECURITY: the API listens on {} with no admin_tokens or read_tokens: anyone who can "
         "reach this port can submit load tests and read results (set admin_tokens, or listen on "
         "127.0.0.1; docs/security.md)",
         config_.listen_address);
-  log()->info("llmcapd listening on http://{}:{} (database {})", config_.listen_address,
-              http_->port(), config_.database);
+  server_log()->info("llmcapd listening on http://{}:{} (database {})", config_.listen_address,
+                     http_->port(), config_.database);
 }
 
 std::uint16_t Daemon::port() const { return http_ ? http_->port() : 0; }
@@ -277,7 +273,7 @@ void Daemon::run_until_signal() {
   int got = 0;
   signals.async_wait([&](const boost::system::error_code&, int s) { got = s; });
   sig_io.run();
-  log()->info("signal {}: shutting down (grace {} s)", got, config_.shutdown_grace_s);
+  server_log()->info("signal {}: shutting down (grace {} s)", got, config_.shutdown_grace_s);
   stop(config_.shutdown_grace_s);
 }
 
@@ -298,7 +294,7 @@ void Daemon::stop(double grace_s) {
   if (sims_) sims_->stop();
   http_.reset();
   writer_.reset();
-  log()->info("llmcapd stopped");
+  server_log()->info("llmcapd stopped");
 }
 
 }  // namespace llmcap::server

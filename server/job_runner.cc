@@ -28,6 +28,7 @@
 #include "server/engine/sample_codec.h"
 #include "server/fleet/shard_hub.h"
 #include "server/jobs/job_events.h"
+#include "server/logging.h"
 #include "storage/disk_space.h"
 #include "storage/job_store.h"
 #include "storage/sample_writer.h"
@@ -38,17 +39,12 @@ using nlohmann::json;
 
 namespace {
 
-std::shared_ptr<spdlog::logger> log() {
-  if (auto l = spdlog::get("server")) return l;
-  return spdlog::default_logger();
-}
-
 void check(const storage::Status& st, const std::string& job_id, const char* what) {
-  if (!st.ok()) log()->error("job {}: {}: {}", job_id, what, st.to_string());
+  if (!st.ok()) server_log()->error("job {}: {}: {}", job_id, what, st.to_string());
 }
 template <typename T>
 void check(const storage::Result<T>& r, const std::string& job_id, const char* what) {
-  if (!r.ok()) log()->error("job {}: {}: {}", job_id, what, r.status().to_string());
+  if (!r.ok()) server_log()->error("job {}: {}: {}", job_id, what, r.status().to_string());
 }
 
 std::int64_t now_ms() {
@@ -193,8 +189,8 @@ class DaemonSink final : public ExecutionSink {
       for (const auto& p : step.telemetry)
         trows.push_back({0, step_id_, p.t_ns, p.series, p.labels, p.value});
       if (!writer_.enqueue_telemetry(std::move(trows)))
-        log()->warn("job {}: telemetry of step {} dropped (storage queue full)", job_id_,
-                    ctx.global_step);
+        server_log()->warn("job {}: telemetry of step {} dropped (storage queue full)", job_id_,
+                           ctx.global_step);
     }
     storage::StepCompletion c;
     c.step_id = step_id_;
@@ -229,7 +225,7 @@ class DaemonSink final : public ExecutionSink {
                phase_key(ctx.target_index, ctx.phase_index, ctx.repeat_index);
     r.result_json = redactor_.redacted(phase.dump());
     if (auto st = store_.save_capacity(r); !st.ok())
-      log()->error("job {}: cannot save phase {}: {}", job_id_, ctx.phase, st.to_string());
+      server_log()->error("job {}: cannot save phase {}: {}", job_id_, ctx.phase, st.to_string());
   }
 
  private:
@@ -398,7 +394,7 @@ void JobRunner::run(const std::string& job_id, std::stop_token stop) {
   }
   // The job's record gets a generic error: the exception text is not redacted (the secrets
   // are not at hand here), so it goes only to the daemon log, which operators read.
-  log()->error("job {}: internal error: {}", job_id, what);
+  server_log()->error("job {}: internal error: {}", job_id, what);
   mark_failed(job_id, "internal error in llmcapd (see the daemon log)");
 }
 
@@ -412,12 +408,12 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
   std::optional<SecretRedactor> redactor;  // set once the secrets are loaded
   auto fail = [&](const std::string& raw_why) {
     const std::string why = redactor ? redactor->redacted(raw_why) : raw_why;
-    log()->error("job {} failed: {}", job_id, why);
+    server_log()->error("job {} failed: {}", job_id, why);
     mark_failed(job_id, why);
   };
   auto job = store_.get_job(job_id);
   if (!job.ok()) {
-    log()->error("job {}: cannot load: {}", job_id, job.status().to_string());
+    server_log()->error("job {}: cannot load: {}", job_id, job.status().to_string());
     return;
   }
   const auto resumed_from = job.value().last_completed_step;
@@ -431,7 +427,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
       fail("not started: storage: " + st.status().to_string());
       return;
     }
-    log()->warn("job {}: not started: {}", job_id, st.status().to_string());
+    server_log()->warn("job {}: not started: {}", job_id, st.status().to_string());
     return;
   }
   events_.reopen(job_id);
@@ -502,7 +498,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
     return;
   }
   if (resumed_from || removed.value() > 0 || !resume.completed_phases.empty())
-    log()->info(
+    server_log()->info(
         "job {}: resuming at step {} ({} phases reused, {} steps of cut phases kept, {} "
         "unfinished steps removed)",
         job_id, resume.completed_steps, resume.completed_phases.size(),
@@ -663,7 +659,7 @@ void JobRunner::run_job(const std::string& job_id, std::stop_token stop) {
                       {"all_qualified", result.all_qualified}}
                      .dump());
   events_.finish(job_id);
-  log()->info("job {} {}", job_id, storage::to_string(final_state));
+  server_log()->info("job {} {}", job_id, storage::to_string(final_state));
 }
 
 }  // namespace llmcap::server

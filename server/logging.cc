@@ -11,6 +11,11 @@
 
 namespace llmcap::server {
 
+std::shared_ptr<spdlog::logger> server_log() {
+  if (auto l = spdlog::get("server")) return l;
+  return spdlog::default_logger();
+}
+
 std::string json_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);

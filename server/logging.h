@@ -5,8 +5,13 @@
 // Call setup_logging() once at start-up, before other threads start.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
+
+namespace spdlog {
+class logger;
+}
 
 namespace llmcap::server {
 
@@ -17,6 +22,9 @@ struct LogOptions {
 
 // Returns "" or an error naming the bad level.
 std::string setup_logging(const LogOptions& options);
+
+// The "server" logger, or the default logger when setup_logging() did not run (tests).
+std::shared_ptr<spdlog::logger> server_log();
 
 // Escapes a string for inclusion in a JSON string literal (no quotes added).
 std::string json_escape(std::string_view s);

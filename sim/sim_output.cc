@@ -10,7 +10,7 @@ namespace llmcap::sim {
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
+std::uint64_t output_mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -83,7 +83,7 @@ ChoicePlan plan_choice(const GenerationRequest& g, WordGenerator& words,
 }
 
 TokenLogprob synthetic_logprob(const std::string& token, std::uint64_t salt, std::int64_t top) {
-  const std::uint64_t h = mix(analysis::fnv1a_64(token) ^ mix(salt));
+  const std::uint64_t h = output_mix(analysis::fnv1a_64(token) ^ output_mix(salt));
   // −log p of the sampled token in [0.01, 1.0): p > 1/e > 1/3, so it stays the most likely.
   const double surprise = 0.01 + 0.99 * static_cast<double>(h % 100000) / 100000.0;
   TokenLogprob out;

@@ -45,9 +45,9 @@ using fakes::Script;
 using fakes::ScriptedTarget;
 using fakes::ScriptedTargetOptions;
 
-constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kFaultsMs = 1'000'000;
 
-Script quick() {
+Script faults_quick() {
   Script s;
   s.ttft_us = 5'000;
   s.itl_us = 2'000;
@@ -55,7 +55,7 @@ Script quick() {
   return s;
 }
 
-StepSpec spec_for(const std::string& base_url, double duration_s = 0.3) {
+StepSpec faults_spec_for(const std::string& base_url, double duration_s = 0.3) {
   StepSpec s;
   s.target.base_url = base_url;
   s.target.model = "scripted-model";
@@ -124,7 +124,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 // Returns the result for case-specific checks of the faulty samples (index % period == 0).
 StepResult run_cycle(ScriptedTarget& fake, const Script& fault, std::size_t period, StepSpec spec,
                      ErrorClass expected, const std::string& message_part) {
-  std::vector<Script> cycle(period, quick());
+  std::vector<Script> cycle(period, faults_quick());
   cycle[0] = fault;
   fake.set_script_cycle(cycle);
   StepResult r = StepRunner().run(spec);
@@ -164,7 +164,7 @@ StepResult run_with_at_least(std::unique_ptr<Target>& target, std::size_t min_sa
     target.reset();
     target = make_target();
     if (before_step) before_step();
-    r = StepRunner().run(spec_for(target->base_url(), duration_s));
+    r = StepRunner().run(faults_spec_for(target->base_url(), duration_s));
     if (r.samples.size() >= min_samples || !r.fatal_error.empty()) break;
     std::printf("step of %.1f s sent %zu < %zu requests; retrying with a longer step\n", duration_s,
                 r.samples.size(), min_samples);
@@ -203,7 +203,7 @@ TEST(AgentFaults, ConnectionRefusedOnAPortWithNothingListening) {
   std::optional<LoopbackPort> refusing(std::in_place, false);
   ASSERT_GT(refusing->port, 0);
   const std::string port = std::to_string(refusing->port);
-  const StepResult r = StepRunner().run(spec_for(refusing->url(), 0.1));
+  const StepResult r = StepRunner().run(faults_spec_for(refusing->url(), 0.1));
   refusing.reset();
   expect_counts_add_up(r);
   ASSERT_FALSE(r.samples.empty());
@@ -222,7 +222,7 @@ TEST(AgentFaults, DnsFailureUnderDotInvalid) {
   // Some resolvers answer late (a lost UDP reply costs resolv.conf's 5 s timeout): then the
   // request ends at its connect deadline, not when getaddrinfo finally returns, and the step
   // is not held by the lookup.
-  StepSpec spec = spec_for("http://llmcap-fault-test.invalid:8000", 0.1);
+  StepSpec spec = faults_spec_for("http://llmcap-fault-test.invalid:8000", 0.1);
   spec.deadlines.connect_ms = 1'000;
   const StepResult r = StepRunner().run(spec);
   expect_counts_add_up(r);
@@ -232,13 +232,13 @@ TEST(AgentFaults, DnsFailureUnderDotInvalid) {
         << s.error_message;
     if (contains(s.error_message, "no answer before the deadline")) {
       EXPECT_EQ(s.error, ErrorClass::kTimeoutConnect) << s.error_message;
-      EXPECT_LT(s.t_end_ns - s.t_intended_ns, 1'300 * kMs);
+      EXPECT_LT(s.t_end_ns - s.t_intended_ns, 1'300 * kFaultsMs);
     } else {
       EXPECT_EQ(s.error, ErrorClass::kConnect) << to_string(s.error) << " " << s.error_message;
     }
     EXPECT_EQ(s.t_send_ns, -1);
   }
-  EXPECT_LT(r.end_ns, 1'500 * kMs);
+  EXPECT_LT(r.end_ns, 1'500 * kFaultsMs);
 }
 
 // Issue 23 #1 (DNS rebinding): the daemon checked the plan's host names against its
@@ -246,9 +246,9 @@ TEST(AgentFaults, DnsFailureUnderDotInvalid) {
 // again before every connection. "localhost" resolving to 127.0.0.1 stands for a name that
 // resolved to an allowed address at submit and to an internal one now.
 TEST(AgentFaults, ANameResolvingOutsideTheAllowlistIsRefusedAtConnect) {
-  ScriptedTarget fake(quick());
+  ScriptedTarget fake(faults_quick());
   const std::string url = "http://localhost:" + std::to_string(fake.port());
-  StepSpec refused = spec_for(url, 0.1);
+  StepSpec refused = faults_spec_for(url, 0.1);
   refused.target.address_allowlist = {"10.0.0.0/8"};
   const StepResult r = StepRunner().run(refused);
   ASSERT_FALSE(r.samples.empty()) << r.fatal_error;
@@ -264,7 +264,7 @@ TEST(AgentFaults, ANameResolvingOutsideTheAllowlistIsRefusedAtConnect) {
   // The same name passes when its addresses are inside, or when the name itself is listed.
   for (const std::vector<std::string>& allow : {std::vector<std::string>{"127.0.0.0/8", "::1/128"},
                                                 std::vector<std::string>{"localhost"}}) {
-    StepSpec allowed = spec_for(url, 0.1);
+    StepSpec allowed = faults_spec_for(url, 0.1);
     allowed.target.address_allowlist = allow;
     const StepResult ok = StepRunner().run(allowed);
     expect_counts_add_up(ok);
@@ -274,9 +274,9 @@ TEST(AgentFaults, ANameResolvingOutsideTheAllowlistIsRefusedAtConnect) {
 }
 
 TEST(AgentFaults, TlsAgainstAPlainHttpPort) {
-  ScriptedTarget fake(quick());
+  ScriptedTarget fake(faults_quick());
   const std::string url = "https://127.0.0.1:" + std::to_string(fake.port());
-  const StepResult r = StepRunner().run(spec_for(url, 0.1));
+  const StepResult r = StepRunner().run(faults_spec_for(url, 0.1));
   expect_counts_add_up(r);
   ASSERT_FALSE(r.samples.empty());
   for (const auto& s : r.samples) {
@@ -291,11 +291,11 @@ TEST(AgentFaults, TlsAgainstAPlainHttpPort) {
 // ---- Stream faults mixed with good requests.
 
 TEST(AgentFaults, ResetMidStreamKeepsWhatArrived) {
-  ScriptedTarget fake(quick());
-  Script fault = quick();
+  ScriptedTarget fake(faults_quick());
+  Script fault = faults_quick();
   fault.reset_after_tokens = 2;
-  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kTruncated,
-                                 "connection closed mid-response");
+  const StepResult r = run_cycle(fake, fault, 3, faults_spec_for(fake.base_url()),
+                                 ErrorClass::kTruncated, "connection closed mid-response");
   for (const auto& s : r.samples) {
     if (s.index % 3 == 0) {
       EXPECT_EQ(s.token_events, 2u) << s.index;
@@ -305,11 +305,11 @@ TEST(AgentFaults, ResetMidStreamKeepsWhatArrived) {
 }
 
 TEST(AgentFaults, StallAfterHeadersIsAFirstTokenTimeoutAtThePlanDeadline) {
-  ScriptedTarget fake(quick());
-  StepSpec spec = spec_for(fake.base_url(), 0.8);
+  ScriptedTarget fake(faults_quick());
+  StepSpec spec = faults_spec_for(fake.base_url(), 0.8);
   spec.target.api = ApiKind::kChat;  // the role-only chunk arrives, and is not a token
   spec.deadlines.first_token_ms = 250;
-  Script fault = quick();
+  Script fault = faults_quick();
   fault.stall_after_tokens = 0;
   fault.stall_us = 3'000'000;
   const StepResult r =
@@ -321,16 +321,16 @@ TEST(AgentFaults, StallAfterHeadersIsAFirstTokenTimeoutAtThePlanDeadline) {
     EXPECT_EQ(s.token_events, 0u);
     EXPECT_EQ(s.t_first_token_ns, -1);
     const std::int64_t waited = s.t_end_ns - s.t_intended_ns;
-    EXPECT_GE(waited, 250 * kMs);
-    EXPECT_LT(waited, 450 * kMs);
+    EXPECT_GE(waited, 250 * kFaultsMs);
+    EXPECT_LT(waited, 450 * kFaultsMs);
   }
 }
 
 TEST(AgentFaults, StallAfterNTokensIsAnIdleTimeoutAtThePlanDeadline) {
-  ScriptedTarget fake(quick());
-  StepSpec spec = spec_for(fake.base_url(), 0.6);
+  ScriptedTarget fake(faults_quick());
+  StepSpec spec = faults_spec_for(fake.base_url(), 0.6);
   spec.deadlines.idle_ms = 150;
-  Script fault = quick();
+  Script fault = faults_quick();
   fault.stall_after_tokens = 3;
   fault.stall_us = 3'000'000;
   const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kTimeoutIdle, "deadline passed");
@@ -338,17 +338,17 @@ TEST(AgentFaults, StallAfterNTokensIsAnIdleTimeoutAtThePlanDeadline) {
     if (s.index % 2 != 0) continue;
     EXPECT_EQ(s.token_events, 3u);
     const std::int64_t gap = s.t_end_ns - s.t_last_token_ns;
-    EXPECT_GE(gap, 150 * kMs);
-    EXPECT_LT(gap, 350 * kMs);
+    EXPECT_GE(gap, 150 * kFaultsMs);
+    EXPECT_LT(gap, 350 * kFaultsMs);
   }
 }
 
 TEST(AgentFaults, Http429WithRetryAfterIsCountedNotRetriedNorWaitedFor) {
-  ScriptedTarget fake(quick());
-  Script fault = quick();
+  ScriptedTarget fake(faults_quick());
+  Script fault = faults_quick();
   fault.status = 429;
   fault.retry_after = "30";
-  const StepSpec spec = spec_for(fake.base_url());
+  const StepSpec spec = faults_spec_for(fake.base_url());
   const StepResult r = run_cycle(fake, fault, 2, spec, ErrorClass::kHttp429, "HTTP 429: {");
   for (const auto& s : r.samples) {
     if (s.index % 2 == 0) {
@@ -357,16 +357,16 @@ TEST(AgentFaults, Http429WithRetryAfterIsCountedNotRetriedNorWaitedFor) {
   }
   // A capacity test measures throttling; sleeping 30 s on Retry-After would hide it (and
   // overrun the step).
-  EXPECT_LT(r.end_ns, static_cast<std::int64_t>(spec.duration_s * 1e9) + 500 * kMs);
+  EXPECT_LT(r.end_ns, static_cast<std::int64_t>(spec.duration_s * 1e9) + 500 * kFaultsMs);
 }
 
 TEST(AgentFaults, Http5xxBursts) {
-  std::vector<Script> cycle(8, quick());
+  std::vector<Script> cycle(8, faults_quick());
   for (int i = 0; i < 3; ++i) cycle[static_cast<std::size_t>(i)].status = 503;
   cycle[3].status = 500;
   std::unique_ptr<ScriptedTarget> fake;
   const StepResult r = run_with_at_least<ScriptedTarget>(fake, 16, 0.4, [&] {
-    auto t = std::make_unique<ScriptedTarget>(quick());
+    auto t = std::make_unique<ScriptedTarget>(faults_quick());
     t->set_script_cycle(cycle);
     return t;
   });
@@ -388,12 +388,12 @@ TEST(AgentFaults, Http5xxBursts) {
 }
 
 TEST(AgentFaults, MalformedJsonIsAProtocolErrorWithTruncatedOffendingBytes) {
-  ScriptedTarget fake(quick());
-  Script fault = quick();
+  ScriptedTarget fake(faults_quick());
+  Script fault = faults_quick();
   fault.malformed_after_tokens = 2;
   fault.malformed_payload = "{\"choices\":[{\"text\":\"" + std::string(10'000, 'y');
-  const StepResult r = run_cycle(fake, fault, 3, spec_for(fake.base_url()), ErrorClass::kProtocol,
-                                 "malformed JSON in SSE event (");
+  const StepResult r = run_cycle(fake, fault, 3, faults_spec_for(fake.base_url()),
+                                 ErrorClass::kProtocol, "malformed JSON in SSE event (");
   for (const auto& s : r.samples) {
     if (s.index % 3 != 0) continue;
     EXPECT_TRUE(contains(s.error_message, "{\"choices\":[{\"text\":\"yyyy")) << s.error_message;
@@ -471,10 +471,10 @@ TEST(AgentFaults, SlowTrickleOneByteAtATimeIsStillCorrect) {
 }
 
 TEST(AgentFaults, BodyThatNeverEndsHitsTheTotalDeadline) {
-  ScriptedTarget fake(quick());
-  StepSpec spec = spec_for(fake.base_url(), 1.0);  // 400 + 13 + 400 ms: four requests start
+  ScriptedTarget fake(faults_quick());
+  StepSpec spec = faults_spec_for(fake.base_url(), 1.0);  // 400 + 13 + 400 ms: four requests start
   spec.deadlines.total_ms = 400;
-  Script fault = quick();
+  Script fault = faults_quick();
   fault.endless = true;
   fault.itl_us = 10'000;
   const StepResult r =
@@ -483,8 +483,8 @@ TEST(AgentFaults, BodyThatNeverEndsHitsTheTotalDeadline) {
     if (s.index % 2 != 0) continue;
     EXPECT_GE(s.token_events, 20u);  // tokens kept coming; only the total deadline ends it
     const std::int64_t took = s.t_end_ns - s.t_intended_ns;
-    EXPECT_GE(took, 400 * kMs);
-    EXPECT_LT(took, 600 * kMs);
+    EXPECT_GE(took, 400 * kFaultsMs);
+    EXPECT_LT(took, 600 * kFaultsMs);
   }
 }
 
@@ -549,10 +549,10 @@ TEST(AgentFaults, EnormousEventIsBoundedAndAProtocolError) {
 }
 
 TEST(AgentFaults, WrongContentTypeHtml200) {
-  ScriptedTarget fake(quick());
-  Script fault = quick();
+  ScriptedTarget fake(faults_quick());
+  Script fault = faults_quick();
   fault.html_page = true;
-  run_cycle(fake, fault, 2, spec_for(fake.base_url()), ErrorClass::kProtocol,
+  run_cycle(fake, fault, 2, faults_spec_for(fake.base_url()), ErrorClass::kProtocol,
             "expected Content-Type text/event-stream, got 'text/html");
 }
 
@@ -566,7 +566,7 @@ TEST(AgentFaults, Http10CloseDelimitedBodyIsReadToTheEnd) {
   without_done.head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
                       RawTarget::sse_events(4, false);
   RawTarget fake({with_done, without_done});
-  const StepResult r = StepRunner().run(spec_for(fake.base_url(), 0.2));
+  const StepResult r = StepRunner().run(faults_spec_for(fake.base_url(), 0.2));
   expect_counts_add_up(r);
   ASSERT_GE(r.samples.size(), 4u);
   for (const auto& s : r.samples) {
@@ -634,7 +634,7 @@ TEST(AgentFaults, DoneEndsTheRequestWhenTheServerHoldsTheConnection) {
       RawTarget::sse_events(4, true);
   held.hold_open_ms = 3'000;
   RawTarget fake({held});
-  StepSpec spec = spec_for(fake.base_url(), 0.3);
+  StepSpec spec = faults_spec_for(fake.base_url(), 0.3);
   spec.deadlines.total_ms = 1'000;  // holding to the end would be a total timeout
   const auto t0 = std::chrono::steady_clock::now();
   const StepResult r = StepRunner().run(spec);
@@ -645,7 +645,8 @@ TEST(AgentFaults, DoneEndsTheRequestWhenTheServerHoldsTheConnection) {
   for (const auto& s : r.samples) {
     expect_good(s, 4);
     // E2E ends at the last token, within the grace of [DONE], not when the server hangs up.
-    EXPECT_LT(s.t_end_ns - s.t_last_token_ns, StreamRecorder::kAfterCompleteGraceNs + 250 * kMs)
+    EXPECT_LT(s.t_end_ns - s.t_last_token_ns,
+              StreamRecorder::kAfterCompleteGraceNs + 250 * kFaultsMs)
         << s.index;
   }
   EXPECT_LT(took_s, 2.5);  // the step did not wait for any held connection
@@ -657,7 +658,7 @@ TEST(AgentFaults, AnUnreachableTargetEndsTheStepAsAnErrorAfterBackingOff) {
   // without an answer — not tens of thousands of connects and a measured step.
   std::optional<LoopbackPort> refusing(std::in_place, false);
   ASSERT_GT(refusing->port, 0);
-  StepSpec spec = spec_for(refusing->url(), 10);
+  StepSpec spec = faults_spec_for(refusing->url(), 10);
   spec.load.concurrency = 64;
   const auto t0 = std::chrono::steady_clock::now();
   const StepResult r = StepRunner().run(spec);
@@ -677,7 +678,7 @@ TEST(AgentFaults, CalibrationProbesAreBoundedByThePlansTimeoutAndGiveUpOnSilence
   // probe ends calibration (the default ratio is used).
   LoopbackPort silent(true);
   ASSERT_GT(silent.port, 0);
-  StepSpec spec = spec_for(silent.url(), 0.3);
+  StepSpec spec = faults_spec_for(silent.url(), 0.3);
   spec.workload.calibrate = true;
   spec.deadlines.first_token_ms = 300;
   spec.drain = DrainPolicy::kCancel;
@@ -694,7 +695,7 @@ TEST(AgentFaults, CalibrationProbesAreBoundedByThePlansTimeoutAndGiveUpOnSilence
 TEST(AgentFaults, CancelInterruptsACalibrationProbeAtOnce) {
   LoopbackPort silent(true);
   ASSERT_GT(silent.port, 0);
-  StepSpec spec = spec_for(silent.url(), 10);
+  StepSpec spec = faults_spec_for(silent.url(), 10);
   spec.workload.calibrate = true;
   spec.deadlines.first_token_ms = 120'000;  // the probe alone would wait 60 s
   std::stop_source stop;
@@ -713,12 +714,12 @@ TEST(AgentFaults, CancelInterruptsACalibrationProbeAtOnce) {
 }
 
 TEST(AgentFaults, TargetRestartingDuringAStep) {
-  Script s = quick();
+  Script s = faults_quick();
   s.itl_us = 20'000;  // ≈ 85 ms per request: some are in flight when the target goes away
   auto fake = std::make_unique<ScriptedTarget>(s);
   ScriptedTargetOptions same_port;
   same_port.port = fake->port();
-  StepSpec spec = spec_for(fake->base_url(), 1.2);
+  StepSpec spec = faults_spec_for(fake->base_url(), 1.2);
   spec.load.concurrency = 2;
   StepResult r;
   std::thread agent([&] { r = StepRunner().run(spec); });
@@ -745,8 +746,8 @@ TEST(AgentFaults, TargetRestartingDuringAStep) {
     last_ok_end = x.t_end_ns;
   }
   EXPECT_GE(first_ok_end, 0);
-  EXPECT_LT(first_ok_end, 400 * kMs);
-  EXPECT_GT(last_ok_end, 700 * kMs);
+  EXPECT_LT(first_ok_end, 400 * kFaultsMs);
+  EXPECT_GT(last_ok_end, 700 * kFaultsMs);
   EXPECT_GT(fake->completion_requests(), 0u);  // the restarted target served the rest
 }
 
@@ -835,11 +836,11 @@ TEST(AgentFaults, RunningOutOfDescriptorsIsTheClientsFailureAndTheStepInconclusi
   // EMFILE and ulimit -n, never connect errors of the target; the slots that connected keep
   // measuring; the step's error rate leaves them out and its verdict is inconclusive,
   // client-bound — never a pass or a fail.
-  Script script = quick();
+  Script script = faults_quick();
   script.itl_us = 10'000;  // ≈ 45 ms a request
   TargetInChildProcess target(script);
   ASSERT_GT(target.port(), 0);
-  StepSpec spec = spec_for(target.base_url(), 0.6);
+  StepSpec spec = faults_spec_for(target.base_url(), 0.6);
   spec.load.concurrency = 96;
   StepResult r;
   {

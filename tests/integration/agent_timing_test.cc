@@ -24,7 +24,7 @@ using fakes::Script;
 using fakes::ScriptedTarget;
 using fakes::ServedStream;
 
-constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kTimingMs = 1'000'000;
 
 StepSpec closed_spec(const ScriptedTarget& fake, std::int32_t concurrency, double duration_s) {
   StepSpec s;
@@ -231,7 +231,7 @@ TEST(AgentOpenLoop, ConstantArrivalRateWithinTwoPercent) {
   EXPECT_EQ(r.dropped_arrivals, 0u);
   // t_intended follows the plan exactly (5 ms apart), whatever the server does.
   for (std::size_t i = 1; i < r.samples.size(); ++i)
-    EXPECT_NEAR(r.samples[i].t_intended_ns - r.samples[i - 1].t_intended_ns, 5 * kMs, 1000);
+    EXPECT_NEAR(r.samples[i].t_intended_ns - r.samples[i - 1].t_intended_ns, 5 * kTimingMs, 1000);
 }
 
 TEST(AgentOpenLoop, PoissonArrivalsAreSentOnScheduleAndNotSlowedByTheServer) {
@@ -272,9 +272,9 @@ TEST(AgentOpenLoop, PoissonArrivalsAreSentOnScheduleAndNotSlowedByTheServer) {
     EXPECT_EQ(r.dropped_arrivals, 0u);
     for (const auto& x : r.samples) {
       ASSERT_TRUE(x.ttft_ns());
-      EXPECT_GE(*x.ttft_ns(), 200 * kMs);
+      EXPECT_GE(*x.ttft_ns(), 200 * kTimingMs);
     }
-    lag_within_bound = r.schedule_lag.p99_ns < 5 * kMs;
+    lag_within_bound = r.schedule_lag.p99_ns < 5 * kTimingMs;
   }
   EXPECT_TRUE(lag_within_bound) << "schedule lag p99 at or above 5 ms in all 3 attempts";
 }

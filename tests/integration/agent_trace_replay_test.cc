@@ -32,7 +32,7 @@ using fakes::Script;
 using fakes::ScriptedTarget;
 using fakes::ServedStream;
 
-constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kReplayMs = 1'000'000;
 constexpr std::int32_t kBlockTokens = 16;
 
 // A Mooncake-format trace: `n` requests over about `span_ms`, each listing 0-4 blocks of a few
@@ -80,7 +80,7 @@ StepSpec trace_spec(const ScriptedTarget& fake, const std::string& path, double 
   return s;
 }
 
-Script quick() {
+Script replay_quick() {
   Script s;
   s.ttft_us = 2'000;
   s.itl_us = 1'000;
@@ -97,7 +97,8 @@ std::vector<double> bare_wake_lateness_ms(const Trace& trace, double speed,
   for (const auto& rec : trace.records()) {
     const auto at = start + std::chrono::nanoseconds(replay_time_ns(rec, speed));
     std::this_thread::sleep_until(at);
-    late.push_back(static_cast<double>((std::chrono::steady_clock::now() - at).count()) / kMs);
+    late.push_back(static_cast<double>((std::chrono::steady_clock::now() - at).count()) /
+                   kReplayMs);
   }
   return late;
 }
@@ -151,7 +152,7 @@ TEST(AgentTraceReplay, SendTimesMatchTheTraceWithin1MsAtP99) {
   // of the agent fails all.
   bool within_bound = false;
   for (int attempt = 1; attempt <= 3 && !within_bound; ++attempt) {
-    ScriptedTarget fake(quick());
+    ScriptedTarget fake(replay_quick());
     std::vector<double> bare_ms;
     std::thread bare(
         [&] { bare_ms = bare_wake_lateness_ms(trace, 2.0, std::chrono::steady_clock::now()); });
@@ -166,12 +167,12 @@ TEST(AgentTraceReplay, SendTimesMatchTheTraceWithin1MsAtP99) {
       const auto& s = r.samples[i];
       EXPECT_TRUE(s.ok()) << s.error_message;
       EXPECT_EQ(s.t_intended_ns, replay_time_ns(trace.records()[s.index], 2.0)) << i;
-      send_err_ms.push_back(static_cast<double>(s.t_send_ns - s.t_intended_ns) / kMs);
-      dispatch_ms.push_back(static_cast<double>(s.dispatch_lag_ns()) / kMs);
+      send_err_ms.push_back(static_cast<double>(s.t_send_ns - s.t_intended_ns) / kReplayMs);
+      dispatch_ms.push_back(static_cast<double>(s.dispatch_lag_ns()) / kReplayMs);
       if (const auto it = served.find(i); it != served.end())
         arrive_err_ms.push_back(
             static_cast<double>(it->second.t_received_ns - r.epoch_steady_ns - s.t_intended_ns) /
-            kMs);
+            kReplayMs);
     }
     ASSERT_EQ(arrive_err_ms.size(), r.samples.size());
     std::sort(send_err_ms.begin(), send_err_ms.end());
@@ -183,12 +184,12 @@ TEST(AgentTraceReplay, SendTimesMatchTheTraceWithin1MsAtP99) {
         "%.3f ms (dispatch lag p99 %.3f ms, timer lag p99 %.3f ms, %llu connections); server "
         "receipt - trace time p99 %.3f ms; bare thread's wake lateness p50 %.3f p99 %.3f ms\n",
         attempt, send_err_ms.size(), send_err_ms[send_err_ms.size() / 2], send_p99,
-        send_err_ms.back(), p99(dispatch_ms), static_cast<double>(r.timer_lag.p99_ns) / kMs,
+        send_err_ms.back(), p99(dispatch_ms), static_cast<double>(r.timer_lag.p99_ns) / kReplayMs,
         static_cast<unsigned long long>(r.connections_opened), p99(arrive_err_ms),
         bare_ms[bare_ms.size() / 2], bare_p99);
     EXPECT_GE(send_err_ms.front(), 0.0);
     EXPECT_LT(send_err_ms[send_err_ms.size() / 2], 0.2);
-    const double own_p99 = p99(dispatch_ms) - static_cast<double>(r.timer_lag.p99_ns) / kMs;
+    const double own_p99 = p99(dispatch_ms) - static_cast<double>(r.timer_lag.p99_ns) / kReplayMs;
     within_bound = own_p99 < 0.5 && send_p99 < std::max(1.0, bare_p99 + 0.5);
   }
   EXPECT_TRUE(within_bound) << "send time - trace time p99 at or above max(1 ms, the host's bare "
@@ -200,7 +201,7 @@ TEST(AgentTraceReplay, RequestsSharingHashIdsShareExactPrefixes) {
   const std::string path = write_trace("llmcap_trace_prefix.jsonl", 60, 600, 7);
   fakes::ScriptedTargetOptions o;
   o.tokens_per_word = 1.0;  // the fake's tokenizer: one token a word, + 1 BOS token
-  ScriptedTarget fake(quick(), o);
+  ScriptedTarget fake(replay_quick(), o);
   const StepSpec spec = trace_spec(fake, path, 4.0);
   const Trace trace = Trace::load(path, TraceFormat::kMooncake).value();
   const StepResult r = StepRunner().run(spec);
@@ -241,7 +242,7 @@ TEST(AgentTraceReplay, RequestsSharingHashIdsShareExactPrefixes) {
 
 TEST(AgentTraceReplay, OtherLoadsTakeTheTraceInOrder) {
   const std::string path = write_trace("llmcap_trace_closed.jsonl", 5, 100, 9);
-  ScriptedTarget fake(quick());
+  ScriptedTarget fake(replay_quick());
   StepSpec spec = trace_spec(fake, path, 1.0);
   spec.load.kind = LoadKind::kClosed;
   spec.load.concurrency = 1;
@@ -257,7 +258,7 @@ TEST(AgentTraceReplay, OtherLoadsTakeTheTraceInOrder) {
 }
 
 TEST(AgentTraceReplay, ABadTraceFailsTheStepNamingTheField) {
-  ScriptedTarget fake(quick());
+  ScriptedTarget fake(replay_quick());
   const auto path = (std::filesystem::temp_directory_path() / "llmcap_trace_bad.jsonl").string();
   std::ofstream(path) << "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n{}\n";
   StepSpec spec;
@@ -295,7 +296,7 @@ StepSpec abandon_spec(const ScriptedTarget& fake, AbandonSpec abandon) {
 }
 
 TEST(AgentAbandon, AfterTokensAbandonsThePickedRequestsAtTheirNthToken) {
-  Script s = quick();
+  Script s = replay_quick();
   s.tokens = 20;
   s.itl_us = 2'000;
   ScriptedTarget fake(s);
@@ -333,7 +334,7 @@ TEST(AgentAbandon, AfterTokensAbandonsThePickedRequestsAtTheirNthToken) {
 }
 
 TEST(AgentAbandon, AfterMsAbandonsOnTheUsersClock) {
-  Script s = quick();
+  Script s = replay_quick();
   s.ttft_us = 60'000;  // the first token comes after 60 ms, so 30 ms abandons before it
   ScriptedTarget fake(s);
   const AbandonSpec abandon{0.5, 30, 0};
@@ -354,7 +355,7 @@ TEST(AgentAbandon, AfterMsAbandonsOnTheUsersClock) {
               std::string::npos)
         << x.error_message;
     // Ended at t_intended + 30 ms (not measured for accuracy here: ASan runs this too).
-    EXPECT_GE(x.t_end_ns - x.t_intended_ns, 30 * kMs);
+    EXPECT_GE(x.t_end_ns - x.t_intended_ns, 30 * kReplayMs);
   }
   EXPECT_EQ(r.counts.abandoned, picked);
   EXPECT_GT(picked, 5u);

@@ -22,13 +22,13 @@ namespace {
 namespace asio = boost::asio;
 
 // A SimServer on two io threads for the duration of a test.
-class Sim {
+class AbandonSim {
  public:
-  explicit Sim(sim::SimOptions o) : server_(io_, std::move(o)) {
+  explicit AbandonSim(sim::SimOptions o) : server_(io_, std::move(o)) {
     server_.start();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
   }
-  ~Sim() {
+  ~AbandonSim() {
     server_.stop();
     work_.reset();
     io_.stop();
@@ -44,7 +44,7 @@ class Sim {
   std::vector<std::thread> threads_;
 };
 
-std::int64_t now_ns() {
+std::int64_t abandon_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -55,7 +55,7 @@ struct Measured {
   TelemetrySummary server;
 };
 
-Measured run_step(const Sim& sim, AbandonSpec abandon, std::int32_t input_tokens = 256,
+Measured run_step(const AbandonSim& sim, AbandonSpec abandon, std::int32_t input_tokens = 256,
                   double rate = 12, double duration_s = 3) {
   StepSpec s;
   s.target.base_url = "http://127.0.0.1:" + std::to_string(sim.port());
@@ -73,7 +73,7 @@ Measured run_step(const Sim& sim, AbandonSpec abandon, std::int32_t input_tokens
   so.metrics_url = s.target.base_url + "/metrics";
   so.interval_ns = 100'000'000;
   TelemetryScraper scraper(so);
-  scraper.start(now_ns());
+  scraper.start(abandon_now_ns());
   Measured out;
   out.result = StepRunner().run(s);
   out.server = scraper.stop().summary;
@@ -87,7 +87,7 @@ TEST(SimAbandon, AbandonedRequestsAreCountedApartAndFreeTheirSlots) {
   o.port = 0;
   o.seed = 3;
   o.time_scale = 10;  // 1500 tokens take ~3 s of wall time: every request outlives the window
-  Sim sim(o);
+  AbandonSim sim(o);
 
   const Measured base = run_step(sim, {});
   const AbandonSpec abandon{0.5, 0, 4};
@@ -136,7 +136,7 @@ TEST(SimAbandon, UsersLeavingDuringPrefillNeverGetAFirstTokenComputed) {
   o.seed = 3;
   o.time_scale = 1;  // 6000 prompt tokens: three chunked-prefill steps, about 0.5 s to the token
   o.enable_prefix_caching = false;
-  Sim sim(o);
+  AbandonSim sim(o);
   const Measured left = run_step(sim, AbandonSpec{1.0, 100, 0}, 6000, 2, 2);
   ASSERT_TRUE(left.result.fatal_error.empty()) << left.result.fatal_error;
   EXPECT_GE(left.result.counts.abandoned, 3u);

@@ -30,7 +30,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-std::int64_t now_ns() {
+std::int64_t scraper_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -68,13 +68,13 @@ int complete(std::uint16_t port, int max_tokens) {
 }
 
 // A SimServer on two io threads for the duration of a test.
-class Sim {
+class ScraperSim {
  public:
-  explicit Sim(sim::SimOptions o) : server_(io_, std::move(o)) {
+  explicit ScraperSim(sim::SimOptions o) : server_(io_, std::move(o)) {
     server_.start();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
   }
-  ~Sim() {
+  ~ScraperSim() {
     server_.stop();
     work_.reset();
     io_.stop();
@@ -99,14 +99,14 @@ TEST(TelemetryScraperTest, CollectsKvUsageAndQueueFromSimulator) {
   o.time_scale = 1;    // real time: the scraper must see the batch while it runs
   o.max_num_seqs = 2;  // 6 clients on 2 slots: requests queue in the server
   o.max_model_len = 4096;
-  Sim sim(o);
+  ScraperSim sim(o);
 
   TelemetryScraperOptions so;
   so.metrics_url = "http://127.0.0.1:" + std::to_string(sim.port()) + "/metrics";
   so.interval_ns = 100'000'000;
   so.timeout_ns = 2'000'000'000;
   TelemetryScraper scraper(so);
-  const std::int64_t epoch = now_ns();
+  const std::int64_t epoch = scraper_now_ns();
   scraper.start(epoch);
 
   constexpr int kClients = 6;
@@ -121,7 +121,7 @@ TEST(TelemetryScraperTest, CollectsKvUsageAndQueueFromSimulator) {
     });
   }
   for (auto& t : clients) t.join();
-  const std::int64_t load_end = now_ns() - epoch;
+  const std::int64_t load_end = scraper_now_ns() - epoch;
   const TelemetryResult result = scraper.stop();
   ASSERT_EQ(ok.load(), kClients * kRequestsEach);
 
@@ -209,7 +209,7 @@ TEST(TelemetryScraperTest, UnreachableEndpointIsErrorsNotACrash) {
   so.interval_ns = 50'000'000;
   so.timeout_ns = 500'000'000;
   TelemetryScraper scraper(so);
-  scraper.start(now_ns());
+  scraper.start(scraper_now_ns());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto t0 = std::chrono::steady_clock::now();
   const TelemetryResult r = scraper.stop();
@@ -228,12 +228,12 @@ TEST(TelemetryScraperTest, WrongPathAndBadUrlAreReported) {
   sim::SimOptions o;
   o.port = 0;
   o.max_model_len = 4096;
-  Sim sim(o);
+  ScraperSim sim(o);
   TelemetryScraperOptions so;
   so.metrics_url = "http://127.0.0.1:" + std::to_string(sim.port()) + "/no-such-metrics";
   so.interval_ns = 50'000'000;
   TelemetryScraper scraper(so);
-  scraper.start(now_ns());
+  scraper.start(scraper_now_ns());
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   const TelemetryResult r = scraper.stop();
   ASSERT_FALSE(r.errors.empty());
@@ -244,7 +244,7 @@ TEST(TelemetryScraperTest, WrongPathAndBadUrlAreReported) {
     TelemetryScraperOptions bad;
     bad.metrics_url = url;
     TelemetryScraper s(bad);
-    s.start(now_ns());
+    s.start(scraper_now_ns());
     const TelemetryResult br = s.stop();
     ASSERT_EQ(br.errors.size(), 1u) << url;
     EXPECT_NE(br.errors[0].find("metrics_url"), std::string::npos) << br.errors[0];
@@ -253,7 +253,7 @@ TEST(TelemetryScraperTest, WrongPathAndBadUrlAreReported) {
   TelemetryScraper never_started(so);
   EXPECT_TRUE(never_started.stop().points.empty());
   TelemetryScraper destroyed_running(so);
-  destroyed_running.start(now_ns());
+  destroyed_running.start(scraper_now_ns());
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ using json = nlohmann::json;
 
 // The DOM serialisation RequestBuilder used for every body before its direct writer (issue
 // 10); the direct writer must produce the same bytes.
-std::string dom_reference(const RequestBodySpec& spec) {
+std::string rb_dom_reference(const RequestBodySpec& spec) {
   json body = json::object();
   if (!spec.model.empty()) body["model"] = spec.model;
   if (spec.api == ApiKind::kCompletions) {
@@ -58,7 +58,7 @@ TEST(RequestBuilder, DirectBodyIsByteIdenticalToTheDomSerialisation) {
               s.include_usage = (flags & 8) != 0;
               const auto body = RequestBuilder::build(s);
               ASSERT_TRUE(body) << body.error();
-              ASSERT_EQ(body.value(), dom_reference(s)) << prompt << " " << model;
+              ASSERT_EQ(body.value(), rb_dom_reference(s)) << prompt << " " << model;
               ++cases;
             }
           }

@@ -29,7 +29,7 @@ struct Fixture {
   std::vector<ShardResult> shards;  // the same samples as 3 agents would report them
 };
 
-Fixture make(std::size_t n_samples, std::int32_t n_shards) {
+Fixture make_merge_input(std::size_t n_samples, std::int32_t n_shards) {
   std::mt19937_64 rng(7);
   Fixture f;
   f.shards.resize(static_cast<std::size_t>(n_shards));
@@ -79,7 +79,7 @@ Fixture make(std::size_t n_samples, std::int32_t n_shards) {
 }
 
 TEST(ShardMerge, MergedSamplesAreTheSingleAgentsSamples) {
-  Fixture f = make(1000, 3);
+  Fixture f = make_merge_input(1000, 3);
   const MergedStep m = merge_shards(f.shards);
   ASSERT_EQ(m.result.samples.size(), f.single.samples.size());
   for (std::size_t i = 0; i < m.result.samples.size(); ++i) {
@@ -96,7 +96,7 @@ TEST(ShardMerge, MergedSamplesAreTheSingleAgentsSamples) {
 }
 
 TEST(ShardMerge, CountsHistogramsAndLagsEqualTheSingleAgents) {
-  Fixture f = make(1000, 3);
+  Fixture f = make_merge_input(1000, 3);
   const MergedStep m = merge_shards(f.shards);
   EXPECT_EQ(m.result.counts.intended, f.single.counts.intended);
   EXPECT_EQ(m.result.counts.sent, f.single.counts.sent);
@@ -121,7 +121,7 @@ TEST(ShardMerge, CountsHistogramsAndLagsEqualTheSingleAgents) {
 }
 
 TEST(ShardMerge, InFlightIsSummedOnACommonGridAndCpuIsPerShard) {
-  Fixture f = make(30, 3);
+  Fixture f = make_merge_input(30, 3);
   f.shards[2].result.in_flight_series = {{0, 3}, {50'000'000, 9}, {250'000'000, 1}};
   const MergedStep m = merge_shards(f.shards, 100'000'000);
   // Grid 0, 100 ms, 200 ms, 250 ms (the last point): shard values 1+2+3, 2+4+9, 2+4+9, 2+4+1.
@@ -141,7 +141,7 @@ TEST(ShardMerge, InFlightIsSummedOnACommonGridAndCpuIsPerShard) {
 TEST(ShardMerge, AFarOffTimePointCannotSizeTheMergedSeries) {
   // Issue 24 #1: one point at 2^62 ns once made the merge build a grid from 0 to it (GBs).
   // The work is bounded by the number of points: the grid is coarsened instead.
-  Fixture f = make(30, 3);
+  Fixture f = make_merge_input(30, 3);
   f.shards[2].result.in_flight_series = {{0, 3}, {std::int64_t{1} << 62, 1}};
   std::size_t points = 0;
   for (const auto& s : f.shards) points += s.result.in_flight_series.size();
@@ -153,7 +153,7 @@ TEST(ShardMerge, AFarOffTimePointCannotSizeTheMergedSeries) {
 }
 
 TEST(ShardMerge, AShardErrorOrIncompleteShardShowsInTheMerge) {
-  Fixture f = make(30, 3);
+  Fixture f = make_merge_input(30, 3);
   f.shards[1].result.completed = false;
   f.shards[2].result.fatal_error = "model listing failed";
   const MergedStep m = merge_shards(f.shards);

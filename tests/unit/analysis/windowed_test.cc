@@ -23,7 +23,7 @@ std::vector<RequestSample> samples_with_slow_middle() {
   return v;
 }
 
-SlaSpec sla() {
+SlaSpec windowed_sla() {
   SlaSpec s;
   s.bounds = {{SlaMetric::kTtft, 95, 1000}, {SlaMetric::kTpot, 95, 35}};
   return s;
@@ -43,7 +43,7 @@ TEST(Windows, FullWindowsOnly) {
 
 TEST(WindowedCompliance, ShareOfWindowsPerBound) {
   const auto samples = samples_with_slow_middle();
-  const auto c = windowed_compliance(samples, sla(), {0, 95 * kSec, 30 * kSec});
+  const auto c = windowed_compliance(samples, windowed_sla(), {0, 95 * kSec, 30 * kSec});
   ASSERT_EQ(c.windows.size(), 3u);
   EXPECT_EQ(c.windows[0].intended, 300u);
   EXPECT_TRUE(c.windows[0].all_held);

@@ -356,5 +356,8 @@ TEST(AtDemandComparison, TablesAndRenderings) {
   EXPECT_EQ(render_report_html(none).find("id=\"at-demand\""), std::string::npos);
 }
 
+// The unity build compiles this file together with others of tests/unit/api.
+#undef EXPECT_ERROR
+
 }  // namespace
 }  // namespace llmcap::api

@@ -26,17 +26,17 @@ using ::testing::HasSubstr;
 
 using testing_plans::minimal;
 
-PlanParse parse(const json& plan, const PlanLimits& limits = {}) {
+PlanParse reader_parse(const json& plan, const PlanLimits& limits = {}) {
   return parse_plan(plan.dump(), limits);
 }
 
-std::string describe(const PlanParse& p) {
+std::string reader_describe(const PlanParse& p) {
   std::string s;
   for (const auto& e : p.errors) s += "  " + e.path + ": " + e.message + "\n";
   return s;
 }
 
-bool has_error(const PlanParse& p, const std::string& path, const std::string& text = "") {
+bool reader_has_error(const PlanParse& p, const std::string& path, const std::string& text = "") {
   return std::any_of(p.errors.begin(), p.errors.end(), [&](const FieldError& e) {
     return e.path == path && e.message.find(text) != std::string::npos;
   });
@@ -48,12 +48,12 @@ int errors_at(const PlanParse& p, const std::string& path) {
 }
 
 #define EXPECT_ERROR(parse_result, path, text)                                        \
-  EXPECT_TRUE(has_error(parse_result, path, text))                                    \
+  EXPECT_TRUE(reader_has_error(parse_result, path, text))                             \
       << "expected error at '" << (path) << "' containing '" << (text) << "', got:\n" \
-      << describe(parse_result)
+      << reader_describe(parse_result)
 
 #define EXPECT_NO_ERRORS(parse_result) \
-  EXPECT_TRUE((parse_result).errors.empty()) << describe(parse_result)
+  EXPECT_TRUE((parse_result).errors.empty()) << reader_describe(parse_result)
 
 // prefix + i (built with append: GCC 12 warns falsely on "literal" + std::string&& in -O2).
 std::string numbered(std::string prefix, std::size_t i) {
@@ -73,30 +73,30 @@ TEST(PlanReader, PrefixGroupKeys) {
   j["workload"] = {
       {"prefix_groups",
        {{{"share", 0.7}, {"prefix_tokens", 1024}}, {{"share", 0.3}, {"prefix_tokens", 512}}}}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   ASSERT_EQ(p.plan->workload.prefix_groups.size(), 2u);
   EXPECT_DOUBLE_EQ(p.plan->workload.prefix_groups[0].share, 0.7);
   EXPECT_EQ(p.plan->workload.prefix_groups[1].prefix_tokens, 512);
   EXPECT_EQ(p.normalized["workload"]["prefix_groups"], j["workload"]["prefix_groups"]);
-  EXPECT_NO_ERRORS(parse(p.normalized));
-  EXPECT_TRUE(parse(minimal()).plan->workload.prefix_groups.empty());
+  EXPECT_NO_ERRORS(reader_parse(p.normalized));
+  EXPECT_TRUE(reader_parse(minimal()).plan->workload.prefix_groups.empty());
   j["workload"]["prefix_groups"] = {{{"share", 0.5}, {"prefix_tokens", 0}, {"bogus", 1}},
                                     {{"prefix_tokens", 5}}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/prefix_groups/0/prefix_tokens", "between 1 and");
   EXPECT_ERROR(p, "/workload/prefix_groups/0/bogus", "unknown key");
   EXPECT_ERROR(p, "/workload/prefix_groups/1/share", "is required");
   j["workload"]["prefix_groups"] = {{{"share", 0.5}, {"prefix_tokens", 10}}};
-  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "sum to 1");
+  EXPECT_ERROR(reader_parse(j), "/workload/prefix_groups", "sum to 1");
   j["workload"]["prefix_groups"] = json::array();
-  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "1 to 64 groups");
+  EXPECT_ERROR(reader_parse(j), "/workload/prefix_groups", "1 to 64 groups");
   j["workload"]["prefix_groups"] = {{{"share", 1}, {"prefix_tokens", 10}}};
   j["workload"]["shared_prefix_tokens"] = 8;
-  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "not both");
+  EXPECT_ERROR(reader_parse(j), "/workload/prefix_groups", "not both");
   j = minimal();
   j["targets"][0]["sim"] = {{"enable_prefix_caching", "yes"}};
-  EXPECT_ERROR(parse(j), "/targets/0/sim/enable_prefix_caching", "");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/sim/enable_prefix_caching", "");
 }
 
 TEST(PlanReader, WorkloadMixKeys) {
@@ -109,8 +109,8 @@ TEST(PlanReader, WorkloadMixKeys) {
     {"name": "summarise", "weight": 0.1, "input_tokens": 6000, "output_tokens": 512,
      "sla": {"max_error_rate": 0.05}}]})");
   j["demand"] = {{"requests_per_minute", 60}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const auto& mix = p.plan->workload.mix;
   ASSERT_EQ(mix.size(), 3u);
   EXPECT_EQ(mix[1].name, "rag");
@@ -130,13 +130,13 @@ TEST(PlanReader, WorkloadMixKeys) {
   ASSERT_TRUE(p.normalized["workload"].contains("mix"));
   EXPECT_FALSE(p.normalized["workload"].contains("input_tokens"));
   EXPECT_EQ(p.normalized["workload"]["mix"][1]["sla"]["ttft_ms"]["p95"], 3000);
-  const auto again = parse(p.normalized);
+  const auto again = reader_parse(p.normalized);
   EXPECT_NO_ERRORS(again);
   EXPECT_EQ(again.fingerprint, p.fingerprint);
   // Another mix is another workload.
   j["workload"]["mix"][0]["weight"] = 0.6;
   j["workload"]["mix"][1]["weight"] = 0.3;
-  EXPECT_NE(parse(j).fingerprint, p.fingerprint);
+  EXPECT_NE(reader_parse(j).fingerprint, p.fingerprint);
 
   // Errors, each naming its field.
   j = minimal();
@@ -145,7 +145,7 @@ TEST(PlanReader, WorkloadMixKeys) {
     {"name": "chat", "weight": 0, "input_tokens": 256, "output_tokens": 256, "bogus": 1},
     {"name": "Bad Name", "weight": 0.3, "output_tokens": 8,
      "sla": {"window_s": 10, "ttft_ms": {"p100": 5}}}]})");
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/mix/1/name", "duplicate class name");
   EXPECT_ERROR(p, "/workload/mix/1/weight", "must be > 0");
   EXPECT_ERROR(p, "/workload/mix/1/bogus", "unknown key");
@@ -155,28 +155,28 @@ TEST(PlanReader, WorkloadMixKeys) {
   EXPECT_ERROR(p, "/workload/mix/2/sla/ttft_ms/p100", "percentile");
   j["workload"] = json::parse(R"({"mix": [
     {"name": "a", "weight": 0.5, "input_tokens": 256, "output_tokens": 256}]})");
-  EXPECT_ERROR(parse(j), "/workload/mix", "sum to 1 (they sum to 0.5)");
+  EXPECT_ERROR(reader_parse(j), "/workload/mix", "sum to 1 (they sum to 0.5)");
   j["workload"]["mix"] = json::array();
-  EXPECT_ERROR(parse(j), "/workload/mix", "1 to 16 classes");
+  EXPECT_ERROR(reader_parse(j), "/workload/mix", "1 to 16 classes");
   j["workload"] = json::parse(R"({"input_tokens": 64, "prefix_groups": [{"share": 1,
     "prefix_tokens": 8}], "dataset": {"path": "x.jsonl"}, "mix": [
     {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/input_tokens", "give input_tokens per class");
   EXPECT_ERROR(p, "/workload/prefix_groups", "give prefix_tokens per class");
   EXPECT_ERROR(p, "/workload/mix", "synthetic prompts only");
   j["workload"] = json::parse(R"({"conversation": {"turns": 3}, "mix": [
     {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
-  EXPECT_ERROR(parse(j), "/workload/mix", "not with conversation");
+  EXPECT_ERROR(reader_parse(j), "/workload/mix", "not with conversation");
   // An inherited conversation: a target's override giving a dataset under the plan's
   // conversation, and a matrix over a conversation.
   j = minimal();
   j["workload"] = {{"conversation", {{"turns", 3}}}};
   j["targets"][0]["workload"] = {{"dataset", {{"path", "x.jsonl"}}}};
-  EXPECT_ERROR(parse(j), "/targets/0/workload/dataset", "not under the plan's");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/workload/dataset", "not under the plan's");
   j["targets"][0].erase("workload");
   j["workloads"] = json::parse(R"([{"name": "a"}, {"name": "b"}])");
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/conversation", "with workloads, the base workload");
   EXPECT_EQ(std::count_if(p.errors.begin(), p.errors.end(),
                           [](const FieldError& e) { return e.path == "/workload/conversation"; }),
@@ -186,18 +186,18 @@ TEST(PlanReader, WorkloadMixKeys) {
   j["workload"] = json::parse(R"({"mix": [
     {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
   j["targets"][0]["workload"] = {{"input_tokens", 100}};
-  EXPECT_ERROR(parse(j), "/targets/0/workload/input_tokens", "the workload has a mix");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/workload/input_tokens", "the workload has a mix");
   j["targets"][0]["workload"] = json::parse(R"({"mix": [
     {"name": "b", "weight": 1, "input_tokens": 100, "output_tokens": 10}]})");
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->targets[0].workload->mix[0].name, "b");
   // Mixes are not split over agents.
   j = minimal();
   j["workload"] = json::parse(R"({"mix": [
     {"name": "a", "weight": 1, "input_tokens": 256, "output_tokens": 256}]})");
   j["agents"] = {{"count", 2}, {"launch", "manual"}};
-  EXPECT_ERROR(parse(j), "/workload/mix", "agents");
+  EXPECT_ERROR(reader_parse(j), "/workload/mix", "agents");
 }
 
 TEST(PlanReader, WorkloadMatrixKeys) {
@@ -208,8 +208,8 @@ TEST(PlanReader, WorkloadMatrixKeys) {
     {"name": "long-short", "input_tokens": 4096},
     {"name": "mixed", "mix": [{"name": "a", "weight": 1, "input_tokens": 8, "output_tokens": 8}]}
   ])");
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const auto& m = p.plan->workloads;
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m[0].name, "short-long");
@@ -221,15 +221,15 @@ TEST(PlanReader, WorkloadMatrixKeys) {
   // Every phase runs once per workload: three times the single workload's estimate.
   json single = j;
   single.erase("workloads");
-  EXPECT_NEAR(p.estimated_duration_s, 3 * parse(single).estimated_duration_s, 1e-6);
+  EXPECT_NEAR(p.estimated_duration_s, 3 * reader_parse(single).estimated_duration_s, 1e-6);
   // The normalised plan keeps the matrix and parses again to the same fingerprint; another
   // matrix is another workload.
   ASSERT_EQ(p.normalized["workloads"].size(), 3u);
   EXPECT_EQ(p.normalized["workloads"][1]["name"], "long-short");
-  const auto again = parse(p.normalized);
+  const auto again = reader_parse(p.normalized);
   EXPECT_NO_ERRORS(again);
   EXPECT_EQ(again.fingerprint, p.fingerprint);
-  EXPECT_NE(parse(single).fingerprint, p.fingerprint);
+  EXPECT_NE(reader_parse(single).fingerprint, p.fingerprint);
 
   // Errors, each naming its field.
   j["workloads"] = json::parse(R"([
@@ -238,7 +238,7 @@ TEST(PlanReader, WorkloadMatrixKeys) {
     {"input_tokens": 8, "dataset": {"path": "x.jsonl"}},
     7
   ])");
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workloads/0/input_tokens", "");
   EXPECT_ERROR(p, "/workloads/1/name", "duplicate workload name");
   EXPECT_ERROR(p, "/workloads/1/bogus", "unknown key");
@@ -246,13 +246,13 @@ TEST(PlanReader, WorkloadMatrixKeys) {
   EXPECT_ERROR(p, "/workloads/2/dataset", "synthetic");
   EXPECT_ERROR(p, "/workloads/3", "must be an object");
   j["workloads"] = json::array();
-  EXPECT_ERROR(parse(j), "/workloads", "1 to 16");
+  EXPECT_ERROR(reader_parse(j), "/workloads", "1 to 16");
   // Target overrides, a demand and trace replays do not combine with a matrix.
   j = minimal();
   j["workloads"] = json::parse(R"([{"name": "a"}, {"name": "b", "input_tokens": 64}])");
   j["targets"][0]["workload"] = {{"input_tokens", 100}};
   j["demand"] = {{"requests_per_minute", 60}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/targets/0/workload", "not with workloads");
   EXPECT_ERROR(p, "/demand", "not with workloads");
 }
@@ -261,8 +261,8 @@ TEST(PlanReader, WorkloadMatrixKeys) {
 // Defaults and the happy path
 
 TEST(PlanReader, MinimalPlanGetsEveryDefault) {
-  const auto p = parse(minimal());
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(minimal());
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_FALSE(p.malformed);
   const TestPlan& plan = *p.plan;
   EXPECT_EQ(plan.version, 1);
@@ -325,10 +325,10 @@ TEST(PlanReader, NormalisedPlansParseAgainToThemselves) {
   full["phases"].push_back({{"kind", "soak"}, {"rate_rps", "qualified"}});
   plans.push_back(full);
   for (const auto& original : plans) {
-    const auto first = parse(original, PlanLimits::none());
-    ASSERT_TRUE(first.plan) << describe(first);
+    const auto first = reader_parse(original, PlanLimits::none());
+    ASSERT_TRUE(first.plan) << reader_describe(first);
     const auto again = parse_plan_document(first.normalized, PlanLimits::none());
-    ASSERT_TRUE(again.plan) << describe(again) << "\n" << first.normalized.dump(1);
+    ASSERT_TRUE(again.plan) << reader_describe(again) << "\n" << first.normalized.dump(1);
     EXPECT_EQ(again.normalized, first.normalized);
     EXPECT_EQ(again.fingerprint, first.fingerprint);
   }
@@ -345,8 +345,8 @@ TEST(PlanReader, PhaseEnumsKeepTheirJsonSpelling) {
   auto plan = minimal();
   plan["phases"][0] = {
       {"kind", "rate_sweep"}, {"rates_rps", {1}}, {"drain", "cancel"}, {"arrival", "constant"}};
-  const auto p = parse(plan);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(plan);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->phases[0].kind, PhaseKind::kRateSweep);
   EXPECT_EQ(p.plan->phases[0].drain, Drain::kCancel);
   EXPECT_EQ(p.plan->phases[0].arrival, Arrival::kConstant);
@@ -357,13 +357,13 @@ TEST(PlanReader, PhaseEnumsKeepTheirJsonSpelling) {
 // Missing required keys
 
 TEST(PlanReader, EmptyObjectNamesEveryRequiredRootKey) {
-  const auto p = parse(json::object());
+  const auto p = reader_parse(json::object());
   EXPECT_FALSE(p.malformed);
   EXPECT_FALSE(p.plan);
   EXPECT_ERROR(p, "/version", "is required");
   EXPECT_ERROR(p, "/targets", "is required");
   EXPECT_ERROR(p, "/phases", "is required");
-  EXPECT_EQ(p.errors.size(), 3u) << describe(p);
+  EXPECT_EQ(p.errors.size(), 3u) << reader_describe(p);
   EXPECT_TRUE(p.normalized.is_null());
 }
 
@@ -380,11 +380,11 @@ TEST(PlanReader, MissingRequiredKeysInsideObjects) {
   j["workload"] = {{"dataset", json::object()},
                    {"input_tokens", {{"distribution", "uniform"}}},
                    {"output_tokens", {{"distribution", "empirical"}}}};
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/targets/0/name", "is required");
   EXPECT_ERROR(p, "/targets/0/base_url", "is required");
   EXPECT_ERROR(p, "/phases/0/kind", "is required");
-  EXPECT_EQ(errors_at(p, "/phases/0/kind"), 1) << describe(p);  // not also "must be one of"
+  EXPECT_EQ(errors_at(p, "/phases/0/kind"), 1) << reader_describe(p);  // not also "must be one of"
   EXPECT_ERROR(p, "/phases/1/levels", "is required");
   EXPECT_ERROR(p, "/phases/2/rates_rps", "is required");
   EXPECT_ERROR(p, "/phases/3/base_rps", "is required");
@@ -401,7 +401,7 @@ TEST(PlanReader, EmptyStringsDoNotSatisfyRequiredKeys) {
   j["targets"][0]["name"] = "";
   j["targets"][0]["base_url"] = "";
   j["phases"][0]["name"] = "";
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/targets/0/name", "must be 1-64 characters");
   EXPECT_ERROR(p, "/targets/0/base_url", "not a valid URL");
   EXPECT_ERROR(p, "/phases/0/name", "must be 1-64 characters");
@@ -429,7 +429,7 @@ TEST(PlanReader, UnknownKeysAreReportedAtEveryDepth) {
   j["timeouts"] = {{"bogus", 1}};
   j["demand"] = {{"requests_per_minute", 1}, {"bogus", 1}};
   j["a/b~c"] = 1;
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   for (const char* path :
        {"/bogus", "/targets/0/bogus", "/targets/0/hardware/bogus", "/targets/0/sim/bogus",
         "/targets/0/sim/faults/bogus", "/targets/0/tls/bogus",
@@ -453,8 +453,8 @@ TEST(PlanReader, FiveIndependentMistakesGiveFiveErrors) {
   j["workload"] = {{"temperature", "hot"}};         // 3 type
   j["phases"][0]["levels"] = json::array({1, 0});   // 4 list item
   j["timeouts"] = {{"connect_ms", 1}, {"zzz", 2}};  // 5 unknown key
-  const auto p = parse(j);
-  ASSERT_EQ(p.errors.size(), 5u) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_EQ(p.errors.size(), 5u) << reader_describe(p);
   std::set<std::string> paths;
   for (const auto& e : p.errors) paths.insert(e.path);
   EXPECT_EQ(paths, (std::set<std::string>{"/seed", "/targets/0/api", "/workload/temperature",
@@ -476,7 +476,7 @@ TEST(PlanReader, WrongTypesNameTheField) {
   j["sla"] = {{"ttft_ms", 1000}, {"tpot_ms", {{"p95", "fast"}}}};
   j["phases"].push_back(3);
   j["phases"][0]["levels"] = json::array({1, "2"});
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/version", "must be an integer");
   EXPECT_ERROR(p, "/name", "must be a string");
   EXPECT_ERROR(p, "/targets/0/price_per_hour", "must be a number");
@@ -492,12 +492,12 @@ TEST(PlanReader, WrongTypesNameTheField) {
 
   auto k = minimal();
   k["targets"] = {{"name", "a"}};
-  EXPECT_ERROR(parse(k), "/targets", "non-empty array");
+  EXPECT_ERROR(reader_parse(k), "/targets", "non-empty array");
   k["targets"] = json::array();
-  EXPECT_ERROR(parse(k), "/targets", "non-empty array");
+  EXPECT_ERROR(reader_parse(k), "/targets", "non-empty array");
   auto r = json::array({1, 2});
-  EXPECT_ERROR(parse(r), "", "must be an object");
-  EXPECT_FALSE(parse(r).malformed);
+  EXPECT_ERROR(reader_parse(r), "", "must be an object");
+  EXPECT_FALSE(reader_parse(r).malformed);
 }
 
 TEST(PlanReader, NegativeAbsurdAndNonIntegerValues) {
@@ -516,7 +516,7 @@ TEST(PlanReader, NegativeAbsurdAndNonIntegerValues) {
   j["phases"][0]["duration_s"] = -1;
   j["phases"][0]["warmup_s"] = 1e9;
   j["phases"][0]["repeat"] = 0;
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/version", "between 1 and 1");
   EXPECT_ERROR(p, "/seed", "integer");
   EXPECT_ERROR(p, "/targets/0/price_per_hour", "between 0 and");
@@ -541,10 +541,10 @@ TEST(PlanReader, NegativeAbsurdAndNonIntegerValues) {
 
   auto big = minimal();
   big["seed"] = 18446744073709551615ULL;  // 2^64 − 1: above the 9e15 limit, no wrap-around
-  EXPECT_ERROR(parse(big), "/seed", "between 0 and");
+  EXPECT_ERROR(reader_parse(big), "/seed", "between 0 and");
   big["seed"] = 7;
   big["phases"][0]["levels"] = json::array({2.0});  // a whole number written as 2.0 is an integer
-  EXPECT_NO_ERRORS(parse(big));
+  EXPECT_NO_ERRORS(reader_parse(big));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,14 +554,14 @@ TEST(PlanReader, HugeArraysAreRefusedWithOneError) {
   auto j = minimal();
   j["phases"][0]["levels"] = json::array();
   for (int i = 0; i < 10'000; ++i) j["phases"][0]["levels"].push_back(1 + i % 100);
-  auto p = parse(j);
-  EXPECT_EQ(p.errors.size(), 1u) << describe(p);
+  auto p = reader_parse(j);
+  EXPECT_EQ(p.errors.size(), 1u) << reader_describe(p);
   EXPECT_ERROR(p, "/phases/0/levels", "has more than 256 items");
 
   j = minimal();
   j["workload"]["output_tokens"] = {{"distribution", "empirical"}, {"values", json::array()}};
   for (int i = 0; i < 20'000; ++i) j["workload"]["output_tokens"]["values"].push_back(100);
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/output_tokens/values", "has more than 16384 items");
 
   // 10,000 bad items inside the limit: every one is an error, but the list is capped.
@@ -570,7 +570,7 @@ TEST(PlanReader, HugeArraysAreRefusedWithOneError) {
   j = minimal();
   j["phases"][0]["levels"] = json::array();
   for (int i = 0; i < 10'000; ++i) j["phases"][0]["levels"].push_back(-1);
-  p = parse(j, many);
+  p = reader_parse(j, many);
   ASSERT_EQ(p.errors.size(), 101u);
   EXPECT_EQ(p.errors.front().path, "/phases/0/levels/0");
   EXPECT_EQ(p.errors.back().path, "");
@@ -596,7 +596,7 @@ TEST(PlanReader, DeepNestingIsRefusedWithoutRecursion) {
   json deep = 1;
   for (int i = 0; i < 40; ++i) deep = json{{"x", deep}};
   j["workload"]["extra_body"] = deep;
-  EXPECT_ERROR(parse(j), "", "nested deeper");
+  EXPECT_ERROR(reader_parse(j), "", "nested deeper");
 }
 
 TEST(PlanReader, NestingDepthIgnoresBracketsInStrings) {
@@ -668,9 +668,9 @@ TEST(PlanReader, DuplicateAndInvalidTargetNames) {
   j["targets"].push_back(j["targets"][0]);
   j["targets"].push_back({{"name", "Upper Case"}, {"base_url", "http://h"}});
   j["targets"].push_back({{"name", std::string(65, 'x')}, {"base_url", "http://h"}});
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/targets/1/name", "duplicate target name 'a'");
-  EXPECT_FALSE(has_error(p, "/targets/0/name"));
+  EXPECT_FALSE(reader_has_error(p, "/targets/0/name"));
   EXPECT_ERROR(p, "/targets/2/name", "1-64 characters");
   EXPECT_ERROR(p, "/targets/3/name", "at most 64");
 }
@@ -679,7 +679,7 @@ TEST(PlanReader, SimUrlShape) {
   auto check = [](const std::string& url) {
     auto j = minimal();
     j["targets"][0]["base_url"] = url;
-    return parse(j);
+    return reader_parse(j);
   };
   EXPECT_NO_ERRORS(check("sim://rtx4090-48g/llama-3.1-8b"));
   EXPECT_NO_ERRORS(check("sim://a100-80g-pcie/qwen2.5-7b"));
@@ -690,14 +690,14 @@ TEST(PlanReader, SimUrlShape) {
   auto j = minimal();
   j["targets"][0]["base_url"] = "http://127.0.0.1:8000";
   j["targets"][0]["sim"] = {{"time_scale", 10}};
-  EXPECT_ERROR(parse(j), "/targets/0/sim", "only applies to sim:// targets");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/sim", "only applies to sim:// targets");
 }
 
 TEST(PlanReader, HttpUrlShape) {
   auto check = [](const std::string& url) {
     auto j = minimal();
     j["targets"][0]["base_url"] = url;
-    return parse(j);
+    return reader_parse(j);
   };
   EXPECT_NO_ERRORS(check("http://127.0.0.1:8000"));
   EXPECT_NO_ERRORS(check("https://api.example.com/v1"));
@@ -712,9 +712,9 @@ TEST(PlanReader, HttpUrlShape) {
   EXPECT_ERROR(check(std::string(3000, 'h')), "/targets/0/base_url", "at most 2048");
   auto j = minimal();
   j["targets"][0]["metrics_url"] = "file:///etc/passwd";
-  EXPECT_ERROR(parse(j), "/targets/0/metrics_url", "http(s) URL");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/metrics_url", "http(s) URL");
   j["targets"][0]["metrics_url"] = "http://127.0.0.1:8000/metrics";
-  EXPECT_NO_ERRORS(parse(j));
+  EXPECT_NO_ERRORS(reader_parse(j));
 }
 
 TEST(PlanReader, SecretsAreRedactedEverywhere) {
@@ -725,8 +725,8 @@ TEST(PlanReader, SecretsAreRedactedEverywhere) {
   j["targets"].push_back({{"name", "b"},
                           {"base_url", "https://api.example.com/v1"},
                           {"headers", {{"authorization", "Bearer " + secret}}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.normalized["targets"][0]["secrets"]["api_key"], "***");
   EXPECT_EQ(p.normalized["targets"][0]["headers"]["X-API-KEY"], "***");  // any case
   EXPECT_EQ(p.normalized["targets"][0]["headers"]["X-Request-Source"], "llmcap");
@@ -745,7 +745,7 @@ TEST(PlanReader, HeaderRules) {
   auto j = minimal();
   j["targets"][0]["headers"] = {
       {"Bad Header", "x"}, {"", "x"}, {"X-Ok", "a\r\nInjected: 1"}, {"Host", "evil"}, {"X-Num", 5}};
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/targets/0/headers/Bad Header", "not a valid header name");
   EXPECT_ERROR(p, "/targets/0/headers/", "not a valid header name");
   EXPECT_ERROR(p, "/targets/0/headers/X-Ok", "CR, LF");
@@ -754,34 +754,35 @@ TEST(PlanReader, HeaderRules) {
   auto k = minimal();
   k["targets"][0]["headers"] = {{"authorization", "Bearer a"}};
   k["targets"][0]["secrets"] = {{"api_key", "b"}};
-  EXPECT_ERROR(parse(k), "/targets/0/headers/authorization", "conflicts with secrets.api_key");
+  EXPECT_ERROR(reader_parse(k), "/targets/0/headers/authorization",
+               "conflicts with secrets.api_key");
   k["targets"][0].erase("headers");
   k["targets"][0]["secrets"] = {{"api_key", ""}};
-  EXPECT_ERROR(parse(k), "/targets/0/secrets/api_key", "must not be empty");
+  EXPECT_ERROR(reader_parse(k), "/targets/0/secrets/api_key", "must not be empty");
 }
 
 TEST(PlanReader, PrecisionComesFromHardwareThenSimDtype) {
   auto j = minimal();
   j["targets"][0]["sim"] = {{"dtype", "int4"}};
-  EXPECT_EQ(parse(j).plan->targets[0].precision, "int4");
+  EXPECT_EQ(reader_parse(j).plan->targets[0].precision, "int4");
   j["targets"][0]["hardware"] = {{"precision", "awq-int4"}};
-  EXPECT_EQ(parse(j).plan->targets[0].precision, "awq-int4");
+  EXPECT_EQ(reader_parse(j).plan->targets[0].precision, "awq-int4");
   j["targets"][0] = {{"name", "real"}, {"base_url", "http://h:1"}};
-  EXPECT_EQ(parse(j).plan->targets[0].precision, "");
+  EXPECT_EQ(reader_parse(j).plan->targets[0].precision, "");
 }
 
 TEST(PlanReader, SimOptionsAndFaults) {
   auto j = minimal();
   j["targets"][0]["sim"] = {{"time_scale", 5},
                             {"faults", {{"error_rate", 0.6}, {"reset_rate", 0.5}}}};
-  EXPECT_ERROR(parse(j), "/targets/0/sim/faults", "sum to at most 1");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/sim/faults", "sum to at most 1");
   j["targets"][0]["sim"]["faults"] = {{"error_rate", 0.02}, {"stall_ms", 500}};
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(json::parse(p.plan->targets[0].sim_json)["faults"]["error_rate"], 0.02);
   j["targets"][0]["sim"] = {{"dtype", "fp4"}, {"time_scale", 0}};
-  EXPECT_ERROR(parse(j), "/targets/0/sim/dtype", "must be one of");
-  EXPECT_ERROR(parse(j), "/targets/0/sim/time_scale", "between 0.01 and 1000");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/sim/dtype", "must be one of");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/sim/time_scale", "between 0.01 and 1000");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -791,24 +792,24 @@ TEST(PlanReader, LengthDistributions) {
   auto with = [](const json& lengths) {
     auto j = minimal();
     j["workload"]["input_tokens"] = lengths;
-    return parse(j);
+    return reader_parse(j);
   };
   using Kind = analysis::LengthDistribution::Kind;
   auto p = with(512);
   EXPECT_EQ(p.plan->workload.input_tokens.mean, 512);
   p = with({{"fixed", 100}, {"min", 50}, {"max", 200}});
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->workload.input_tokens.mean, 100);
   EXPECT_EQ(p.plan->workload.input_tokens.min_tokens, 50);
   p = with({{"distribution", "uniform"}, {"low", 10}, {"high", 20}});
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->workload.input_tokens.kind, Kind::kUniform);
   EXPECT_DOUBLE_EQ(p.plan->workload.input_tokens.nominal_mean(), 15);
   p = with({{"distribution", "lognormal"}, {"mean", 300}, {"stddev", 100}, {"max", 2000}});
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->workload.input_tokens.kind, Kind::kLognormal);
   p = with({{"distribution", "empirical"}, {"values", {10, 20, 30}}});
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->workload.input_tokens.values.size(), 3u);
 
   EXPECT_ERROR(with(json::object()), "/workload/input_tokens", "needs \"fixed\"");
@@ -839,12 +840,12 @@ TEST(PlanReader, ExtraBodyCannotOverrideWhatTheWorkloadSets) {
   auto j = minimal();
   j["workload"]["extra_body"] = {
       {"stream_options", {{"include_usage", false}}}, {"max_tokens", 5}, {"top_p", 0.9}};
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/extra_body/stream_options", "set by llmcap");
   EXPECT_ERROR(p, "/workload/extra_body/max_tokens", "set by llmcap");
-  EXPECT_FALSE(has_error(p, "/workload/extra_body/top_p"));
+  EXPECT_FALSE(reader_has_error(p, "/workload/extra_body/top_p"));
   j["workload"]["extra_body"] = {{"top_p", 0.9}};
-  EXPECT_EQ(json::parse(parse(j).plan->workload.extra_body_json)["top_p"], 0.9);
+  EXPECT_EQ(json::parse(reader_parse(j).plan->workload.extra_body_json)["top_p"], 0.9);
 }
 
 TEST(PlanReader, TargetWorkloadOverrideStartsFromThePlanWorkload) {
@@ -853,8 +854,8 @@ TEST(PlanReader, TargetWorkloadOverrideStartsFromThePlanWorkload) {
   j["targets"].push_back({{"name", "b"},
                           {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
                           {"workload", {{"input_tokens", 512}}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_TRUE(p.per_target_optimised);
   ASSERT_TRUE(p.plan->targets[1].workload);
   EXPECT_EQ(p.plan->targets[1].workload->input_tokens.mean, 512);
@@ -869,13 +870,13 @@ TEST(PlanReader, MixedPrecisionsAreNotSameConfig) {
   j["targets"].push_back({{"name", "b"},
                           {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
                           {"sim", {{"dtype", "int4"}}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_TRUE(p.per_target_optimised);
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_THAT(p.warnings[0], HasSubstr("differ in precision"));
   j["targets"][1].erase("sim");  // both bf16 now: same-config
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_FALSE(p.per_target_optimised);
   EXPECT_TRUE(p.warnings.empty());
 }
@@ -886,7 +887,7 @@ TEST(PlanReader, MixedPrecisionsAreNotSameConfig) {
 TEST(PlanReader, FingerprintFollowsWorkloadAndModels) {
   auto base = minimal();
   base["workload"] = {{"input_tokens", 1024}, {"output_tokens", 256}};
-  const auto fp = parse(base).fingerprint;
+  const auto fp = reader_parse(base).fingerprint;
   ASSERT_EQ(fp.size(), 16u);
   EXPECT_TRUE(std::all_of(fp.begin(), fp.end(), [](char c) { return std::isxdigit(c); }));
 
@@ -900,30 +901,30 @@ TEST(PlanReader, FingerprintFollowsWorkloadAndModels) {
   same["phases"][0]["levels"] = {8, 16};
   same["sla"] = {{"ttft_ms", {{"p99", 500}}}};
   same["workload"] = {{"input_tokens", {{"fixed", 1024}}}};  // same thing, other spelling
-  EXPECT_EQ(parse(same).fingerprint, fp);
+  EXPECT_EQ(reader_parse(same).fingerprint, fp);
 
   auto longer = base;
   longer["workload"]["input_tokens"] = 2048;
-  EXPECT_NE(parse(longer).fingerprint, fp);
+  EXPECT_NE(reader_parse(longer).fingerprint, fp);
   auto output = base;
   output["workload"]["output_tokens"] = 128;
-  EXPECT_NE(parse(output).fingerprint, fp);
+  EXPECT_NE(reader_parse(output).fingerprint, fp);
   auto model = base;
   model["targets"][0]["base_url"] = "sim://rtx4090-48g/qwen2.5-7b";
-  EXPECT_NE(parse(model).fingerprint, fp);
+  EXPECT_NE(reader_parse(model).fingerprint, fp);
   auto explicit_model = base;
   explicit_model["targets"][0]["model"] = "meta-llama/Llama-3.1-8B-Instruct";
-  EXPECT_NE(parse(explicit_model).fingerprint, fp);
+  EXPECT_NE(reader_parse(explicit_model).fingerprint, fp);
   auto precision = base;
   precision["targets"][0]["sim"] = {{"dtype", "fp8"}};
-  EXPECT_NE(parse(precision).fingerprint, fp);
+  EXPECT_NE(reader_parse(precision).fingerprint, fp);
   auto overridden = base;
   overridden["targets"][0]["workload"] = {{"output_tokens", 256}};
-  EXPECT_NE(parse(overridden).fingerprint, fp);
+  EXPECT_NE(reader_parse(overridden).fingerprint, fp);
   // The same model on another GPU is the same comparison.
   auto gpu = base;
   gpu["targets"][0]["base_url"] = "sim://a100-80g-pcie/llama-3.1-8b";
-  EXPECT_EQ(parse(gpu).fingerprint, fp);
+  EXPECT_EQ(reader_parse(gpu).fingerprint, fp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -938,49 +939,49 @@ json sla_plan() {
 TEST(PlanReader, KneeNeedsAnEarlierSweep) {
   auto j = sla_plan();
   j["phases"] = json::array({{{"kind", "capacity_search"}}});
-  EXPECT_ERROR(parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
   j["phases"][0]["start_from"] = "knee";
-  EXPECT_ERROR(parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
   j["phases"].push_back({{"kind", "concurrency_sweep"}, {"levels", {1}}});  // after: not enough
-  EXPECT_ERROR(parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/start_from", "needs an earlier concurrency_sweep");
   auto ok = sla_plan();
   ok["phases"].push_back({{"kind", "capacity_search"}, {"start_from", "knee"}});
-  EXPECT_NO_ERRORS(parse(ok));
+  EXPECT_NO_ERRORS(reader_parse(ok));
   auto bracket = sla_plan();
   bracket["phases"] = json::array({{{"kind", "capacity_search"}, {"low_rps", 1}, {"high_rps", 8}}});
-  EXPECT_NO_ERRORS(parse(bracket));
+  EXPECT_NO_ERRORS(reader_parse(bracket));
   auto rate = sla_plan();
   rate["phases"] = json::array({{{"kind", "capacity_search"}, {"start_from", 2.5}}});
-  const auto p = parse(rate);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(rate);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_FALSE(p.plan->phases[0].start_from_knee);
   EXPECT_DOUBLE_EQ(p.plan->phases[0].start_rps, 2.5);
   rate["phases"][0]["start_from"] = "fast";
-  EXPECT_ERROR(parse(rate), "/phases/0/start_from",
+  EXPECT_ERROR(reader_parse(rate), "/phases/0/start_from",
                "must be \"knee\", \"prediction\" or a positive rate");
   rate["phases"][0] = {
       {"kind", "capacity_search"}, {"start_from", 20}, {"low_rps", 1}, {"high_rps", 8}};
-  EXPECT_ERROR(parse(rate), "/phases/0/start_from", "within [low_rps, high_rps]");
+  EXPECT_ERROR(reader_parse(rate), "/phases/0/start_from", "within [low_rps, high_rps]");
   rate["phases"][0] = {{"kind", "capacity_search"}, {"low_rps", 8}, {"high_rps", 8}};
-  EXPECT_ERROR(parse(rate), "/phases/0/low_rps", "below high_rps");
+  EXPECT_ERROR(reader_parse(rate), "/phases/0/low_rps", "below high_rps");
 }
 
 TEST(PlanReader, SoakAtQualifiedNeedsAnEarlierSearch) {
   auto j = sla_plan();
   j["phases"].push_back({{"kind", "soak"}, {"rate_rps", "qualified"}});
-  EXPECT_ERROR(parse(j), "/phases/1/rate_rps", "needs an earlier capacity_search");
+  EXPECT_ERROR(reader_parse(j), "/phases/1/rate_rps", "needs an earlier capacity_search");
   j["phases"] = json::array({j["phases"][0],
                              {{"kind", "capacity_search"}},
                              {{"kind", "soak"}, {"rate_rps", "qualified"}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_TRUE(p.plan->phases[2].soak_at_qualified);
   j["phases"][2]["rate_rps"] = 3;
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_DOUBLE_EQ(p.plan->phases[2].rate_rps, 3);
   j["phases"][2]["rate_rps"] = "max";
-  EXPECT_ERROR(parse(j), "/phases/2/rate_rps", "\"qualified\" or a positive rate");
+  EXPECT_ERROR(reader_parse(j), "/phases/2/rate_rps", "\"qualified\" or a positive rate");
 }
 
 TEST(PlanReader, SlaDrivenPhasesNeedAnSla) {
@@ -988,7 +989,7 @@ TEST(PlanReader, SlaDrivenPhasesNeedAnSla) {
   j["phases"] = json::array({{{"kind", "burst"}, {"base_rps", 1}},
                              {{"kind", "soak"}, {"rate_rps", 1}},
                              {{"kind", "capacity_search"}, {"start_from", 1}}});
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/phases/0/kind", "needs an sla");
   EXPECT_ERROR(p, "/phases/1/kind", "needs an sla");
   EXPECT_ERROR(p, "/phases/2/kind", "needs an sla");
@@ -999,7 +1000,7 @@ TEST(PlanReader, PhaseKeysOnlyWhereTheyApply) {
   j["phases"] = json::array({{{"kind", "burst"}, {"base_rps", 1}, {"duration_s", 30}},
                              {{"kind", "rate_sweep"}, {"rates_rps", {1}}, {"levels", {1}}},
                              {{"kind", "warmup"}}});
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_ERROR(p, "/phases/0/duration_s", "does not apply to a burst");
   EXPECT_ERROR(p, "/phases/1/levels", "unknown key");
   EXPECT_ERROR(p, "/phases/2/kind", "must be one of");
@@ -1010,15 +1011,15 @@ TEST(PlanReader, PhaseNames) {
   j["phases"] = json::array({{{"kind", "concurrency_sweep"}, {"levels", {1}}},
                              {{"kind", "concurrency_sweep"}, {"levels", {2}}},
                              {{"kind", "concurrency_sweep"}, {"levels", {3}}, {"name", "big"}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->phases[0].name, "concurrency_sweep");
   EXPECT_EQ(p.plan->phases[1].name, "concurrency_sweep-2");
   EXPECT_EQ(p.plan->phases[2].name, "big");
   j["phases"][1]["name"] = "big";
-  EXPECT_ERROR(parse(j), "/phases/2/name", "duplicate phase name 'big'");
+  EXPECT_ERROR(reader_parse(j), "/phases/2/name", "duplicate phase name 'big'");
   j["phases"][1]["name"] = "Big!";
-  EXPECT_ERROR(parse(j), "/phases/1/name", "1-64 characters");
+  EXPECT_ERROR(reader_parse(j), "/phases/1/name", "1-64 characters");
 }
 
 TEST(PlanReader, SlaBounds) {
@@ -1032,8 +1033,8 @@ TEST(PlanReader, SlaBounds) {
               {"rate_tolerance", 0.1},
               {"max_schedule_lag_p99_ms", 20},
               {"min_requests", 50}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const auto& sla = p.plan->sla;
   EXPECT_EQ(sla.bounds.size(), 6u);
   EXPECT_EQ(sla.ttft_from, "send");
@@ -1052,7 +1053,7 @@ TEST(PlanReader, SlaBounds) {
               {"tpot_ms", json::object()},
               {"rate_tolerance", 0.9},
               {"min_requests", 0}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/sla/e2e_ms/p999", "duplicate bound");  // keys are read in sorted order
   EXPECT_ERROR(p, "/sla/ttft_from", "must be one of intended, send");
   EXPECT_ERROR(p, "/sla/tpot_ms", "must be an object like");
@@ -1065,18 +1066,18 @@ TEST(PlanReader, AnyPercentileBetweenZeroAndHundred) {
   // reads back as itself. 0 and 100 are the minimum and the maximum, not percentile bounds.
   auto j = minimal();
   j["sla"] = {{"ttft_ms", {{"p75", 800}, {"p99.99", 3000}}}, {"e2e_ms", {{"p99_5", 9000}}}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   std::vector<double> pcts;
   for (const auto& b : p.plan->sla.bounds) pcts.push_back(b.percentile);
   EXPECT_THAT(pcts, ::testing::UnorderedElementsAre(75, 99.99, 99.5));
   EXPECT_EQ(p.normalized["sla"]["ttft_ms"]["p75"], 800);
   EXPECT_EQ(p.normalized["sla"]["ttft_ms"]["p99.99"], 3000);
   EXPECT_EQ(p.normalized["sla"]["e2e_ms"]["p99.5"], 9000);
-  EXPECT_TRUE(parse(p.normalized).plan) << describe(parse(p.normalized));
+  EXPECT_TRUE(reader_parse(p.normalized).plan) << reader_describe(reader_parse(p.normalized));
   for (const char* bad : {"p0", "p100", "p", "p-5", "p.5", "p5.", "p1.2.3", "q95", "p95ms"}) {
     j["sla"] = {{"ttft_ms", {{bad, 1000}}}};
-    EXPECT_ERROR(parse(j), std::string("/sla/ttft_ms/") + bad, "not a percentile");
+    EXPECT_ERROR(reader_parse(j), std::string("/sla/ttft_ms/") + bad, "not a percentile");
   }
 }
 
@@ -1084,8 +1085,8 @@ TEST(PlanReader, DemandDefaultsToTheWorkloadOutputMean) {
   auto j = minimal();
   j["workload"]["output_tokens"] = 200;
   j["demand"] = {{"requests_per_minute", 90}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_DOUBLE_EQ(p.plan->demand->mean_output_tokens, 200);
   EXPECT_DOUBLE_EQ(p.plan->demand->headroom, 0.3);
   EXPECT_DOUBLE_EQ(p.plan->demand->hours_per_month, 730);
@@ -1093,7 +1094,7 @@ TEST(PlanReader, DemandDefaultsToTheWorkloadOutputMean) {
                  {"mean_output_tokens", 240},
                  {"headroom", -1},
                  {"hours_per_month", 800}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/demand/headroom", "between 0 and 10");
   EXPECT_ERROR(p, "/demand/hours_per_month", "between 1 and 744");
 }
@@ -1101,8 +1102,8 @@ TEST(PlanReader, DemandDefaultsToTheWorkloadOutputMean) {
 TEST(PlanReader, ShortStepsWarn) {
   auto j = minimal();
   j["phases"][0]["duration_s"] = 5;
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_THAT(p.warnings[0], HasSubstr("few samples"));
 }
@@ -1136,16 +1137,16 @@ TEST(PlanReader, EstimatedDurationArithmetic) {
       // 5 + 100 + 1.4 = 106.4
       {{"kind", "soak"}, {"rate_rps", "qualified"}, {"duration_s", 100}},
   });
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_NEAR(p.estimated_duration_s, 65.6 + 126.8 + 69.6 + 66.4 + 106.4, 1e-9);
   j["targets"].push_back({{"name", "b"}, {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"}});
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_NEAR(p.estimated_duration_s, 2 * (65.6 + 126.8 + 69.6 + 66.4 + 106.4),
               1e-9);  // targets in turn
   // drain: cancel waits for nothing.
   for (auto& ph : j["phases"]) ph["drain"] = "cancel";
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_NEAR(p.estimated_duration_s, 2 * (60 + 117 + 64 + 65 + 105), 1e-9);
 }
 
@@ -1165,12 +1166,12 @@ TEST(PlanReader, EstimatedDurationCountsLengthenedWindowsAndConfirms) {
        {"duration_s", 30},
        {"confirm_duration_s", 60}},
   });
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_NEAR(p.estimated_duration_s, (5 + 1300 + 30) + 2 * (5 + 130 + 30) + (5 + 150 + 30), 1e-9);
   PlanLimits hour;
   hour.max_duration_s = 1000;
-  EXPECT_ERROR(parse(j, hour), "/phases", "exceeds the limit of 1000 s");
+  EXPECT_ERROR(reader_parse(j, hour), "/phases", "exceeds the limit of 1000 s");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1183,8 +1184,8 @@ TEST(PlanReader, RequestsReplaceDurationPerPhase) {
       {{"kind", "rate_sweep"}, {"rates_rps", {2, 4}}, {"requests", 100}, {"max_duration_s", 60}},
       {{"kind", "capacity_search"}, {"low_rps", 1}, {"high_rps", 4}, {"requests", 50}},
   });
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->phases[0].requests, 200);
   EXPECT_DOUBLE_EQ(p.plan->phases[0].max_duration_s, 3600);  // the documented default
   EXPECT_EQ(p.plan->phases[1].requests, 100);
@@ -1194,12 +1195,12 @@ TEST(PlanReader, RequestsReplaceDurationPerPhase) {
   EXPECT_EQ(n[0]["requests"], 200);
   EXPECT_EQ(n[0]["max_duration_s"], 3600);
   EXPECT_FALSE(n[0].contains("duration_s"));
-  const auto again = parse(p.normalized);
+  const auto again = reader_parse(p.normalized);
   EXPECT_NO_ERRORS(again);
   EXPECT_EQ(again.normalized, p.normalized);
   // Neither key: time steps of the default 30 s, and no max_duration_s shown.
-  const auto t = parse(minimal());
-  ASSERT_TRUE(t.plan) << describe(t);
+  const auto t = reader_parse(minimal());
+  ASSERT_TRUE(t.plan) << reader_describe(t);
   EXPECT_EQ(t.plan->phases[0].requests, 0);
   EXPECT_DOUBLE_EQ(t.plan->phases[0].duration_s, 30);
   EXPECT_EQ(t.normalized["phases"][0]["duration_s"], 30);
@@ -1211,37 +1212,38 @@ TEST(PlanReader, RequestsErrorsNameTheField) {
   auto j = minimal();
   j["phases"][0]["requests"] = 100;
   j["phases"][0]["duration_s"] = 30;
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "give duration_s or requests, not both");
-  EXPECT_EQ(errors_at(parse(j), "/phases/0/duration_s"), 0);  // one error, not an unknown key
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "give duration_s or requests, not both");
+  EXPECT_EQ(errors_at(reader_parse(j), "/phases/0/duration_s"),
+            0);  // one error, not an unknown key
 
   for (const json& bad : {json(0), json(-3), json(10'000'001), json(2.5), json("100")}) {
     j = minimal();
     j["phases"][0]["requests"] = bad;
-    EXPECT_TRUE(has_error(parse(j), "/phases/0/requests")) << bad.dump();
+    EXPECT_TRUE(reader_has_error(reader_parse(j), "/phases/0/requests")) << bad.dump();
   }
   j = minimal();
   j["phases"][0]["requests"] = 0;
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "between 1 and");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "between 1 and");
   j["phases"][0]["requests"] = 10'000'001;
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "between 1 and");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "between 1 and");
   j["phases"][0]["requests"] = 2.5;
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "integer");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "integer");
   j["phases"][0]["requests"] = 10'000'000;
-  EXPECT_NO_ERRORS(parse(j));
+  EXPECT_NO_ERRORS(reader_parse(j));
 
   // max_duration_s: only with requests, 1..86400.
   j = minimal();
   j["phases"][0]["max_duration_s"] = 60;
-  EXPECT_ERROR(parse(j), "/phases/0/max_duration_s", "does not apply without requests");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/max_duration_s", "does not apply without requests");
   j["phases"][0]["requests"] = 10;
   j["phases"][0]["max_duration_s"] = 0.5;
-  EXPECT_ERROR(parse(j), "/phases/0/max_duration_s", "between 1 and");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/max_duration_s", "between 1 and");
 
   // Not for a burst or a soak.
   j = sla_plan();
   j["phases"] = json::array({{{"kind", "burst"}, {"base_rps", 1}, {"requests", 100}},
                              {{"kind", "soak"}, {"rate_rps", 1}, {"requests", 100}}});
-  auto p = parse(j);
+  auto p = reader_parse(j);
   EXPECT_ERROR(p, "/phases/0/requests", "does not apply to a burst");
   EXPECT_ERROR(p, "/phases/1/requests", "does not apply to a soak");
 
@@ -1251,15 +1253,15 @@ TEST(PlanReader, RequestsErrorsNameTheField) {
                               {"rates_rps", {4, 0.5}},
                               {"requests", 100},
                               {"max_duration_s", 100}}});
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "100 requests at 0.5 rps take 200 s");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "100 requests at 0.5 rps take 200 s");
   j["phases"][0]["max_duration_s"] = 200;
-  EXPECT_NO_ERRORS(parse(j));
+  EXPECT_NO_ERRORS(reader_parse(j));
 
   // A closed-loop request count cannot be split over agents.
   j = minimal();
   j["phases"][0]["requests"] = 100;
   j["agents"] = {{"count", 2}, {"launch", "manual"}};
-  EXPECT_ERROR(parse(j), "/phases/0/requests", "with agents needs duration_s");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/requests", "with agents needs duration_s");
 }
 
 TEST(PlanReader, RequestsEstimatedDuration) {
@@ -1278,14 +1280,14 @@ TEST(PlanReader, RequestsEstimatedDuration) {
       // capacity search from start_from 2: 4 × (5 + 50/2 + 5.5) + 5 + 60 confirm + 5.5
       {{"kind", "capacity_search"}, {"start_from", 2}, {"max_steps", 4}, {"requests", 50}},
   });
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_DOUBLE_EQ(p.estimated_duration_s,
                    (60.5 + 35.5) + (5 + 275 + 5.5 + 5 + 600 + 5.5) + (4 * 35.5 + 70.5));
   // Below min_requests: every step would be inconclusive, and the plan says so.
   j["phases"] = json::array({{{"kind", "rate_sweep"}, {"rates_rps", {2}}, {"requests", 20}}});
-  const auto w = parse(j);
-  ASSERT_TRUE(w.plan) << describe(w);
+  const auto w = reader_parse(j);
+  ASSERT_TRUE(w.plan) << reader_describe(w);
   ASSERT_EQ(w.warnings.size(), 1u);
   EXPECT_THAT(w.warnings[0], HasSubstr("requests 20 is below sla.min_requests 100"));
 }
@@ -1295,12 +1297,12 @@ TEST(PlanReader, Limits) {
   auto j = minimal();
   for (int i = 1; i < 17; ++i)
     j["targets"].push_back({{"name", numbered("t", i)}, {"base_url", "http://h"}});
-  EXPECT_ERROR(parse(j), "/targets", "more than 16 targets");
+  EXPECT_ERROR(reader_parse(j), "/targets", "more than 16 targets");
   j["targets"].erase(16);
-  EXPECT_NO_ERRORS(parse(j));
+  EXPECT_NO_ERRORS(reader_parse(j));
   PlanLimits two;
   two.max_targets = 2;
-  EXPECT_ERROR(parse(j, two), "/targets", "more than 2 targets");
+  EXPECT_ERROR(reader_parse(j, two), "/targets", "more than 2 targets");
 
   // Concurrency and in-flight cap.
   PlanLimits lim;
@@ -1313,10 +1315,10 @@ TEST(PlanReader, Limits) {
                    {{"kind", "burst"}, {"base_rps", 40}, {"multiplier", 3}},
                    {{"kind", "soak"}, {"rate_rps", 101}},
                    {{"kind", "capacity_search"}, {"high_rps", 200}}});
-  auto p = parse(c, lim);
-  EXPECT_FALSE(has_error(p, "/phases/0/levels/0"));
+  auto p = reader_parse(c, lim);
+  EXPECT_FALSE(reader_has_error(p, "/phases/0/levels/0"));
   EXPECT_ERROR(p, "/phases/0/levels/1", "between 1 and 64");
-  EXPECT_FALSE(has_error(p, "/phases/1/rates_rps/0"));
+  EXPECT_FALSE(reader_has_error(p, "/phases/1/rates_rps/0"));
   EXPECT_ERROR(p, "/phases/1/rates_rps/1", "between 0.001 and 100");
   EXPECT_ERROR(p, "/phases/1/max_in_flight", "between 1 and 64");
   EXPECT_ERROR(p, "/phases/2/multiplier", "exceeds the rate limit");
@@ -1329,17 +1331,18 @@ TEST(PlanReader, Limits) {
   auto d = minimal();
   d["phases"][0]["drain"] = "cancel";   // no drain to count
   d["phases"][0]["duration_s"] = 1795;  // 2 levels × (5 + 1795) = 3600: at the limit
-  EXPECT_NO_ERRORS(parse(d, hour));
+  EXPECT_NO_ERRORS(reader_parse(d, hour));
   d["phases"][0]["duration_s"] = 1796;
-  EXPECT_ERROR(parse(d, hour), "/phases", "estimated duration 3602 s exceeds the limit of 3600 s");
+  EXPECT_ERROR(reader_parse(d, hour), "/phases",
+               "estimated duration 3602 s exceeds the limit of 3600 s");
 
   // Phases and list items.
   auto ph = minimal();
   for (int i = 0; i < 32; ++i) ph["phases"].push_back(ph["phases"][0]);
-  EXPECT_ERROR(parse(ph), "/phases", "more than 32 phases");
+  EXPECT_ERROR(reader_parse(ph), "/phases", "more than 32 phases");
   auto h = minimal();
   for (int i = 0; i < 257; ++i) h["targets"][0]["headers"][numbered("X-H", i)] = "v";
-  EXPECT_ERROR(parse(h), "/targets/0/headers", "too many entries");
+  EXPECT_ERROR(reader_parse(h), "/targets/0/headers", "too many entries");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1363,12 +1366,12 @@ TEST(PlanReader, NormalizedPlanParsesAgainToTheSamePlan) {
   j["phases"].push_back({{"kind", "burst"}, {"base_rps", 1}});
   j["phases"].push_back({{"kind", "soak"}, {"rate_rps", "qualified"}});
   j["demand"] = {{"requests_per_minute", 60}};
-  const auto first = parse(j);
-  ASSERT_TRUE(first.plan) << describe(first);
+  const auto first = reader_parse(j);
+  ASSERT_TRUE(first.plan) << reader_describe(first);
   json again = first.normalized;
   for (auto& t : again["targets"]) t.erase("precision");  // derived, output only
-  const auto second = parse(again);
-  ASSERT_TRUE(second.plan) << describe(second) << again.dump(2);
+  const auto second = reader_parse(again);
+  ASSERT_TRUE(second.plan) << reader_describe(second) << again.dump(2);
   EXPECT_EQ(second.normalized, first.normalized);
   EXPECT_EQ(second.fingerprint, first.fingerprint);
   EXPECT_EQ(second.estimated_duration_s, first.estimated_duration_s);
@@ -1398,7 +1401,7 @@ TEST(PlanReader, EveryExamplePlanParses) {
 TEST(PlanReader, DemoPlanIsTheDocumentedComparison) {
   const auto p = parse_plan(
       read_text(std::string(LLMCAP_SOURCE_DIR) + "/deploy/plans/demo-4090-vs-a100.json"));
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const auto& plan = *p.plan;
   ASSERT_EQ(plan.targets.size(), 2u);
   EXPECT_EQ(plan.targets[0].base_url, "sim://rtx4090-48g/llama-3.1-8b");
@@ -1427,8 +1430,8 @@ json trace_plan() {
 }
 
 TEST(PlanReader, TraceReplayDefaultsAndNormalisedForm) {
-  const auto p = parse(trace_plan());
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(trace_plan());
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const auto& t = *p.plan->workload.trace;
   EXPECT_EQ(t.format, "mooncake");
   EXPECT_EQ(t.path, "t.jsonl");
@@ -1453,14 +1456,14 @@ TEST(PlanReader, TraceReplayDefaultsAndNormalisedForm) {
   ASSERT_FALSE(p.warnings.empty());
   EXPECT_THAT(p.warnings[0], HasSubstr("leaves out the trace replay"));
   // The normalised plan parses again to the same plan; demand's output length is measured.
-  const auto again = parse(p.normalized);
+  const auto again = reader_parse(p.normalized);
   EXPECT_NO_ERRORS(again);
   EXPECT_EQ(again.normalized, p.normalized);
   json d = trace_plan();
   d["workload"]["trace"]["duration_s"] = 60;
   d["demand"] = {{"requests_per_minute", 60}};
-  const auto with_duration = parse(d);
-  ASSERT_TRUE(with_duration.plan) << describe(with_duration);
+  const auto with_duration = reader_parse(d);
+  ASSERT_TRUE(with_duration.plan) << reader_describe(with_duration);
   // Each replay's drain: one guessed request (the default 256-token answers: 13.3 s).
   EXPECT_DOUBLE_EQ(with_duration.estimated_duration_s, 60 + 60 / 2.5 + 2 * 13.3);
   EXPECT_EQ(with_duration.plan->demand->mean_output_tokens, 0);
@@ -1470,7 +1473,7 @@ TEST(PlanReader, TraceKeysAreChecked) {
   json j = trace_plan();
   j["workload"]["trace"] = {{"path", "t.csv"}, {"block_tokens", 0},   {"start_s", -1},
                             {"duration_s", 0}, {"max_requests", 1.5}, {"bogus", 1}};
-  auto p = parse(j);
+  auto p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/trace/format", "is required (mooncake or burstgpt)");
   EXPECT_ERROR(p, "/workload/trace/block_tokens", "between 1 and");
   EXPECT_ERROR(p, "/workload/trace/start_s", "between 0 and");
@@ -1480,27 +1483,28 @@ TEST(PlanReader, TraceKeysAreChecked) {
   // No trace: the replay has nothing to replay (the phase names it).
   j = trace_plan();
   j["workload"]["trace"] = {{"format", "sharegpt"}, {"path", "t"}};
-  EXPECT_ERROR(parse(j), "/workload/trace/format", "must be one of mooncake, burstgpt");
+  EXPECT_ERROR(reader_parse(j), "/workload/trace/format", "must be one of mooncake, burstgpt");
   j["workload"].erase("trace");
-  EXPECT_ERROR(parse(j), "/phases/0/kind", "trace_replay needs a trace");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/kind", "trace_replay needs a trace");
   // burstgpt traces have no blocks.
   j = trace_plan();
   j["workload"]["trace"] = {{"format", "burstgpt"}, {"path", "b.csv"}, {"block_tokens", 16}};
-  EXPECT_ERROR(parse(j), "/workload/trace/block_tokens", "does not apply to a burstgpt trace");
+  EXPECT_ERROR(reader_parse(j), "/workload/trace/block_tokens",
+               "does not apply to a burstgpt trace");
   j["workload"]["trace"].erase("block_tokens");
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_FALSE(p.normalized["workload"]["trace"].contains("block_tokens"));
   // A dataset and a trace are two request sets.
   j["workload"]["dataset"] = {{"path", "d.jsonl"}};
-  EXPECT_ERROR(parse(j), "/workload/trace", "give dataset or trace, not both");
+  EXPECT_ERROR(reader_parse(j), "/workload/trace", "give dataset or trace, not both");
   // A replay's length is the trace's; arrival shapes do not apply.
   j = trace_plan();
   j["phases"][0]["duration_s"] = 10;
   j["phases"][0]["requests"] = 10;
   j["phases"][0]["arrival"] = "poisson";
   j["phases"][0]["speeds"] = {0, 2000};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/phases/0/duration_s", "does not apply to a trace_replay");
   EXPECT_ERROR(p, "/phases/0/requests", "does not apply to a trace_replay");
   EXPECT_ERROR(p, "/phases/0/arrival", "does not apply to a trace_replay");
@@ -1511,47 +1515,48 @@ TEST(PlanReader, TraceKeysAreChecked) {
   j["targets"].push_back({{"name", "b"},
                           {"base_url", "sim://a100-80g-pcie/llama-3.1-8b"},
                           {"workload", {{"output_tokens", 5}}}});
-  EXPECT_NO_ERRORS(parse(j));  // the override starts from the plan's workload, trace included
+  EXPECT_NO_ERRORS(
+      reader_parse(j));  // the override starts from the plan's workload, trace included
   j = trace_plan();
   j["agents"] = {{"count", 2}, {"launch", "manual"}};
-  EXPECT_ERROR(parse(j), "/phases/0/kind", "cannot be split over agents");
+  EXPECT_ERROR(reader_parse(j), "/phases/0/kind", "cannot be split over agents");
 }
 
 TEST(PlanReader, AbandonKeys) {
   json j = minimal();
   j["workload"] = {{"abandon", {{"share", 0.1}, {"after_ms", 2000}}}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_DOUBLE_EQ(p.plan->workload.abandon->share, 0.1);
   EXPECT_EQ(p.plan->workload.abandon->after_ms, 2000);
   EXPECT_EQ(p.plan->workload.abandon->after_tokens, 0);
   EXPECT_EQ(p.normalized["workload"]["abandon"], json({{"share", 0.1}, {"after_ms", 2000}}));
-  EXPECT_NO_ERRORS(parse(p.normalized));
-  EXPECT_FALSE(parse(minimal()).plan->workload.abandon);
+  EXPECT_NO_ERRORS(reader_parse(p.normalized));
+  EXPECT_FALSE(reader_parse(minimal()).plan->workload.abandon);
   j["workload"]["abandon"] = {{"share", 0.1}, {"after_tokens", 32}};
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_EQ(p.plan->workload.abandon->after_tokens, 32);
   // Exactly one of after_ms and after_tokens; share in 0..1, required.
   j["workload"]["abandon"] = {{"share", 1.5}, {"after_tokens", 32}, {"after_ms", 5}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/abandon/share", "between 0 and 1");
   EXPECT_ERROR(p, "/workload/abandon", "give one of after_ms");
   j["workload"]["abandon"] = {{"after_tokens", 0}, {"bogus", 1}};
-  p = parse(j);
+  p = reader_parse(j);
   EXPECT_ERROR(p, "/workload/abandon/share", "is required");
   EXPECT_ERROR(p, "/workload/abandon/after_tokens", "between 1 and");
   EXPECT_ERROR(p, "/workload/abandon/bogus", "unknown key");
   j["workload"]["abandon"] = {{"share", 0.2}};
-  EXPECT_ERROR(parse(j), "/workload/abandon", "give one of after_ms");
+  EXPECT_ERROR(reader_parse(j), "/workload/abandon", "give one of after_ms");
 }
 
 // ---------------------------------------------------------------------------------------------
 // agents (scale-out)
 
 TEST(PlanReader, AgentsAbsentMeansOneInProcessAgent) {
-  const auto p = parse(minimal());
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(minimal());
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   EXPECT_FALSE(p.plan->agents);
   EXPECT_FALSE(p.normalized.contains("agents"));
 }
@@ -1559,8 +1564,8 @@ TEST(PlanReader, AgentsAbsentMeansOneInProcessAgent) {
 TEST(PlanReader, AgentsDefaultsAndRegionsCycle) {
   json j = minimal();
   j["agents"] = {{"count", 4}, {"regions", {"eu-west", "us-east"}}};
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   ASSERT_TRUE(p.plan->agents);
   const PlanAgents& a = *p.plan->agents;
   EXPECT_EQ(a.count, 4);
@@ -1574,8 +1579,8 @@ TEST(PlanReader, AgentsDefaultsAndRegionsCycle) {
   EXPECT_EQ(p.normalized["agents"]["count"], 4);
   EXPECT_EQ(p.normalized["agents"]["regions"], json({"eu-west", "us-east"}));
   // The normalised plan parses again to the same agents.
-  const auto again = parse(p.normalized);
-  ASSERT_TRUE(again.plan) << describe(again);
+  const auto again = reader_parse(p.normalized);
+  ASSERT_TRUE(again.plan) << reader_describe(again);
   EXPECT_EQ(again.normalized["agents"], p.normalized["agents"]);
   PlanAgents none;
   EXPECT_EQ(none.region_of(3), "");
@@ -1588,16 +1593,16 @@ TEST(PlanReader, AgentsRefuseWhatAShardCannotRunAsOneProcess) {
   json j = minimal();
   j["agents"] = {{"count", 2}, {"launch", "manual"}};
   j["workload"] = {{"prefix_groups", {{{"share", 1.0}, {"prefix_tokens", 512}}}}};
-  EXPECT_ERROR(parse(j), "/workload/prefix_groups", "cannot be split over agents");
+  EXPECT_ERROR(reader_parse(j), "/workload/prefix_groups", "cannot be split over agents");
   j["workload"] = {{"abandon", {{"share", 0.1}, {"after_ms", 2000}}}};
-  EXPECT_ERROR(parse(j), "/workload/abandon", "cannot be split over agents");
+  EXPECT_ERROR(reader_parse(j), "/workload/abandon", "cannot be split over agents");
   // A target's own workload is named at the target.
   j["workload"] = json::object();
   j["targets"][0]["workload"] = {{"abandon", {{"share", 0.1}, {"after_tokens", 5}}}};
-  EXPECT_ERROR(parse(j), "/targets/0/workload/abandon", "cannot be split over agents");
+  EXPECT_ERROR(reader_parse(j), "/targets/0/workload/abandon", "cannot be split over agents");
   // Without agents the same plans are fine.
   j.erase("agents");
-  EXPECT_TRUE(parse(j).plan) << describe(parse(j));
+  EXPECT_TRUE(reader_parse(j).plan) << reader_describe(reader_parse(j));
 }
 
 TEST(PlanReader, AgentsFullySpecified) {
@@ -1606,8 +1611,8 @@ TEST(PlanReader, AgentsFullySpecified) {
       "placement": {"spread": "zone", "node_selector": {"pool": "loadgen"}},
       "launch": "manual", "max_clock_offset_ms": 2.5, "start_delay_ms": 500,
       "register_timeout_s": 10, "result_timeout_s": 7})");
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(j);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const PlanAgents& a = *p.plan->agents;
   EXPECT_EQ(a.launch, "manual");
   EXPECT_EQ(a.placement.spread, "zone");
@@ -1625,7 +1630,7 @@ TEST(PlanReader, AgentsMistakesNameTheField) {
   j["agents"] = json::parse(R"({"count": 0, "regions": ["EU West!", 3],
       "placement": {"spread": "rack", "node_selector": {"pool": 1}, "bogus": 1},
       "launch": "ssh", "max_clock_offset_ms": -1, "extra": true})");
-  const auto p = parse(j);
+  const auto p = reader_parse(j);
   EXPECT_FALSE(p.plan);
   EXPECT_ERROR(p, "/agents/count", "between 1 and 256");
   EXPECT_ERROR(p, "/agents/regions/0", "label");
@@ -1639,15 +1644,15 @@ TEST(PlanReader, AgentsMistakesNameTheField) {
 
   json k = minimal();
   k["agents"] = json::object();
-  EXPECT_ERROR(parse(k), "/agents/count", "is required");
+  EXPECT_ERROR(reader_parse(k), "/agents/count", "is required");
   k["agents"] = {{"count", 2}, {"regions", {"a", "b", "c"}}};
-  EXPECT_ERROR(parse(k), "/agents/regions", "more labels (3) than agents.count (2)");
+  EXPECT_ERROR(reader_parse(k), "/agents/regions", "more labels (3) than agents.count (2)");
   k["agents"] = {{"count", 2}, {"regions", json::array()}};
-  EXPECT_ERROR(parse(k), "/agents/regions", "non-empty");
+  EXPECT_ERROR(reader_parse(k), "/agents/regions", "non-empty");
   k["agents"] = 4;
-  EXPECT_ERROR(parse(k), "/agents", "must be an object");
+  EXPECT_ERROR(reader_parse(k), "/agents", "must be an object");
   k["agents"] = {{"count", 2.5}};
-  EXPECT_ERROR(parse(k), "/agents/count", "integer");
+  EXPECT_ERROR(reader_parse(k), "/agents/count", "integer");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1864,7 +1869,7 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     const json t = maximal_trace_plan();
     EXPECT_TRUE(t["workload"].contains("trace") && t["workload"].contains("abandon")) << t.dump();
     ASSERT_EQ(t["phases"].size(), 1u);
-    EXPECT_NO_ERRORS(parse(t)) << t.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(t)) << t.dump(2);
   }
   json request_phases = json::array();
   for (auto& phase : plan["phases"]) {
@@ -1882,14 +1887,14 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     json q = plan;
     q.erase("agents");  // a closed-loop request count is not split over agents
     q["phases"] = request_phases;
-    EXPECT_NO_ERRORS(parse(q)) << q["phases"].dump(2);
+    EXPECT_NO_ERRORS(reader_parse(q)) << q["phases"].dump(2);
   }
-  auto p = parse(plan);
+  auto p = reader_parse(plan);
   EXPECT_NO_ERRORS(p) << plan.dump(2);
   ASSERT_EQ(plan["phases"].size(), 6u);
   {
     const json g = maximal_synthetic_plan();
-    EXPECT_NO_ERRORS(parse(g)) << g.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(g)) << g.dump(2);
   }
   {
     // Conversations (not split over agents), with both forms of turns.
@@ -1906,19 +1911,19 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     EXPECT_TRUE(conversation.contains("max_context_tokens")) << conversation.dump();
     for (json* w : {&c["workload"], &c["targets"][0]["workload"]})
       (*w)["conversation"] = conversation;
-    EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(c)) << c.dump(2);
     c["workload"]["conversation"]["turns"] = 4;
-    EXPECT_NO_ERRORS(parse(c)) << c.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(c)) << c.dump(2);
   }
   {
     const json x = maximal_matrix_plan();
     EXPECT_EQ(x["workloads"].size(), 2u) << x.dump();
-    EXPECT_NO_ERRORS(parse(x)) << x.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(x)) << x.dump(2);
   }
   {
     const json m = maximal_mix_plan();
     EXPECT_TRUE(m["workload"]["mix"].size() >= 2u) << m.dump();
-    EXPECT_NO_ERRORS(parse(m)) << m.dump(2);
+    EXPECT_NO_ERRORS(reader_parse(m)) << m.dump(2);
   }
 
   // Every alternative of a length distribution, in both workload slots.
@@ -1928,7 +1933,7 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
     for (const char* slot : {"input_tokens", "output_tokens"}) {
       json j = plan;
       j["workload"][slot] = example_of(alt);
-      EXPECT_NO_ERRORS(parse(j)) << slot << " = " << j["workload"][slot].dump();
+      EXPECT_NO_ERRORS(reader_parse(j)) << slot << " = " << j["workload"][slot].dump();
     }
   }
   // The other form of soak.rate_rps and capacity_search.start_from.
@@ -1937,20 +1942,21 @@ TEST_F(PlanSchema, EverySchemaPropertyIsAcceptedByTheParser) {
   ASSERT_EQ(q["phases"][4]["rate_rps"], "qualified");
   q["phases"][2]["start_from"] = 2;
   q["phases"][4]["rate_rps"] = 3;
-  EXPECT_NO_ERRORS(parse(q));
+  EXPECT_NO_ERRORS(reader_parse(q));
   // The other override of at_demand's rate.
   ASSERT_EQ(q["phases"][5]["kind"], "at_demand");
   q["phases"][5].erase("rate_rps");
   q["phases"][5]["output_tokens_per_s"] = 360;
-  EXPECT_NO_ERRORS(parse(q));
+  EXPECT_NO_ERRORS(reader_parse(q));
 }
 
 TEST_F(PlanSchema, ClosedSchemaObjectsAreStrictInTheParser) {
   for (const char* ptr : {"/workload/trace", "/workload/abandon", "/phases/0"}) {
     json j = maximal_trace_plan();
     j[json::json_pointer(ptr)]["zz_not_a_key"] = 1;
-    const auto p = parse(j);
-    EXPECT_TRUE(has_error(p, std::string(ptr) + "/zz_not_a_key", "")) << ptr << "\n" << describe(p);
+    const auto p = reader_parse(j);
+    EXPECT_TRUE(reader_has_error(p, std::string(ptr) + "/zz_not_a_key", "")) << ptr << "\n"
+                                                                             << reader_describe(p);
   }
   json plan = maximal_plan();
   // Adding an unknown key to each closed object yields exactly that "unknown key" error.
@@ -1977,8 +1983,9 @@ TEST_F(PlanSchema, ClosedSchemaObjectsAreStrictInTheParser) {
     json& obj = ptr.empty() ? j : j[json::json_pointer(ptr)];
     ASSERT_TRUE(obj.is_object()) << ptr;
     obj["zz_not_a_key"] = 1;
-    const auto p = parse(j);
-    EXPECT_TRUE(has_error(p, ptr + "/zz_not_a_key", "")) << ptr << "\n" << describe(p);
+    const auto p = reader_parse(j);
+    EXPECT_TRUE(reader_has_error(p, ptr + "/zz_not_a_key", "")) << ptr << "\n"
+                                                                << reader_describe(p);
   }
 }
 
@@ -2044,16 +2051,16 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
                "placement": {"spread": "node", "node_selector": {"pool": "x"}},
                "start_delay_ms": 100, "register_timeout_s": 5, "result_timeout_s": 5}
   })");
-  const auto p = parse(maximal);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = reader_parse(maximal);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   expect_keys_in_schema(schema_, maximal, "");
   {
     // Abandonment is not split over agents: checked on the plan without them.
     json with_abandon = maximal;
     with_abandon.erase("agents");
     with_abandon["workload"]["abandon"] = {{"share", 0.1}, {"after_ms", 2000}};
-    const auto a = parse(with_abandon);
-    ASSERT_TRUE(a.plan) << describe(a);
+    const auto a = reader_parse(with_abandon);
+    ASSERT_TRUE(a.plan) << reader_describe(a);
     expect_keys_in_schema(schema_, with_abandon, "");
   }
   // Every alternative spelling of lengths.
@@ -2062,7 +2069,7 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
                         json::parse(R"({"distribution": "empirical", "values": [5]})")}) {
     json j = maximal;
     j["workload"]["input_tokens"] = l;
-    ASSERT_TRUE(parse(j).plan) << l.dump();
+    ASSERT_TRUE(reader_parse(j).plan) << l.dump();
     expect_keys_in_schema(schema_, j, "");
   }
   // And what the daemon shows back (normalised, defaults filled in).
@@ -2076,15 +2083,15 @@ TEST_F(PlanSchema, EveryKeyTheParserAcceptsIsInTheSchema) {
     "phases": [{"kind": "trace_replay", "name": "r", "repeat": 1, "warmup_s": 0,
                 "drain": "finish", "max_in_flight": 10, "speeds": [1, 2]}]
   })");
-  const auto t = parse(traced);
-  ASSERT_TRUE(t.plan) << describe(t);
+  const auto t = reader_parse(traced);
+  ASSERT_TRUE(t.plan) << reader_describe(t);
   expect_keys_in_schema(schema_, traced, "");
   expect_keys_in_schema(schema_, t.normalized, "(normalized)", {"precision"});
 }
 
 TEST_F(PlanSchema, DefaultsMatchTheParser) {
   // A schema default must be what the parser fills in when the key is omitted.
-  const auto p = parse(json::parse(R"({
+  const auto p = reader_parse(json::parse(R"({
     "version": 1,
     "targets": [{"name": "a", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
     "sla": {"ttft_ms": {"p95": 1000}},
@@ -2094,7 +2101,7 @@ TEST_F(PlanSchema, DefaultsMatchTheParser) {
     "demand": {"requests_per_minute": 1, "mean_output_tokens": 10},
     "agents": {"count": 2}
   })"));
-  ASSERT_TRUE(p.plan) << describe(p);
+  ASSERT_TRUE(p.plan) << reader_describe(p);
   const json& n = p.normalized;
   auto check = [&](const json& raw_schema, const json& value, const std::string& where) {
     for (const json* s : object_schemas(raw_schema, value)) {
@@ -2116,15 +2123,19 @@ TEST_F(PlanSchema, DefaultsMatchTheParser) {
         "/agents/placement");
   for (std::size_t i = 0; i < n["phases"].size(); ++i)
     check(schema_["$defs"]["phase"], n["phases"][i], numbered("/phases/", i));
-  const auto t = parse(json::parse(R"({
+  const auto t = reader_parse(json::parse(R"({
     "version": 1, "targets": [{"name": "a", "base_url": "sim://rtx4090-48g/llama-3.1-8b"}],
     "workload": {"trace": {"format": "mooncake", "path": "t.jsonl"}},
     "phases": [{"kind": "trace_replay"}]
   })"));
-  ASSERT_TRUE(t.plan) << describe(t);
+  ASSERT_TRUE(t.plan) << reader_describe(t);
   check(schema_["$defs"]["trace"], t.normalized["workload"]["trace"], "/workload/trace");
   check(schema_["$defs"]["phase"], t.normalized["phases"][0], "/phases/0");
 }
+
+// The unity build compiles this file together with others of tests/unit/api.
+#undef EXPECT_ERROR
+#undef EXPECT_NO_ERRORS
 
 }  // namespace
 }  // namespace llmcap::api

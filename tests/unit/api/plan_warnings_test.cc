@@ -28,11 +28,11 @@ PlanLimits with_profiles() {
   return limits;
 }
 
-PlanParse parse(const json& plan, const PlanLimits& limits = {}) {
+PlanParse warnings_parse(const json& plan, const PlanLimits& limits = {}) {
   return parse_plan(plan.dump(), limits);
 }
 
-std::string describe(const PlanParse& p) {
+std::string warnings_describe(const PlanParse& p) {
   std::string s;
   for (const auto& e : p.errors) s += "  error " + e.path + ": " + e.message + "\n";
   for (const auto& w : p.warnings) s += "  warning " + w + "\n";
@@ -60,26 +60,26 @@ std::vector<std::string> warnings_at(const PlanParse& p, const std::string& path
 TEST(PlanWarnings, MisspeltGpuProfileIsRefusedWithTheNearestAndTheList) {
   auto j = minimal();
   j["targets"][0]["base_url"] = "sim://rtx4090-48gb/llama-3.1-8b";
-  const auto p = parse(j, with_profiles());
+  const auto p = warnings_parse(j, with_profiles());
   EXPECT_FALSE(p.plan);
   const auto message = error_at(p, "/targets/0/base_url");
   EXPECT_THAT(message, HasSubstr("unknown simulator GPU profile 'rtx4090-48gb'"));
   EXPECT_THAT(message, HasSubstr("did you mean rtx4090-48g?"));
   EXPECT_THAT(message, HasSubstr("a100-80g-pcie, h100-pcie, h100-sxm, rtx4090-24g, rtx4090-48g"));
-  EXPECT_EQ(p.errors.size(), 1u) << describe(p);
+  EXPECT_EQ(p.errors.size(), 1u) << warnings_describe(p);
 }
 
 TEST(PlanWarnings, UnknownModelProfileIsRefused) {
   auto j = minimal();
   j["targets"][0]["base_url"] = "sim://rtx4090-48g/llama-3.1-7b";
-  auto p = parse(j, with_profiles());
+  auto p = warnings_parse(j, with_profiles());
   EXPECT_THAT(error_at(p, "/targets/0/base_url"),
               HasSubstr("unknown simulator model profile 'llama-3.1-7b' (did you mean "
                         "llama-3.1-8b?); known model profiles: llama-3.1-70b, llama-3.1-8b, "
                         "qwen2.5-7b"));
   // Nothing near: the list without a guess.
   j["targets"][0]["base_url"] = "sim://rtx4090-48g/gpt-j";
-  p = parse(j, with_profiles());
+  p = warnings_parse(j, with_profiles());
   const auto message = error_at(p, "/targets/0/base_url");
   EXPECT_THAT(message, HasSubstr("unknown simulator model profile 'gpt-j'"));
   EXPECT_THAT(message, ::testing::Not(HasSubstr("did you mean")));
@@ -88,10 +88,10 @@ TEST(PlanWarnings, UnknownModelProfileIsRefused) {
 TEST(PlanWarnings, BothNamesWrongAreTwoErrorsAtTheUrl) {
   auto j = minimal();
   j["targets"].push_back({{"name", "b"}, {"base_url", "sim://h100/llama-3.1-8b-instruct"}});
-  const auto p = parse(j, with_profiles());
+  const auto p = warnings_parse(j, with_profiles());
   int at_b = 0;
   for (const auto& e : p.errors) at_b += e.path == "/targets/1/base_url";
-  EXPECT_EQ(at_b, 2) << describe(p);
+  EXPECT_EQ(at_b, 2) << warnings_describe(p);
   // "h100" is the start of two profiles' names: one of them is suggested.
   EXPECT_THAT(error_at(p, "/targets/1/base_url"), HasSubstr("did you mean h100-"));
 }
@@ -99,7 +99,7 @@ TEST(PlanWarnings, BothNamesWrongAreTwoErrorsAtTheUrl) {
 TEST(PlanWarnings, UpperCaseUrlSuggestsTheKnownNames) {
   auto j = minimal();
   j["targets"][0]["base_url"] = "sim://RTX4090-48G/Llama-3.1-8B";
-  const auto p = parse(j, with_profiles());
+  const auto p = warnings_parse(j, with_profiles());
   EXPECT_THAT(error_at(p, "/targets/0/base_url"),
               HasSubstr("did you mean sim://rtx4090-48g/llama-3.1-8b?"));
 }
@@ -108,10 +108,10 @@ TEST(PlanWarnings, ProfilesAreNotCheckedWithoutTheList) {
   // PlanLimits::none() re-reads stored plans, and callers without a catalogue check the form.
   auto j = minimal();
   j["targets"][0]["base_url"] = "sim://rtx4090-48gb/llama-3.1-8b";
-  EXPECT_TRUE(parse(j).plan) << describe(parse(j));
-  EXPECT_TRUE(parse(j, PlanLimits::none()).plan);
+  EXPECT_TRUE(warnings_parse(j).plan) << warnings_describe(warnings_parse(j));
+  EXPECT_TRUE(warnings_parse(j, PlanLimits::none()).plan);
   j["targets"][0]["base_url"] = "sim://rtx4090-48g/llama-3.1-8b";
-  EXPECT_TRUE(parse(j, with_profiles()).plan);
+  EXPECT_TRUE(warnings_parse(j, with_profiles()).plan);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,8 +124,9 @@ TEST(PlanWarnings, UnknownKeySuggestsAnAlias) {
   j["phases"][0]["concurrency"] = {1, 2};
   j["phases"].push_back({{"kind", "rate_sweep"}, {"rps", {1, 2}}});
   j["phases"].push_back({{"kind", "soak"}, {"rate", 1}, {"duration_s", 600}});
-  const auto p = parse(j);
-  EXPECT_EQ(error_at(p, "/sla/ttft"), "unknown key (did you mean ttft_ms?)") << describe(p);
+  const auto p = warnings_parse(j);
+  EXPECT_EQ(error_at(p, "/sla/ttft"), "unknown key (did you mean ttft_ms?)")
+      << warnings_describe(p);
   EXPECT_EQ(error_at(p, "/phases/0/concurrency"), "unknown key (did you mean levels?)");
   EXPECT_EQ(error_at(p, "/phases/1/rps"), "unknown key (did you mean rates_rps?)");
   // The same alias means the key of the level it was written at.
@@ -139,9 +140,9 @@ TEST(PlanWarnings, UnknownKeySuggestsByEditDistanceAndUnit) {
   j["targets"][0]["Base_URL"] = "x";  // another case
   j["sla"] = {{"max_eror_rate", 0.01}, {"ttft_ms", {{"p95", 1000}}}};
   j["workload"] = {{"input_tokns", 100}};
-  const auto p = parse(j);
+  const auto p = warnings_parse(j);
   EXPECT_EQ(error_at(p, "/phases/0/duraton_s"), "unknown key (did you mean duration_s?)")
-      << describe(p);
+      << warnings_describe(p);
   EXPECT_EQ(error_at(p, "/phases/0/warmup"), "unknown key (did you mean warmup_s?)");
   EXPECT_EQ(error_at(p, "/sla/max_eror_rate"), "unknown key (did you mean max_error_rate?)");
   EXPECT_EQ(error_at(p, "/workload/input_tokns"), "unknown key (did you mean input_tokens?)");
@@ -154,9 +155,9 @@ TEST(PlanWarnings, NestedUnknownKeysSuggestTheirLevelsKeys) {
   auto j = minimal();
   j["targets"][0]["hardware"] = {{"gpus", "H100"}};
   j["demand"] = {{"rpm", 90}};
-  const auto p = parse(j);
+  const auto p = warnings_parse(j);
   EXPECT_EQ(error_at(p, "/targets/0/hardware/gpus"), "unknown key (did you mean gpu?)")
-      << describe(p);
+      << warnings_describe(p);
   EXPECT_EQ(error_at(p, "/demand/rpm"), "unknown key (did you mean requests_per_minute?)");
 }
 
@@ -178,8 +179,8 @@ TEST(PlanWarnings, NothingNearSuggestsNothing) {
   auto j = minimal();
   j["zzz"] = 1;
   j["phases"][0]["bogus"] = 1;
-  const auto p = parse(j);
-  EXPECT_EQ(error_at(p, "/zzz"), "unknown key") << describe(p);
+  const auto p = warnings_parse(j);
+  EXPECT_EQ(error_at(p, "/zzz"), "unknown key") << warnings_describe(p);
   EXPECT_EQ(error_at(p, "/phases/0/bogus"), "unknown key");
 }
 
@@ -187,7 +188,7 @@ TEST(PlanWarnings, AKeyThatDoesNotApplyIsNotSuggested) {
   // max_duration_s applies only with requests: a time-mode phase does not suggest it.
   auto j = minimal();
   j["phases"][0]["max_duraton_s"] = 600;
-  const auto p = parse(j);
+  const auto p = warnings_parse(j);
   EXPECT_THAT(error_at(p, "/phases/0/max_duraton_s"), ::testing::StartsWith("unknown key"));
   EXPECT_THAT(error_at(p, "/phases/0/max_duraton_s"), ::testing::Not(HasSubstr("max_duration_s")));
 }
@@ -201,10 +202,10 @@ TEST(PlanWarnings, LatencyBoundsBelowAnyGpuWarnWithTheField) {
               {"tpot_ms", {{"p95", 0.05}}},
               {"itl_ms", {{"p99", 1}}},
               {"e2e_ms", {{"p99_9", 30}}}};
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto ttft = warnings_at(p, "/sla/ttft_ms/p95");
-  ASSERT_EQ(ttft.size(), 1u) << describe(p);
+  ASSERT_EQ(ttft.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(ttft[0], HasSubstr("2 ms is below what any GPU delivers"));
   EXPECT_THAT(ttft[0], HasSubstr("did you mean 2000 (2 s)?"));
   EXPECT_TRUE(warnings_at(p, "/sla/ttft_ms/p99").empty());
@@ -220,23 +221,23 @@ TEST(PlanWarnings, PlausibleBoundsDoNotWarn) {
   j["sla"] = {{"ttft_ms", {{"p95", 20}}}, {"ttft_service_ms", {{"p50", 150}}},
               {"tpot_ms", {{"p95", 2}}},  {"itl_ms", {{"p99", 40}}},
               {"e2e_ms", {{"p99", 50}}},  {"max_error_rate", 0.49}};
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_TRUE(p.warnings.empty()) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_TRUE(p.warnings.empty()) << warnings_describe(p);
 }
 
 TEST(PlanWarnings, ErrorRateOfAHundredPercentWarns) {
   auto j = minimal();
   j["sla"] = {{"ttft_ms", {{"p95", 1000}}}, {"max_error_rate", 1}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto w = warnings_at(p, "/sla/max_error_rate");
-  ASSERT_EQ(w.size(), 1u) << describe(p);
+  ASSERT_EQ(w.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(w[0], HasSubstr("lets 100 % of requests fail"));
   EXPECT_THAT(w[0], HasSubstr("did you mean 0.01?"));
   j["sla"]["max_error_rate"] = 0.5;
-  p = parse(j);
-  ASSERT_EQ(warnings_at(p, "/sla/max_error_rate").size(), 1u) << describe(p);
+  p = warnings_parse(j);
+  ASSERT_EQ(warnings_at(p, "/sla/max_error_rate").size(), 1u) << warnings_describe(p);
   EXPECT_THAT(warnings_at(p, "/sla/max_error_rate")[0], HasSubstr("lets 50 % of requests fail"));
 }
 
@@ -246,24 +247,24 @@ TEST(PlanWarnings, MixClassSlaIsCheckedAtItsPath) {
       {"name": "chat", "weight": 0.5, "input_tokens": 100, "output_tokens": 100,
        "sla": {"ttft_ms": {"p95": 3}, "max_error_rate": 1}},
       {"name": "rag", "weight": 0.5, "input_tokens": 2000, "output_tokens": 100}]})");
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_EQ(warnings_at(p, "/workload/mix/0/sla/ttft_ms/p95").size(), 1u) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_EQ(warnings_at(p, "/workload/mix/0/sla/ttft_ms/p95").size(), 1u) << warnings_describe(p);
   EXPECT_EQ(warnings_at(p, "/workload/mix/0/sla/max_error_rate").size(), 1u);
 }
 
 TEST(PlanWarnings, DemandAboveAThousandRequestsPerSecondWarns) {
   auto j = minimal();
   j["demand"] = {{"requests_per_minute", 120000}};
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto w = warnings_at(p, "/demand/requests_per_minute");
-  ASSERT_EQ(w.size(), 1u) << describe(p);
+  ASSERT_EQ(w.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(w[0], HasSubstr("is 2000 requests/s"));
   // 50 requests per minute is a plausible demand: no warning.
   j["demand"]["requests_per_minute"] = 50;
-  p = parse(j);
-  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << describe(p);
+  p = warnings_parse(j);
+  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << warnings_describe(p);
 }
 
 TEST(PlanWarnings, DemandNeedingThousandsOfInstancesWarns) {
@@ -272,21 +273,21 @@ TEST(PlanWarnings, DemandNeedingThousandsOfInstancesWarns) {
   j["demand"] = {{"requests_per_minute", 6000}};
   j["phases"] =
       json::array({{{"kind", "rate_sweep"}, {"rates_rps", {0.05, 0.1}}, {"duration_s", 2000}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto w = warnings_at(p, "/demand/requests_per_minute");
-  ASSERT_EQ(w.size(), 1u) << describe(p);
+  ASSERT_EQ(w.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(w[0], HasSubstr("needs at least 1300 instances even if each carried 0.1 rps"));
   // A capacity search without high_rps may qualify up to its ceiling: nothing to tell.
   j["phases"].push_back({{"kind", "capacity_search"}, {"start_from", 2}, {"low_rps", 1}});
   j["sla"] = {{"ttft_ms", {{"p95", 1000}}}};
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << describe(p);
+  p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << warnings_describe(p);
   // A closed-loop sweep alone: its rates are known only once it runs.
   j["phases"] = json::array({{{"kind", "concurrency_sweep"}, {"levels", {1}}}});
-  p = parse(j);
-  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << describe(p);
+  p = warnings_parse(j);
+  EXPECT_TRUE(warnings_at(p, "/demand/requests_per_minute").empty()) << warnings_describe(p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,15 +300,15 @@ TEST(PlanWarnings, RateSweepWindowsShortOfMinRequests) {
   // lengthened. 2 rps × 60 s = 120: enough.
   j["phases"] =
       json::array({{{"kind", "rate_sweep"}, {"rates_rps", {0.02, 1, 2}}, {"duration_s", 60}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto low = warnings_at(p, "/phases/0/rates_rps/0");
-  ASSERT_EQ(low.size(), 1u) << describe(p);
+  ASSERT_EQ(low.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(low[0], HasSubstr("the window at 0.02 rps holds about 72 requests < "
                                 "sla.min_requests 100 even at max_duration_s 3600 s; steps at "
                                 "that rate read inconclusive"));
   const auto mid = warnings_at(p, "/phases/0/rates_rps/1");
-  ASSERT_EQ(mid.size(), 1u) << describe(p);
+  ASSERT_EQ(mid.size(), 1u) << warnings_describe(p);
   // (100 + 3√100) / 1 rps = 130 s: the executor's margin over min_requests.
   EXPECT_THAT(mid[0], HasSubstr("steps at 1 rps will be lengthened to about 130 s to hold "
                                 "sla.min_requests 100"));
@@ -319,9 +320,9 @@ TEST(PlanWarnings, ManyShortRatesAreSummedUp) {
   json rates = json::array();
   for (int i = 1; i <= 8; ++i) rates.push_back(0.1 * i);
   j["phases"] = json::array({{{"kind", "rate_sweep"}, {"rates_rps", rates}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_EQ(p.warnings.size(), 6u) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_EQ(p.warnings.size(), 6u) << warnings_describe(p);
   EXPECT_EQ(warnings_at(p, "/phases/0/rates_rps").size(), 1u);
   EXPECT_THAT(warnings_at(p, "/phases/0/rates_rps")[0], HasSubstr("and 3 more rates"));
 }
@@ -330,8 +331,8 @@ TEST(PlanWarnings, DefaultMinRequestsIsTheSlaDefault) {
   // No sla.min_requests: 100. 3 rps × 30 s = 90 < 100.
   auto j = minimal();
   j["phases"] = json::array({{{"kind", "rate_sweep"}, {"rates_rps", {3}}}});
-  const auto p = parse(j);
-  ASSERT_EQ(warnings_at(p, "/phases/0/rates_rps/0").size(), 1u) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_EQ(warnings_at(p, "/phases/0/rates_rps/0").size(), 1u) << warnings_describe(p);
   EXPECT_THAT(warnings_at(p, "/phases/0/rates_rps/0")[0], HasSubstr("sla.min_requests 100"));
 }
 
@@ -340,23 +341,23 @@ TEST(PlanWarnings, CapacitySearchLowRpsAndFloor) {
   j["sla"] = {{"ttft_ms", {{"p95", 2000}}}, {"min_requests", 100}};
   j["phases"] = json::array(
       {{{"kind", "capacity_search"}, {"low_rps", 0.5}, {"high_rps", 8}, {"duration_s", 60}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   const auto low = warnings_at(p, "/phases/0/low_rps");
-  ASSERT_EQ(low.size(), 1u) << describe(p);
+  ASSERT_EQ(low.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(low[0], HasSubstr("steps at 0.5 rps will be lengthened to about 260 s"));
   // Without low_rps the search's floor (0.1 rps) is reached only when every rate above fails:
   // no warning while max_duration_s can hold min_requests there (0.1 × 3600 = 360 ≥ 100) ...
   j["phases"][0].erase("low_rps");
   j["phases"][0]["start_from"] = 2;
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_TRUE(p.warnings.empty()) << describe(p);
+  p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_TRUE(p.warnings.empty()) << warnings_describe(p);
   // ... and one when it cannot (0.1 × 3600 = 360 < 500).
   j["sla"]["min_requests"] = 500;
-  p = parse(j);
+  p = warnings_parse(j);
   const auto floor = warnings_at(p, "/phases/0");
-  ASSERT_EQ(floor.size(), 1u) << describe(p);
+  ASSERT_EQ(floor.size(), 1u) << warnings_describe(p);
   EXPECT_THAT(floor[0], HasSubstr("the window at 0.1 rps holds about 360 requests < "
                                   "sla.min_requests 500"));
   EXPECT_THAT(floor[0], HasSubstr("the search's lowest rate without low_rps"));
@@ -369,16 +370,16 @@ TEST(PlanWarnings, AtDemandAndSoakWindowsAreNotLengthened) {
   j["phases"] = json::array({{{"kind", "at_demand"}, {"duration_s", 60}},
                              {{"kind", "at_demand"}, {"rate_rps", 5}, {"duration_s", 60}},
                              {{"kind", "soak"}, {"rate_rps", 0.5}, {"duration_s", 150}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
   // The demand's rate: the warning is at the phase.
-  ASSERT_EQ(warnings_at(p, "/phases/0").size(), 1u) << describe(p);
+  ASSERT_EQ(warnings_at(p, "/phases/0").size(), 1u) << warnings_describe(p);
   EXPECT_THAT(warnings_at(p, "/phases/0")[0],
               HasSubstr("the window at 1 rps holds about 60 requests < sla.min_requests 100 "
                         "(duration_s 60 s); the step reads inconclusive (insufficient-samples): "
                         "raise duration_s to at least 100 s"));
   EXPECT_TRUE(warnings_at(p, "/phases/1/rate_rps").empty());  // 5 × 60 = 300
-  ASSERT_EQ(warnings_at(p, "/phases/2/rate_rps").size(), 1u) << describe(p);
+  ASSERT_EQ(warnings_at(p, "/phases/2/rate_rps").size(), 1u) << warnings_describe(p);
   EXPECT_THAT(warnings_at(p, "/phases/2/rate_rps")[0],
               HasSubstr("holds about 75 requests < sla.min_requests 100"));
   EXPECT_THAT(warnings_at(p, "/phases/2/rate_rps")[0], HasSubstr("at least 200 s"));
@@ -389,17 +390,17 @@ TEST(PlanWarnings, RequestCountStepsAreNotLengthened) {
   auto j = minimal();
   j["sla"] = {{"ttft_ms", {{"p95", 2000}}}};
   j["phases"] = json::array({{{"kind", "rate_sweep"}, {"rates_rps", {0.5}}, {"requests", 150}}});
-  auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_TRUE(p.warnings.empty()) << describe(p);
+  auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_TRUE(p.warnings.empty()) << warnings_describe(p);
   j["phases"] = json::array({{{"kind", "capacity_search"},
                               {"start_from", 1},
                               {"low_rps", 0.02},
                               {"requests", 150},
                               {"max_duration_s", 1000}}});
-  p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  ASSERT_EQ(warnings_at(p, "/phases/0/low_rps").size(), 1u) << describe(p);
+  p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  ASSERT_EQ(warnings_at(p, "/phases/0/low_rps").size(), 1u) << warnings_describe(p);
   EXPECT_THAT(warnings_at(p, "/phases/0/low_rps")[0],
               HasSubstr("holds about 20 requests < sla.min_requests 100 even at max_duration_s "
                         "1000 s"));
@@ -413,9 +414,9 @@ TEST(PlanWarnings, TheDemoPlanHasNoWarnings) {
   j["phases"] =
       json::array({{{"kind", "concurrency_sweep"}, {"levels", {1, 8, 32}}, {"duration_s", 40}},
                    {{"kind", "capacity_search"}, {"duration_s", 40}, {"max_steps", 14}}});
-  const auto p = parse(j);
-  ASSERT_TRUE(p.plan) << describe(p);
-  EXPECT_TRUE(p.warnings.empty()) << describe(p);
+  const auto p = warnings_parse(j);
+  ASSERT_TRUE(p.plan) << warnings_describe(p);
+  EXPECT_TRUE(p.warnings.empty()) << warnings_describe(p);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-json load(const std::string& name) {
+json compare_load(const std::string& name) {
   std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
   EXPECT_TRUE(in.good()) << name;
   return json::parse(in);
@@ -26,8 +26,8 @@ json with_job(json doc, const std::string& id) {
 }
 
 TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
-  const auto a = with_job(load("results-two-targets.json"), "job-a");
-  auto b = with_job(load("results-two-targets.json"), "job-b");
+  const auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  auto b = with_job(compare_load("results-two-targets.json"), "job-b");
   b["targets"][0]["price_per_hour"] = 0.3;  // a cheaper offer of the same card
   const auto out = compare_results({a, b}, false);
   ASSERT_TRUE(out.document) << out.error;
@@ -79,8 +79,8 @@ TEST(ReportCompareTest, SameWorkloadCombinesCapacityRowsSideBySide) {
 }
 
 TEST(ReportCompareTest, WithoutNamesakesEveryTargetIsComparedWithTheFirst) {
-  auto a = with_job(load("results-two-targets.json"), "job-a");
-  auto b = with_job(load("results-two-targets.json"), "job-b");
+  auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  auto b = with_job(compare_load("results-two-targets.json"), "job-b");
   b["targets"][0]["name"] = "rtx4090-other";
   b["targets"][1]["name"] = "a100-other";
   const auto out = compare_results({a, b}, false);
@@ -93,7 +93,7 @@ TEST(ReportCompareTest, WithoutNamesakesEveryTargetIsComparedWithTheFirst) {
 
 TEST(ReportCompareTest, JobLabelsGoPastZ) {
   std::vector<json> docs;
-  for (int i = 0; i < 28; ++i) docs.push_back(load("results-tiny.json"));
+  for (int i = 0; i < 28; ++i) docs.push_back(compare_load("results-tiny.json"));
   const auto out = compare_results(docs, false);
   ASSERT_TRUE(out.document) << out.error;
   EXPECT_EQ((*out.document)["jobs"][25]["label"], "Z");
@@ -102,8 +102,8 @@ TEST(ReportCompareTest, JobLabelsGoPastZ) {
 }
 
 TEST(ReportCompareTest, DifferentFingerprintsAreRefusedNamingTheJobs) {
-  const auto a = with_job(load("results-two-targets.json"), "job-a");
-  const auto b = with_job(load("results-tiny.json"), "job-b");
+  const auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  const auto b = with_job(compare_load("results-tiny.json"), "job-b");
   ASSERT_NE(a["workload_fingerprint"], b["workload_fingerprint"]);
   const auto out = compare_results({a, b}, false);
   EXPECT_FALSE(out.document);
@@ -114,8 +114,8 @@ TEST(ReportCompareTest, DifferentFingerprintsAreRefusedNamingTheJobs) {
 }
 
 TEST(ReportCompareTest, DifferentFingerprintsAllowedAreLabelled) {
-  const auto a = with_job(load("results-two-targets.json"), "job-a");
-  const auto b = with_job(load("results-tiny.json"), "job-b");
+  const auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  const auto b = with_job(compare_load("results-tiny.json"), "job-b");
   const auto out = compare_results({a, b}, true);
   ASSERT_TRUE(out.document) << out.error;
   const auto& doc = *out.document;
@@ -135,9 +135,9 @@ TEST(ReportCompareTest, DifferentFingerprintsAllowedAreLabelled) {
 }
 
 TEST(ReportCompareTest, JobIdFallbacksAndBadInput) {
-  json a = load("results-tiny.json");
+  json a = compare_load("results-tiny.json");
   a["job_id"] = "plain-id";
-  json b = load("results-tiny.json");
+  json b = compare_load("results-tiny.json");
   const auto out = compare_results({a, b}, false);
   ASSERT_TRUE(out.document) << out.error;
   EXPECT_EQ((*out.document)["targets"][0]["job_id"], "plain-id");
@@ -158,8 +158,8 @@ TEST(ReportCompareTest, JobIdFallbacksAndBadInput) {
 TEST(ReportCompareTest, AnUnpricedTargetIsNeverFreeAndDifferentSlasDrawNoLines) {
   // Review finding: a target without a price entered the comparison as price 0 (ratio ×0.00,
   // "cheapest"); and job A's SLA lines were drawn over job B's points.
-  const auto a = with_job(load("results-two-targets.json"), "job-a");
-  auto b = with_job(load("results-two-targets.json"), "job-b");
+  const auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  auto b = with_job(compare_load("results-two-targets.json"), "job-b");
   b["targets"][0]["price_per_hour"] = nullptr;
   b["targets"][0]["qualified"]["cost_per_million_output_tokens"] = nullptr;
   b["plan_document"]["sla"]["tpot_ms"] = json{{"p95", 35}};
@@ -191,8 +191,8 @@ json predicted(json doc) {
 // (×1.00), ranked the predicted row "cheapest" in one demand table with the measured rows, and
 // did not say which job was the prediction.
 TEST(ReportCompareTest, APredictionAndAMeasurementOfOnePlanArePairedNotRanked) {
-  const auto p = with_job(predicted(load("results-two-targets.json")), "job-p");
-  auto m = with_job(load("results-two-targets.json"), "job-m");
+  const auto p = with_job(predicted(compare_load("results-two-targets.json")), "job-p");
+  auto m = with_job(compare_load("results-two-targets.json"), "job-m");
   // The box served 10 % less than predicted on the 4090.
   m["targets"][0]["qualified"]["output_tokens_per_s"] =
       p["targets"][0]["qualified"]["output_tokens_per_s"].get<double>() * 0.9;
@@ -290,9 +290,9 @@ TEST(ReportCompareTest, APredictionAndAMeasurementOfOnePlanArePairedNotRanked) {
 TEST(ReportCompareTest, MeasurementsStayABBesideAPrediction) {
   // Two measured servers and a prediction of the same plan: A/B among the measured jobs only;
   // the prediction is checked against each measurement.
-  const auto m1 = with_job(load("results-two-targets.json"), "job-m1");
-  const auto p = with_job(predicted(load("results-two-targets.json")), "job-p");
-  auto m2 = with_job(load("results-two-targets.json"), "job-m2");
+  const auto m1 = with_job(compare_load("results-two-targets.json"), "job-m1");
+  const auto p = with_job(predicted(compare_load("results-two-targets.json")), "job-p");
+  auto m2 = with_job(compare_load("results-two-targets.json"), "job-m2");
   m2["targets"][0]["price_per_hour"] = 0.3;
   const auto out = compare_results({m1, p, m2}, false);
   ASSERT_TRUE(out.document) << out.error;
@@ -315,8 +315,8 @@ TEST(ReportCompareTest, MeasurementsStayABBesideAPrediction) {
 }
 
 TEST(ReportCompareTest, MeasurementsUnderDifferentSlasGetADemandTableEach) {
-  const auto a = with_job(load("results-two-targets.json"), "job-a");
-  auto b = with_job(load("results-two-targets.json"), "job-b");
+  const auto a = with_job(compare_load("results-two-targets.json"), "job-a");
+  auto b = with_job(compare_load("results-two-targets.json"), "job-b");
   b["plan_document"]["sla"]["ttft_ms"] = json{{"p95", 500}};
   const auto out = compare_results({a, b}, false);
   ASSERT_TRUE(out.document) << out.error;

@@ -16,13 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-json load(const std::string& name) {
+json html_load(const std::string& name) {
   std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
   EXPECT_TRUE(in.good()) << name;
   return json::parse(in);
 }
 
-std::size_t count(const std::string& haystack, const std::string& needle) {
+std::size_t html_count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
   for (auto pos = haystack.find(needle); pos != std::string::npos;
        pos = haystack.find(needle, pos + 1))
@@ -49,7 +49,7 @@ std::string element_by_id(const std::string& html, const std::string& tag, const
 
 class ReportHtmlTest : public ::testing::Test {
  protected:
-  json two_ = load("results-two-targets.json");
+  json two_ = html_load("results-two-targets.json");
   std::string html_ = render_report_html(two_, {});
 };
 
@@ -107,7 +107,7 @@ TEST_F(ReportHtmlTest, CapacityTableHasEveryTargetWithItsFigures) {
   ASSERT_FALSE(table.empty());
   const auto rows = capacity_rows(two_);
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(count(table, "<tr data-target="), 2u);
+  EXPECT_EQ(html_count(table, "<tr data-target="), 2u);
   for (const auto& r : rows) {
     SCOPED_TRACE(r.target);
     const auto start = table.find("<tr data-target=\"" + r.target + "\">");
@@ -143,7 +143,7 @@ TEST_F(ReportHtmlTest, ThroughputChartsHaveAxesLegendAndTheQualifiedPoint) {
   ASSERT_FALSE(rate.empty());
   EXPECT_NE(rate.find(">Offered rate (requests/s)</text>"), std::string::npos);
   // Both targets qualified open loop: one ring each, at the qualified rate and tokens/s.
-  EXPECT_EQ(count(rate, "class=\"mark qualified-point\""), 2u);
+  EXPECT_EQ(html_count(rate, "class=\"mark qualified-point\""), 2u);
   for (const auto& t : two_["targets"]) {
     const auto& q = t["qualified"];
     ASSERT_EQ(q["basis"], "open_loop");
@@ -159,7 +159,7 @@ TEST_F(ReportHtmlTest, LatencyChartsDrawTheSlaBounds) {
   for (const char* kind : {"ttft-vs-concurrency", "ttft-vs-rate"}) {
     const auto c = chart(html_, kind);
     ASSERT_FALSE(c.empty()) << kind;
-    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"1000\""), 1u) << kind;
+    EXPECT_EQ(html_count(c, "<line class=\"threshold\" data-value=\"1000\""), 1u) << kind;
     EXPECT_NE(c.find("SLA P95 TTFT ≤ 1000 ms"), std::string::npos);
     EXPECT_NE(c.find("data-series=\"a100-80g-pcie P99\""), std::string::npos);
     EXPECT_NE(c.find("data-series=\"rtx4090-48g P50\""), std::string::npos);
@@ -168,7 +168,7 @@ TEST_F(ReportHtmlTest, LatencyChartsDrawTheSlaBounds) {
   for (const char* kind : {"tpot-vs-concurrency", "tpot-vs-rate"}) {
     const auto c = chart(html_, kind);
     ASSERT_FALSE(c.empty()) << kind;
-    EXPECT_EQ(count(c, "<line class=\"threshold\" data-value=\"50\""), 1u) << kind;
+    EXPECT_EQ(html_count(c, "<line class=\"threshold\" data-value=\"50\""), 1u) << kind;
     EXPECT_NE(c.find("SLA P95 TPOT ≤ 50 ms"), std::string::npos);
   }
 }
@@ -186,13 +186,13 @@ TEST_F(ReportHtmlTest, CdfsPerStepWithCaptionAndBurstTimeline) {
   EXPECT_NE(burst.find("<g class=\"band\">"), std::string::npos);
   EXPECT_NE(burst.find("<line class=\"threshold\""), std::string::npos);
   EXPECT_FALSE(chart(html_, "burst-in-flight").empty());
-  EXPECT_EQ(count(element_by_id(html_, "table", "burst-table"), "<tr data-target="), 2u);
-  EXPECT_EQ(count(element_by_id(html_, "table", "soak-table"), "<tr data-target="), 2u);
+  EXPECT_EQ(html_count(element_by_id(html_, "table", "burst-table"), "<tr data-target="), 2u);
+  EXPECT_EQ(html_count(element_by_id(html_, "table", "soak-table"), "<tr data-target="), 2u);
 }
 
 TEST_F(ReportHtmlTest, DemandComparisonStepsHardwareAndPlan) {
   const auto demand = element_by_id(html_, "table", "demand-table");
-  EXPECT_EQ(count(demand, "<tr data-target="), 2u);
+  EXPECT_EQ(html_count(demand, "<tr data-target="), 2u);
   EXPECT_NE(demand.find(">cheapest</td>"), std::string::npos);
   const auto cmp = element_by_id(html_, "table", "comparison-table");
   ASSERT_EQ(two_["comparison"].size(), 1u);
@@ -200,8 +200,8 @@ TEST_F(ReportHtmlTest, DemandComparisonStepsHardwareAndPlan) {
   std::snprintf(buf, sizeof buf, "×%.2f",
                 two_["comparison"][0]["relative_cost_per_token"].get<double>());
   EXPECT_NE(cmp.find(buf), std::string::npos);
-  EXPECT_EQ(count(html_, "<table class=\"steps-table\""), 2u);
-  EXPECT_EQ(count(html_, "<tr data-outcome="), step_rows(two_).size());
+  EXPECT_EQ(html_count(html_, "<table class=\"steps-table\""), 2u);
+  EXPECT_EQ(html_count(html_, "<tr data-outcome="), step_rows(two_).size());
   EXPECT_NE(html_.find("NVIDIA A100 80GB PCIe"), std::string::npos);
   EXPECT_NE(html_.find("Load generator CPU"), std::string::npos);
   const auto plan = element_by_id(html_, "pre", "plan-json");
@@ -286,7 +286,7 @@ TEST_F(ReportHtmlTest, WithoutItsPlanTheReportSaysSoAndReportDocumentAddsIt) {
   const json plan = bare["plan_document"];
   bare.erase("plan_document");  // what GET /v1/jobs/{id}/results holds
   const auto without = render_report_html(bare, {});
-  EXPECT_EQ(count(without, "<line class=\"threshold\""), 0u);
+  EXPECT_EQ(html_count(without, "<line class=\"threshold\""), 0u);
   EXPECT_NE(without.find("id=\"no-plan\""), std::string::npos);
   EXPECT_NE(without.find("so its SLA bounds are not drawn"), std::string::npos);
   EXPECT_EQ(html_.find("id=\"no-plan\""), std::string::npos);
@@ -295,7 +295,7 @@ TEST_F(ReportHtmlTest, WithoutItsPlanTheReportSaysSoAndReportDocumentAddsIt) {
   EXPECT_EQ(with.find("id=\"no-plan\""), std::string::npos);
   for (const char* kind :
        {"ttft-vs-concurrency", "ttft-vs-rate", "tpot-vs-concurrency", "tpot-vs-rate", "burst-ttft"})
-    EXPECT_EQ(count(chart(with, kind), "<line class=\"threshold\""), 1u) << kind;
+    EXPECT_EQ(html_count(chart(with, kind), "<line class=\"threshold\""), 1u) << kind;
   EXPECT_EQ(with, html_);  // the same page as from the `llmcapd run --out` document
   // A plan that is not an object (a stored plan that did not parse) keeps the document's own.
   EXPECT_EQ(report_document(two_, json()), two_);
@@ -303,7 +303,7 @@ TEST_F(ReportHtmlTest, WithoutItsPlanTheReportSaysSoAndReportDocumentAddsIt) {
 }
 
 TEST(ReportHtmlEscapeTest, TargetNamedScriptComesOutEscaped) {
-  json doc = load("results-tiny.json");
+  json doc = html_load("results-tiny.json");
   doc["targets"][0]["name"] = "<script>alert(1)</script>";
   doc["targets"][0]["hardware"] = json{{"gpu", "<img src=x onerror=alert(2)>"}};
   doc["plan"] = "\"quoted\" & <b>";
@@ -344,15 +344,15 @@ TEST(ReportHtmlEdgeTest, EmptyOrPartialDocumentsStillRender) {
 }
 
 TEST(ReportHtmlEdgeTest, ClosedLoopQualifiedPointIsMarkedOnTheConcurrencyChart) {
-  json doc = load("results-tiny.json");
+  json doc = html_load("results-tiny.json");
   auto& t = doc["targets"][0];
   t["qualified"] = t["capacity"]["closed_loop"]["point"];
   t["qualified"]["basis"] = "closed_loop";
   const auto html = render_report_html(doc, {});
   const auto conc = chart(html, "throughput-vs-concurrency");
-  EXPECT_EQ(count(conc, "class=\"mark qualified-point\""), 1u);
+  EXPECT_EQ(html_count(conc, "class=\"mark qualified-point\""), 1u);
   EXPECT_NE(conc.find("data-x=\"8\""), std::string::npos);
-  EXPECT_EQ(count(chart(html, "throughput-vs-rate"), "qualified-point"), 0u);
+  EXPECT_EQ(html_count(chart(html, "throughput-vs-rate"), "qualified-point"), 0u);
   EXPECT_NE(html.find(">client-bound steps present</span>"), std::string::npos);
 }
 

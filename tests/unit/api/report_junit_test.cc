@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-std::size_t count(const std::string& text, const std::string& needle) {
+std::size_t junit_count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
     ++n;
@@ -169,8 +169,8 @@ TEST(ReportJunitTest, PassingTargetHasOneCasePerApplicableCheckAndTheVerdict) {
                          "3.90 req/s (highest confirmed open-loop level of 3 steps)"),
             std::string::npos)
       << verdict;
-  EXPECT_EQ(count(xml, "<failure"), 0u);
-  EXPECT_EQ(count(xml, "<skipped"), 0u);
+  EXPECT_EQ(junit_count(xml, "<failure"), 0u);
+  EXPECT_EQ(junit_count(xml, "<skipped"), 0u);
 }
 
 TEST(ReportJunitTest, FailedCheckCarriesValueBoundAndLoadOfTheLowestFailedLevel) {
@@ -208,7 +208,7 @@ TEST(ReportJunitTest, FailedCheckCarriesValueBoundAndLoadOfTheLowestFailedLevel)
 
 TEST(ReportJunitTest, InconclusiveIsSkippedNeverFailed) {
   const std::string xml = render_junit(document(json::array({inconclusive_target()})));
-  EXPECT_EQ(count(xml, "<failure"), 0u) << xml;
+  EXPECT_EQ(junit_count(xml, "<failure"), 0u) << xml;
   const std::string verdict = test_case(xml, "edge", "qualified_capacity");
   EXPECT_NE(verdict.find("<skipped message=\"INCONCLUSIVE: no confirmed rate: tpot_p95 failed "
                          "at 3.00 rps (confirm)\"/>"),
@@ -230,7 +230,7 @@ TEST(ReportJunitTest, MissesOfAnInconclusiveTargetAreSkippedEvenInAFailedStep) {
   t["verdict"]["failures"] =
       json::array({json{{"rate_rps", 6.0}, {"checks", {"tpot_p95"}}, {"confirming", false}}});
   const std::string xml = render_junit(document(json::array({t})));
-  EXPECT_EQ(count(xml, "<failure"), 0u) << xml;
+  EXPECT_EQ(junit_count(xml, "<failure"), 0u) << xml;
   EXPECT_NE(test_case(xml, "open", "tpot_p95")
                 .find("<skipped message=\"tpot P95 40.2 ms &gt; 35.0 ms limit at 6.00 rps "
                       "(capacity_search): the target&#39;s verdict is inconclusive\"/>"),
@@ -246,7 +246,7 @@ TEST(ReportJunitTest, TotalsSumTheSuitesAndATargetWithoutVerdictIsAnError) {
                      "errors=\"1\" skipped=\"3\" time=\"330.000\">"),
             std::string::npos)
       << xml;
-  EXPECT_EQ(count(xml, "<testsuite name="), 4u);
+  EXPECT_EQ(junit_count(xml, "<testsuite name="), 4u);
   EXPECT_NE(test_case(xml, "broken", "qualified_capacity")
                 .find("<error message=\"no verdict for this target (job state succeeded)\" "
                       "type=\"no_verdict\">"),
@@ -258,11 +258,11 @@ TEST(ReportJunitTest, TotalsSumTheSuitesAndATargetWithoutVerdictIsAnError) {
 TEST(ReportJunitTest, OlderDocumentWithoutTargetVerdictsStillReportsItsCapacity) {
   std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/results-two-targets.json");
   const std::string xml = render_junit(json::parse(in));
-  EXPECT_EQ(count(xml, "<testsuite name="), 2u);
+  EXPECT_EQ(junit_count(xml, "<testsuite name="), 2u);
   EXPECT_NE(test_case(xml, "rtx4090-48g", "qualified_capacity").find("qualified capacity"),
             std::string::npos)
       << xml;
-  EXPECT_EQ(count(xml, "<failure"), 0u);
+  EXPECT_EQ(junit_count(xml, "<failure"), 0u);
 }
 
 TEST(ReportJunitTest, EscapesMarkupQuotesAndControlCharacters) {

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-json load(const std::string& name) {
+json tables_load(const std::string& name) {
   std::ifstream in(std::string(LLMCAP_TEST_DATA_DIR) + "/" + name);
   EXPECT_TRUE(in.good()) << name;
   return json::parse(in);
@@ -60,7 +60,7 @@ std::vector<std::string> csv_split(const std::string& line) {
 }
 
 TEST(ReportTablesTest, CapacityRowOfTinySampleHasTheQualifiedFigures) {
-  const auto rows = capacity_rows(load("results-tiny.json"));
+  const auto rows = capacity_rows(tables_load("results-tiny.json"));
   ASSERT_EQ(rows.size(), 1u);
   const auto& r = rows[0];
   EXPECT_EQ(r.target, "a100");
@@ -87,7 +87,7 @@ TEST(ReportTablesTest, AFailedTargetShowsItsBestEvidenceUnpricedAndWhy) {
   // Issue 17: no confirm passed. The row shows the highest short-step pass as evidence
   // ("≥ R rps, not confirmed") with the achieved rate, never a cost, and the report says which
   // check failed where.
-  json doc = load("results-tiny.json");
+  json doc = tables_load("results-tiny.json");
   json& t = doc["targets"][0];
   json evidence = t["qualified"];
   evidence["basis"] = "open_loop";
@@ -116,7 +116,7 @@ TEST(ReportTablesTest, AFailedTargetShowsItsBestEvidenceUnpricedAndWhy) {
 }
 
 TEST(ReportTablesTest, UnqualifiedTargetAndMemoryHeadroom) {
-  json doc = load("results-tiny.json");
+  json doc = tables_load("results-tiny.json");
   doc["targets"][0]["qualified"] = nullptr;
   doc["targets"][0]["memory_headroom_gb"] = 12.5;
   doc["comparison_label"] = "per-target optimised";
@@ -134,7 +134,7 @@ TEST(ReportTablesTest, UnqualifiedTargetAndMemoryHeadroom) {
 }
 
 TEST(ReportTablesTest, StepRowsCarryLoadsFiguresAndReasons) {
-  const auto steps = step_rows(load("results-tiny.json"));
+  const auto steps = step_rows(tables_load("results-tiny.json"));
   ASSERT_EQ(steps.size(), 2u + 4u);  // 2 sweep levels + 4 search steps
   EXPECT_EQ(steps[0].phase_kind, "concurrency_sweep");
   EXPECT_EQ(steps[0].concurrency, 1);
@@ -166,7 +166,7 @@ json with_regions(json results) {
 }
 
 TEST(ReportTablesTest, RegionLatencyBesideTheOverallFigure) {
-  const json results = with_regions(load("results-tiny.json"));
+  const json results = with_regions(tables_load("results-tiny.json"));
   const auto steps = step_rows(results);
   ASSERT_EQ(steps[0].regions.size(), 2u);
   EXPECT_TRUE(steps[1].regions.empty());
@@ -182,11 +182,12 @@ TEST(ReportTablesTest, RegionLatencyBesideTheOverallFigure) {
   EXPECT_NE(md.find("## Client-side latency per region"), std::string::npos);
   EXPECT_NE(md.find("| us-east | 5 | 120 / 140 | 7.6 / 8.5 | 240 / 270 |"), std::string::npos)
       << md;
-  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per region"), std::string::npos);
+  EXPECT_EQ(render_markdown(tables_load("results-tiny.json")).find("per region"),
+            std::string::npos);
 }
 
 TEST(ReportTablesTest, MixStepsHaveOneRowPerClass) {
-  json results = load("results-tiny.json");
+  json results = tables_load("results-tiny.json");
   json& step = results["targets"][0]["phases"][0]["steps"][0];
   step["mix"] = json::parse(R"([
     {"name": "chat", "weight": 0.7, "share": 0.75, "input_tokens_mean": 256,
@@ -211,11 +212,11 @@ TEST(ReportTablesTest, MixStepsHaveOneRowPerClass) {
   EXPECT_NE(md.find("| rag | 30.00% / 25.00% | 3 | 4000 / 128 | - | 300 / 800 |"),
             std::string::npos)
       << md;
-  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("per-class"), std::string::npos);
+  EXPECT_EQ(render_markdown(tables_load("results-tiny.json")).find("per-class"), std::string::npos);
 }
 
 TEST(ReportTablesTest, ConversationStepsShowSessionsAndTtftByTurn) {
-  json results = load("results-tiny.json");
+  json results = tables_load("results-tiny.json");
   json& step = results["targets"][0]["phases"][0]["steps"][0];
   step["conversation"] = json::parse(R"({
     "sessions_started": 16, "sessions_completed": 10, "sessions_failed": 1,
@@ -239,11 +240,12 @@ TEST(ReportTablesTest, ConversationStepsShowSessionsAndTtftByTurn) {
   EXPECT_NE(md.find("| 16 / 10 / 1 / 2 / 3 | 3.25 | 12.5 / 20.0 | 96/180, 45/- | 512, 704 |"),
             std::string::npos)
       << md;
-  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("Conversations"), std::string::npos);
+  EXPECT_EQ(render_markdown(tables_load("results-tiny.json")).find("Conversations"),
+            std::string::npos);
 }
 
 TEST(ReportTablesTest, AWorkloadMatrixHasOneCapacityTablePerWorkload) {
-  json results = load("results-tiny.json");
+  json results = tables_load("results-tiny.json");
   ASSERT_GE(results["targets"].size(), 1u);
   json a = results["targets"][0], b = results["targets"][0];
   a["name"] = "t@short";
@@ -262,11 +264,12 @@ TEST(ReportTablesTest, AWorkloadMatrixHasOneCapacityTablePerWorkload) {
   ASSERT_NE(second, std::string::npos) << md;
   EXPECT_LT(md.find("| t@short |"), second);
   EXPECT_GT(md.find("| t@long |"), second);
-  EXPECT_EQ(render_markdown(load("results-tiny.json")).find("### Workload"), std::string::npos);
+  EXPECT_EQ(render_markdown(tables_load("results-tiny.json")).find("### Workload"),
+            std::string::npos);
 }
 
 TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
-  json doc = load("results-two-targets.json");
+  json doc = tables_load("results-two-targets.json");
   doc["targets"][0]["name"] = "pipe|name";
   const auto md = render_markdown(doc);
   EXPECT_EQ(md.rfind("# Capacity report: two-targets\n", 0), 0u);
@@ -298,7 +301,7 @@ TEST(ReportTablesTest, MarkdownShapeAndEscaping) {
 }
 
 TEST(ReportTablesTest, CapacityCsvIsRfc4180WithEveryTarget) {
-  json doc = load("results-two-targets.json");
+  json doc = tables_load("results-two-targets.json");
   doc["targets"][1]["name"] = "a100, \"pcie\"";
   const auto csv = render_capacity_csv(doc);
   const auto lines = lines_of(csv, "\r\n");
@@ -323,7 +326,7 @@ TEST(ReportTablesTest, CapacityCsvIsRfc4180WithEveryTarget) {
 // CSV carries it (`llmcapd report --format csv` left the column empty); a combined (compare)
 // document's per-target job_id wins.
 TEST(ReportTablesTest, CapacityCsvJobIdFromTheResultsDocument) {
-  json doc = load("results-two-targets.json");
+  json doc = tables_load("results-two-targets.json");
   doc["job_id"] = "job_01TESTCSVJOBID0000000000";
   auto lines = lines_of(render_capacity_csv(doc), "\r\n");
   ASSERT_EQ(lines.size(), 3u);
@@ -341,7 +344,7 @@ TEST(ReportTablesTest, CapacityCsvJobIdFromTheResultsDocument) {
 }
 
 TEST(ReportTablesTest, StepsCsvHasOneLinePerStep) {
-  const auto doc = load("results-two-targets.json");
+  const auto doc = tables_load("results-two-targets.json");
   const auto csv = render_steps_csv(doc);
   const auto lines = lines_of(csv, "\r\n");
   EXPECT_EQ(lines.size(), 1u + step_rows(doc).size());
@@ -349,7 +352,7 @@ TEST(ReportTablesTest, StepsCsvHasOneLinePerStep) {
 }
 
 TEST(ReportTablesTest, GoodputOfEveryStepAndOfTheQualifiedPoint) {
-  json doc = load("results-two-targets.json");
+  json doc = tables_load("results-two-targets.json");
   // The a100's point was measured in the 16.26 rps search step, the 4090's in its soak (the last
   // step at its rate with its figures).
   doc["targets"][1]["phases"][2]["steps"][3]["stats"]["sla_attainment"] = 0.926;
@@ -388,7 +391,7 @@ TEST(ReportTablesTest, CsvFieldQuoting) {
 }
 
 TEST(ReportTablesTest, DemandRowsOfTwoTargets) {
-  const auto doc = load("results-two-targets.json");
+  const auto doc = tables_load("results-two-targets.json");
   const auto rows = demand_rows(doc);
   ASSERT_EQ(rows.size(), 2u);
   int cheapest = 0;

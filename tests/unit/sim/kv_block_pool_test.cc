@@ -99,12 +99,12 @@ TEST(KvBlockPoolTest, HeldBlocksAreNotEvictableAndLeastRecentlyReleasedGoFirst) 
   EXPECT_FALSE(pool.publish(b[0]));
 }
 
-Roofline roofline_4090() {
+Roofline kv_roofline_4090() {
   const ProfileCatalog c = ProfileCatalog::builtin();
   return Roofline(*c.model("llama-3.1-8b"), *c.hardware("rtx4090-48g"), analysis::Dtype::kBf16);
 }
 
-EngineConfig config(std::int64_t blocks, bool caching = true) {
+EngineConfig kv_config(std::int64_t blocks, bool caching = true) {
   EngineConfig c;
   c.kv_pool_blocks = blocks;
   c.enable_prefix_caching = caching;
@@ -112,8 +112,8 @@ EngineConfig config(std::int64_t blocks, bool caching = true) {
 }
 
 // Prompt of `n` tokens: `shared` tokens common to every prompt, then tokens unique to `salt`.
-EngineRequest request(std::uint64_t id, std::int64_t n, std::int64_t shared, std::int64_t salt,
-                      std::int64_t out = 2) {
+EngineRequest kv_request(std::uint64_t id, std::int64_t n, std::int64_t shared, std::int64_t salt,
+                         std::int64_t out = 2) {
   std::vector<std::int64_t> t = tokens(n, 0);
   for (std::int64_t i = shared; i < n; ++i) t[static_cast<std::size_t>(i)] = salt * 100000 + i;
   return EngineRequest{id, n, out, prefix_block_hashes(t, 16)};
@@ -129,8 +129,8 @@ std::int64_t run_to_idle(BatchEngine& e, std::int64_t* first_step_tokens = nullp
 }
 
 TEST(BatchEnginePrefixCacheTest, SecondRequestPrefillsOnlyTheUncachedSuffix) {
-  BatchEngine e(roofline_4090(), config(1000));
-  ASSERT_TRUE(e.add(request(1, 200, 128, 1)));
+  BatchEngine e(kv_roofline_4090(), kv_config(1000));
+  ASSERT_TRUE(e.add(kv_request(1, 200, 128, 1)));
   std::int64_t first = 0;
   run_to_idle(e, &first);
   EXPECT_EQ(first, 200);
@@ -139,32 +139,32 @@ TEST(BatchEnginePrefixCacheTest, SecondRequestPrefillsOnlyTheUncachedSuffix) {
   EXPECT_EQ(e.free_blocks(), 1000);  // cached blocks count as free
   EXPECT_EQ(e.kv_usage(), 0.0);
 
-  ASSERT_TRUE(e.add(request(2, 200, 128, 2)));
+  ASSERT_TRUE(e.add(kv_request(2, 200, 128, 2)));
   const StepOutcome o = e.step();
   EXPECT_EQ(o.scheduled_tokens, 200 - 128);  // 8 shared blocks hit
   EXPECT_EQ(e.prefix_cache_hits_total(), 128);
   EXPECT_EQ(e.prefix_cache_queries_total(), 400);
   // The hit prefix is charged as computed context, so the step is cheaper than a full prefill.
-  BatchEngine cold(roofline_4090(), config(1000, false));
-  ASSERT_TRUE(cold.add(request(2, 200, 128, 2)));
+  BatchEngine cold(kv_roofline_4090(), kv_config(1000, false));
+  ASSERT_TRUE(cold.add(kv_request(2, 200, 128, 2)));
   EXPECT_LT(o.cost.total_s, cold.step().cost.total_s);
 }
 
 TEST(BatchEnginePrefixCacheTest, IdenticalPromptRecomputesItsLastToken) {
-  BatchEngine e(roofline_4090(), config(1000));
-  ASSERT_TRUE(e.add(request(1, 64, 64, 1)));
+  BatchEngine e(kv_roofline_4090(), kv_config(1000));
+  ASSERT_TRUE(e.add(kv_request(1, 64, 64, 1)));
   run_to_idle(e);
-  ASSERT_TRUE(e.add(request(2, 64, 64, 2)));
+  ASSERT_TRUE(e.add(kv_request(2, 64, 64, 2)));
   // 4 full blocks cached but at most (64 − 1) / 16 = 3 are used: 16 tokens are prefilled.
   EXPECT_EQ(e.step().scheduled_tokens, 16);
   EXPECT_EQ(e.prefix_cache_hits_total(), 48);
 }
 
 TEST(BatchEnginePrefixCacheTest, ConcurrentSharersHoldTheSameBlocks) {
-  BatchEngine e(roofline_4090(), config(1000));
-  ASSERT_TRUE(e.add(request(1, 160, 160, 1, 50)));
+  BatchEngine e(kv_roofline_4090(), kv_config(1000));
+  ASSERT_TRUE(e.add(kv_request(1, 160, 160, 1, 50)));
   e.step();  // request 1 prefilled, its 10 blocks published
-  ASSERT_TRUE(e.add(request(2, 160, 160, 2, 50)));
+  ASSERT_TRUE(e.add(kv_request(2, 160, 160, 2, 50)));
   e.step();  // request 2 shares 9 blocks, allocates 1 of its own
   // Request 1 holds 11 blocks (161 tokens after its first token); request 2 shares 9 of them
   // ((160 − 1) / 16) and owns 1.
@@ -174,38 +174,38 @@ TEST(BatchEnginePrefixCacheTest, ConcurrentSharersHoldTheSameBlocks) {
 }
 
 TEST(BatchEnginePrefixCacheTest, DisabledCachingNeverHits) {
-  BatchEngine e(roofline_4090(), config(1000, false));
-  ASSERT_TRUE(e.add(request(1, 200, 128, 1)));
+  BatchEngine e(kv_roofline_4090(), kv_config(1000, false));
+  ASSERT_TRUE(e.add(kv_request(1, 200, 128, 1)));
   run_to_idle(e);
-  ASSERT_TRUE(e.add(request(2, 200, 128, 2)));
+  ASSERT_TRUE(e.add(kv_request(2, 200, 128, 2)));
   EXPECT_EQ(e.step().scheduled_tokens, 200);
   EXPECT_EQ(e.prefix_cache_hits_total(), 0);
   EXPECT_EQ(e.prefix_cache_queries_total(), 0);
 }
 
 TEST(BatchEnginePrefixCacheTest, CachedBlocksAreEvictedUnderMemoryPressure) {
-  BatchEngine e(roofline_4090(), config(20));
-  ASSERT_TRUE(e.add(request(1, 160, 160, 1, 1)));  // 10 blocks, all published
+  BatchEngine e(kv_roofline_4090(), kv_config(20));
+  ASSERT_TRUE(e.add(kv_request(1, 160, 160, 1, 1)));  // 10 blocks, all published
   run_to_idle(e);
   EXPECT_EQ(e.pool().cached(), 10);
   // A different 300-token prompt needs 19 blocks: 10 free + 9 evicted.
-  ASSERT_TRUE(e.add(request(2, 300, 0, 7, 1)));
+  ASSERT_TRUE(e.add(kv_request(2, 300, 0, 7, 1)));
   run_to_idle(e);
   EXPECT_EQ(e.pool().evictions_total(), 9);
   // Request 1's prompt again: its tail blocks went first, only its first block survived.
-  ASSERT_TRUE(e.add(request(3, 160, 160, 3, 1)));
+  ASSERT_TRUE(e.add(kv_request(3, 160, 160, 3, 1)));
   EXPECT_EQ(e.step().scheduled_tokens, 160 - 16);
   EXPECT_EQ(e.prefix_cache_hits_total(), 16);
 }
 
 TEST(BatchEnginePrefixCacheTest, CancelReleasesSharedBlocksToTheCache) {
-  BatchEngine e(roofline_4090(), config(100));
-  ASSERT_TRUE(e.add(request(1, 64, 64, 1, 10)));
+  BatchEngine e(kv_roofline_4090(), kv_config(100));
+  ASSERT_TRUE(e.add(kv_request(1, 64, 64, 1, 10)));
   e.step();
   e.cancel(1);
   EXPECT_EQ(e.free_blocks(), 100);
   EXPECT_EQ(e.pool().cached(), 4);
-  ASSERT_TRUE(e.add(request(2, 80, 64, 2, 1)));
+  ASSERT_TRUE(e.add(kv_request(2, 80, 64, 2, 1)));
   EXPECT_EQ(e.step().scheduled_tokens, 16);
 }
 
@@ -214,7 +214,7 @@ TEST(BatchEnginePrefixCacheTest, AReadmittedRequestQueriesItsPromptAndGeneratedT
   // resident. A preempted request is readmitted with prompt + generated tokens to prefill, and
   // vLLM counts all of them as queried (request.num_tokens), so hits never exceed queries even
   // when its blocks, hashed over its output too (as conversations' are), are found again.
-  BatchEngine e(roofline_4090(), config(8));
+  BatchEngine e(kv_roofline_4090(), kv_config(8));
   ASSERT_TRUE(e.add(EngineRequest{1, 60, 40, prefix_block_hashes(tokens(100, 0), 16)}));
   ASSERT_TRUE(e.add(EngineRequest{2, 60, 40, prefix_block_hashes(tokens(100, 5000), 16)}));
   std::map<std::uint64_t, std::int64_t> generated;

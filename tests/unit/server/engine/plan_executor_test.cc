@@ -18,7 +18,7 @@ namespace llmcap::server {
 namespace {
 
 using nlohmann::json;
-constexpr std::int64_t kNsPerMs = 1'000'000;
+constexpr std::int64_t kExecutorNsPerMs = 1'000'000;
 
 RunPlan one_step_plan() {
   const json plan{{"version", 1},
@@ -84,8 +84,9 @@ agent::StepResult cancelled_result(std::int64_t window_start_ns, std::int64_t wi
 }
 
 TEST(PlanExecutor, CancelBeforeTheWindowOpenedEndsCancelledWithNoStep) {
-  for (const auto& [start, end] : {std::pair<std::int64_t, std::int64_t>{0, 0},  // calibrating
-                                   {1000 * kNsPerMs, 1000 * kNsPerMs}}) {        // warming up
+  for (const auto& [start, end] :
+       {std::pair<std::int64_t, std::int64_t>{0, 0},            // calibrating
+        {1000 * kExecutorNsPerMs, 1000 * kExecutorNsPerMs}}) {  // warming up
     EmbeddedSimulators sims;
     RecordingSink sink;
     std::stop_source stop;
@@ -107,7 +108,8 @@ TEST(PlanExecutor, CancelInsideTheWindowRecordsAPartialStepOverTheTimeThatRan) {
   RecordingSink sink;
   std::stop_source stop;
   // Warm-up 1 s, then stopped 2.5 s into a 60 s window (StepRunner cuts the window there).
-  CancellingBackend backend(stop, cancelled_result(1000 * kNsPerMs, 3500 * kNsPerMs));
+  CancellingBackend backend(stop,
+                            cancelled_result(1000 * kExecutorNsPerMs, 3500 * kExecutorNsPerMs));
   PlanExecutor executor(sims, sink, &backend);
   const ExecutionResult out = executor.run(one_step_plan(), stop.get_token());
   EXPECT_TRUE(out.cancelled);
@@ -139,8 +141,8 @@ TEST(PlanExecutor, AnEmptyWindowThatWasNotCancelledFailsTheJobSayingSo) {
   // nothing to send), and all of them merge into an empty window; judging it threw and the job
   // ended "internal error in llmcapd" (tests/fuzz/shard_upload_fuzz.cc found it). Now the job
   // fails naming the empty window, without an exception and without a step.
-  for (const auto& [start, end] :
-       {std::pair<std::int64_t, std::int64_t>{0, 0}, {1000 * kNsPerMs, 1000 * kNsPerMs}}) {
+  for (const auto& [start, end] : {std::pair<std::int64_t, std::int64_t>{0, 0},
+                                   {1000 * kExecutorNsPerMs, 1000 * kExecutorNsPerMs}}) {
     EmbeddedSimulators sims;
     RecordingSink sink;
     agent::StepResult r;
@@ -178,16 +180,16 @@ class KnownCapacityBackend final : public StepBackend {
     const double total_s = spec.warmup_s + spec.duration_s;
     r.window_start_ns = static_cast<std::int64_t>(spec.warmup_s * 1e9);
     r.window_end_ns = static_cast<std::int64_t>(total_s * 1e9);
-    r.end_ns = r.window_end_ns + 3'000 * kNsPerMs;
-    const std::int64_t ttft = (holds ? 200 : 2000) * kNsPerMs;
-    const std::int64_t itl = 20 * kNsPerMs;
+    r.end_ns = r.window_end_ns + 3'000 * kExecutorNsPerMs;
+    const std::int64_t ttft = (holds ? 200 : 2000) * kExecutorNsPerMs;
+    const std::int64_t itl = 20 * kExecutorNsPerMs;
     std::uint64_t i = 0;
     for (double t = 0; t < total_s; t += 1.0 / rate, ++i) {
       analysis::RequestSample x;
       x.index = i;
       x.t_intended_ns = static_cast<std::int64_t>(t * 1e9);
       x.t_send_ns = x.t_intended_ns;
-      x.t_headers_ns = x.t_send_ns + kNsPerMs;
+      x.t_headers_ns = x.t_send_ns + kExecutorNsPerMs;
       x.t_first_token_ns = x.t_send_ns + ttft;
       x.t_last_token_ns = x.t_first_token_ns + 31 * itl;
       x.t_end_ns = x.t_last_token_ns;
@@ -203,7 +205,7 @@ class KnownCapacityBackend final : public StepBackend {
       r.samples.push_back(x);
       r.response_ids.emplace_back();
     }
-    for (std::int64_t t = 0; t < r.window_end_ns; t += 500 * kNsPerMs)
+    for (std::int64_t t = 0; t < r.window_end_ns; t += 500 * kExecutorNsPerMs)
       r.in_flight_series.emplace_back(t, 5);
     r.client_cpu_utilisation = 0.1;
     r.counts.intended = r.counts.sent = r.counts.ok = r.samples.size();

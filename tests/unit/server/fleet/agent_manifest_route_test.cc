@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-K8sOptions options() {
+K8sOptions route_options() {
   K8sOptions o;
   o.agent_image = "llmcapd:0.1.0";
   o.daemon_url = "http://llmcapd.llmcap.svc:8080";
@@ -23,7 +23,7 @@ const json kPlan = {{"name", "p"},
                       {"launch", "kubernetes"}}}};
 
 TEST(AgentManifestRoute, YamlOfThePlansFleet) {
-  const auto r = agent_manifest_response(options(), "job_01ABC", kPlan, false);
+  const auto r = agent_manifest_response(route_options(), "job_01ABC", kPlan, false);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("completions: 3\n"), std::string::npos);
   EXPECT_NE(r.body.find("\"eu,us,eu\""), std::string::npos) << r.body;
@@ -35,7 +35,7 @@ TEST(AgentManifestRoute, YamlOfThePlansFleet) {
 }
 
 TEST(AgentManifestRoute, JsonWhenAsked) {
-  const auto r = agent_manifest_response(options(), "job_01ABC", kPlan, true);
+  const auto r = agent_manifest_response(route_options(), "job_01ABC", kPlan, true);
   ASSERT_EQ(r.status, 200);
   const json job = json::parse(r.body);
   EXPECT_EQ(job["spec"]["completionMode"], "Indexed");
@@ -43,13 +43,13 @@ TEST(AgentManifestRoute, JsonWhenAsked) {
 }
 
 TEST(AgentManifestRoute, PlanWithoutAgentsIs404) {
-  const auto r = agent_manifest_response(options(), "job_01ABC", json{{"name", "p"}}, false);
+  const auto r = agent_manifest_response(route_options(), "job_01ABC", json{{"name", "p"}}, false);
   EXPECT_EQ(r.status, 404);
   EXPECT_NE(r.body.find("no agents"), std::string::npos);
 }
 
 TEST(AgentManifestRoute, MissingImageSettingIs409NamingIt) {
-  K8sOptions o = options();
+  K8sOptions o = route_options();
   o.agent_image.clear();
   const auto r = agent_manifest_response(o, "job_01ABC", kPlan, false);
   EXPECT_EQ(r.status, 409);

@@ -8,7 +8,7 @@
 namespace llmcap::server {
 namespace {
 
-api::PlanAgents agents(const std::string& launch) {
+api::PlanAgents hub_agents(const std::string& launch) {
   api::PlanAgents a;
   a.count = 2;
   a.launch = launch;
@@ -26,7 +26,7 @@ agent::StepSpec one_client() {
 TEST(ShardHub, OpenFindCloseAndDone) {
   ShardHub hub;
   EXPECT_EQ(hub.find("job_a"), nullptr);
-  auto c = hub.open("job_a", agents("manual"));
+  auto c = hub.open("job_a", hub_agents("manual"));
   EXPECT_EQ(hub.find("job_a"), c);
   ASSERT_EQ(c->register_shard(0, {{"clock_offset_ms", 0}, {"rtt_ms", 0}}).http_status, 200);
   hub.close("job_a", "finished");
@@ -34,7 +34,7 @@ TEST(ShardHub, OpenFindCloseAndDone) {
   EXPECT_EQ(hub.find("job_a")->next_assignment(0, -1).body["status"], "done");
   for (std::size_t i = 0; i < ShardHub::kKeepClosed; ++i) {
     const std::string id = "job_" + std::to_string(i);
-    hub.open(id, agents("manual"));
+    hub.open(id, hub_agents("manual"));
     hub.close(id, "finished");
   }
   EXPECT_EQ(hub.find("job_a"), nullptr);  // evicted after kKeepClosed newer ones
@@ -47,7 +47,7 @@ TEST(ShardHub, PrintedManifestLaunchesThenWaitsForTheAgents) {
   o.agent_image = "registry.example/llmcapd:1";
   o.daemon_url = "http://llmcapd.llmcap.svc:8080";
   hub.use_kubernetes(o);
-  auto c = hub.open("job_k", agents("kubernetes"));
+  auto c = hub.open("job_k", hub_agents("kubernetes"));
   const BackendStep step = c->run(one_client(), 0, {}, {});
   // Launched (printed), so the step waits for registrations and names the missing shards.
   EXPECT_NE(step.result.fatal_error.find("missing shard(s) 0, 1 of 2"), std::string::npos)
@@ -62,7 +62,7 @@ TEST(ShardHub, LauncherErrorsAndNoLauncherAreClear) {
   o.mode = "print";  // no agent_image: the manifest cannot be made
   o.daemon_url = "http://llmcapd:8080";
   hub.use_kubernetes(o);
-  auto c = hub.open("job_b", agents("kubernetes"));
+  auto c = hub.open("job_b", hub_agents("kubernetes"));
   const auto err = c->run(one_client(), 0, {}, {}).result.fatal_error;
   EXPECT_NE(err.find("launching the agents"), std::string::npos) << err;
   EXPECT_NE(err.find("image"), std::string::npos) << err;
@@ -72,7 +72,7 @@ TEST(ShardHub, LauncherErrorsAndNoLauncherAreClear) {
   K8sOptions none;
   none.mode = "off";
   off.use_kubernetes(none);
-  const auto msg = off.open("job_c", agents("kubernetes"))->run(one_client(), 0, {}, {});
+  const auto msg = off.open("job_c", hub_agents("kubernetes"))->run(one_client(), 0, {}, {});
   EXPECT_NE(msg.result.fatal_error.find("no Kubernetes launcher"), std::string::npos);
 }
 
