@@ -259,9 +259,8 @@ class TargetRun {
   // take_step() for an open-loop step at one rate in a time window (a rate sweep's level, a
   // capacity search's step): when its verdict was deferred because its window held too few
   // request lifetimes to judge the in-flight trend (analysis::defer_short_trend), the same rate
-  // and draws run again
-  // over the longer window as step `next_index` (incremented), and that step's record, whose
-  // verdict stands, is returned.
+  // and draws run again over the longer window as step `next_index` (incremented), and that
+  // step's record, whose verdict stands, is returned.
   std::optional<StepRecord> take_rate_step(PhaseRun& run, StepRequest request, int& next_index);
   StepContext step_context(const PhaseRun& run, const StepRequest& request) const;
   agent::StepSpec build_spec(const PhaseRun& run, const StepRequest& request) const;
