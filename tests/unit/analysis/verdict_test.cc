@@ -168,14 +168,15 @@ TEST(Verdict, ATrendOverTooFewRequestLifetimesIsJudgedAgainOverALongerWindow) {
   ASSERT_EQ(v.outcome, Outcome::kFail);
   ASSERT_EQ(reason(v, "backlog").status, CheckStatus::kMissed);
   ASSERT_TRUE(trend_judging_window_s(st, v).has_value());
-  EXPECT_DOUBLE_EQ(*trend_judging_window_s(st, v), 100);  // 5 lifetimes
+  // 5 lifetimes (100 s) or twice the window (120 s), whichever is longer.
+  EXPECT_DOUBLE_EQ(*trend_judging_window_s(st, v), 120);
   EXPECT_TRUE(defer_short_trend(st, v, 3600));
   EXPECT_EQ(v.outcome, Outcome::kInconclusive);
   EXPECT_FALSE(v.client_bound);
   ASSERT_TRUE(v.rejudge_window_s.has_value());
-  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 100);
+  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 120);
   EXPECT_EQ(reason(v, "backlog").status, CheckStatus::kNotEvaluated);
-  EXPECT_NE(reason(v, "backlog").text.find("judged again over 100 s"), std::string::npos)
+  EXPECT_NE(reason(v, "backlog").text.find("judged again over 120 s"), std::string::npos)
       << reason(v, "backlog").text;
   // The window it may run is capped by the phase's max_duration_s ...
   v = judge_step(st, sla());
@@ -193,7 +194,11 @@ TEST(Verdict, ATrendOverTooFewRequestLifetimesIsJudgedAgainOverALongerWindow) {
   ASSERT_EQ(v.outcome, Outcome::kPass);
   EXPECT_TRUE(defer_short_trend(st, v, 3600));
   EXPECT_EQ(v.outcome, Outcome::kInconclusive);
-  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 100);
+  EXPECT_DOUBLE_EQ(*v.rejudge_window_s, 120);
+  // Requests of 45 s in a 60 s window: 5 lifetimes (225 s) is the longer.
+  st.e2e_ns = flat(45000 * kMsD);
+  v = judge_step(st, sla());
+  EXPECT_DOUBLE_EQ(*trend_judging_window_s(st, v), 225);
 }
 
 TEST(Verdict, AFailOnALatencyBoundOrOverEnoughLifetimesStands) {
