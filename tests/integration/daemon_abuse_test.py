@@ -446,6 +446,11 @@ class MeasurementTest(unittest.TestCase):
         step = {"kind": "rate_sweep", "rates_rps": [100], "duration_s": 3, "warmup_s": 0.5}
         doc = plan("lag", levels=(), extra_phases=[dict(step, name="p%d" % i) for i in range(3)],
                    min_requests=5)
+        # Short requests (~0.1 s on the simulated A100): a 3 s window then holds far more than
+        # the 5 request lifetimes an open-loop step needs to be judged at once. With longer
+        # ones every step is judged again over a longer window (docs/metrics.md, "judged
+        # again"), and the abused window would no longer be one step.
+        doc["workload"] = {"input_tokens": {"fixed": 64}, "output_tokens": {"fixed": 8}}
         job_id = d.submit(doc)
         d.wait_job(job_id, lambda j: done_at_least(j, 0), 60, "step 0 done",
                    interval_s=0.05)
@@ -506,6 +511,8 @@ class MeasurementTest(unittest.TestCase):
         res = d.get_json("/v1/jobs/%s/results" % job_id)
         steps = sorted((s for t in res["targets"] for p in t["phases"] for s in p["steps"]),
                        key=lambda s: s["global_step"])
+        self.assertEqual([s["label"] for s in steps if s.get("rejudge_window_s") is not None],
+                         [], "a step was judged again: requests outlived a fifth of the window")
         self.assertEqual(len(steps), 3)
         lag = [s["client"]["schedule_lag_p99_ms"] for s in steps]
         # Noise of a P99 of a few ms on a shared 2-core machine is ~1-3 ms (release binary, run
