@@ -51,6 +51,10 @@ struct InFlight {
   std::int64_t unsent = 0;       // generated tokens not yet carried by an event
   std::int64_t last_event = -1;  // step-epoch ns of its latest token event
   bool in_window = false;
+  // Its idle deadline is in deadlines_: one entry per request, moved on lazily when it comes
+  // due after a later event (expire) — one push per token event made the heap hold every
+  // event of the last idle_ms, and its sifting was half the twin's CPU time.
+  bool idle_armed = false;
   std::vector<std::int64_t> gaps;  // ITL gaps (ns), kept for in-window requests only
 };
 
@@ -495,7 +499,8 @@ void VirtualStep::deliver(const sim::StepOutcome& outcome) {
     if (spec_.record_token_times) s.token_times_ns.push_back(now_);
     if (last) {
       done.push_back(id);
-    } else if (spec_.deadlines.idle_ms > 0) {
+    } else if (spec_.deadlines.idle_ms > 0 && !r.idle_armed) {
+      r.idle_armed = true;
       deadlines_.push({now_ + spec_.deadlines.idle_ms * kMs, id, DeadlineKind::kIdle});
     }
   }
@@ -516,11 +521,16 @@ void VirtualStep::expire(const Deadline& d) {
       finish(d.id, ErrorClass::kTimeoutFirstToken,
              "no token within " + std::to_string(spec_.deadlines.first_token_ms) + " ms");
       return;
-    case DeadlineKind::kIdle:
-      if (r.last_event + spec_.deadlines.idle_ms * kMs != d.at) return;  // a later event came
+    case DeadlineKind::kIdle: {
+      const std::int64_t due = r.last_event + spec_.deadlines.idle_ms * kMs;
+      if (due > d.at) {  // a later event came: the deadline moves to idle_ms after it
+        deadlines_.push({due, d.id, DeadlineKind::kIdle});
+        return;
+      }
       finish(d.id, ErrorClass::kTimeoutIdle,
              "no event for " + std::to_string(spec_.deadlines.idle_ms) + " ms");
       return;
+    }
     case DeadlineKind::kTotal:
       finish(d.id, ErrorClass::kTimeoutTotal,
              "not finished within " + std::to_string(spec_.deadlines.total_ms) + " ms");

@@ -140,6 +140,40 @@ TEST(VirtualStepBackend, AFirstTokenDeadlineTimesRequestsOutAndFreesTheEngine) {
   EXPECT_NEAR(static_cast<double>(*again.samples.front().ttft_ns()) / 1e9, p.ttft_s, 1e-6);
 }
 
+TEST(VirtualStepBackend, AnIdleDeadlineEndsARequestIdleMsAfterItsLastEvent) {
+  // Long prompts arriving at random while others decode stall the decoders for a prefill:
+  // their gaps are mostly a decode step and sometimes a prefill long. An idle deadline between
+  // the two must end exactly the requests with such a stall, idle_ms after their last event,
+  // however many events came before (the deadline moves on with each event).
+  auto spec = open(0.8, 30);
+  spec.workload.input_tokens = analysis::LengthDistribution::fixed(4000);
+  spec.workload.output_tokens = analysis::LengthDistribution::fixed(64);
+  auto b = backend();
+  const auto free_run = run(b, spec);
+  std::int64_t max_gap = 0;
+  for (const auto& s : free_run.samples) max_gap = std::max(max_gap, s.max_itl_ns);
+  const auto itl_p50 = free_run.itl_ns.quantile(0.5);
+  ASSERT_GT(static_cast<double>(max_gap), 3 * itl_p50);  // stalls to tell from decode gaps
+  const std::int64_t idle_ms =
+      static_cast<std::int64_t>((static_cast<double>(max_gap) + itl_p50) / 2 / 1e6);
+  spec.deadlines.idle_ms = idle_ms;
+  auto fresh = backend();
+  const auto r = run(fresh, spec);
+  std::size_t timed_out = 0, after_several = 0;
+  for (const auto& s : r.samples) {
+    if (s.error == ErrorClass::kTimeoutIdle) {
+      ++timed_out;
+      after_several += s.token_events > 2 ? 1 : 0;
+      EXPECT_EQ(s.t_end_ns - s.t_last_token_ns, idle_ms * 1'000'000);
+    } else {
+      EXPECT_EQ(s.error, ErrorClass::kNone);
+      EXPECT_LE(s.max_itl_ns, idle_ms * 1'000'000);
+    }
+  }
+  EXPECT_GT(after_several, 0u);
+  EXPECT_LT(timed_out, r.samples.size());
+}
+
 TEST(VirtualStepBackend, DrainCancelEndsInFlightRequestsAtTheWindowEnd) {
   auto b = backend();
   auto spec = closed(8, 256, 2000, 5);  // 2000 tokens outlast a 5 s window
