@@ -166,7 +166,8 @@ class VirtualStep {
   bool sending_closed_ = false;
   bool stopping_ = false;
 
-  std::map<std::uint64_t, InFlight> in_flight_;              // by engine id (= order of sending)
+  // By engine id (ids grow in the order of sending; cancel_all() finishes them in that order).
+  std::unordered_map<std::uint64_t, InFlight> in_flight_;
   std::map<int, std::vector<std::uint64_t>> prefix_hashes_;  // by prefix key
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   int closed_restarts_ = 0;  // closed-loop slots freed at now_, restarted after the step began
@@ -542,6 +543,7 @@ void VirtualStep::cancel_all() {
   std::vector<std::uint64_t> ids;
   ids.reserve(in_flight_.size());
   for (const auto& [id, r] : in_flight_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   for (const auto id : ids) finish(id, ErrorClass::kCancelled, "cancelled at the end of the step");
   closed_restarts_ = 0;
 }
