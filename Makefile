@@ -10,7 +10,8 @@ SOURCES = $(shell git ls-files '*.h' '*.cc' 2>/dev/null)
 # the clone, so a fresh clone or `make clean` starts warm; a CCACHE_DIR of the caller wins.
 export CCACHE_DIR ?= $(HOME)/.cache/llmcap/ccache
 
-.PHONY: all deps build demo test test-release test-asan test-timing test-fuzz bench lint format clean
+.PHONY: all deps build demo test test-release test-asan test-timing test-fuzz bench lint format clean \
+        asan-build asan-ctest timing-build release-ctest timing-ctest
 
 all: build
 
@@ -36,37 +37,64 @@ demo:
 bench: deps
 	bench/run_all.sh
 
-# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each timed:
+# Every test (what CI runs, docs/ci.md): formatting check, then three lanes, each stage timed:
 #   asan     the asan preset (ASan + UBSan, Debug): the whole CTest suite (unit, integration,
-#            e2e; the daemon tests drive the sanitized llmcapd), except the tests labelled
-#            `timing`, whose wall-clock accuracy assertions ASan's slowdown makes meaningless;
+#            e2e; the daemon tests drive the sanitized llmcapd), except the cases labelled
+#            `timing` (wall-clock accuracy, which ASan's slowdown makes meaningless) and
+#            `release` (CPU-bound cases in virtual time, 3-5x slower under ASan);
 #   timing   the release preset, built only for llmcapd (what `make demo` runs) and the test
-#            executables that hold `timing` cases (target llmcap_timing_tests); runs those;
+#            executables that hold `timing` or `release` cases (target llmcap_timing_tests);
+#            runs the `release` cases, then the `timing` cases alone;
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
-# `make test-release` builds the whole release preset and runs the whole suite there (the
-# quickest full run on a developer machine). `make test-asan`, `make test-timing`,
-# `make test-fuzz` run one lane; CTEST_ARGS is passed to ctest (e.g. CTEST_ARGS='-R Sim').
+# `make test` overlaps them: once the asan build is done, its tests (72 % of 2 cores: most of
+# them wait on real-time steps) run beside the release build, the `release` cases and the fuzz
+# lane (their output follows the asan lane's); the `timing` cases run last, alone. None of the
+# overlapped tests asserts a speed (docs/ci.md). `make test-release` builds the whole release
+# preset and runs the whole suite there (the quickest full run on a developer machine).
+# `make test-asan`, `make test-timing`, `make test-fuzz` run one lane on its own; CTEST_ARGS is
+# passed to ctest (e.g. CTEST_ARGS='-R Sim').
 FUZZ_SECONDS ?= 30
 # $(call STAGE,name) prefixes a recipe line: prints how long it took, also when it fails: wall
 # time and the CPU time (user + system) of everything it ran. On a shared machine CPU/2 is the
 # better estimate of the wall time on an idle 2-core one.
 SHELL := /bin/bash
 STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
+SIDE_LOG = build/side-lanes.log
 
 test: deps lint
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory test-timing
-	@$(MAKE) --no-print-directory test-fuzz
+	@$(MAKE) --no-print-directory asan-build
+	@mkdir -p build; rm -f $(SIDE_LOG) $(SIDE_LOG).rc; \
+	  ( $(MAKE) --no-print-directory timing-build release-ctest test-fuzz > $(SIDE_LOG) 2>&1; \
+	    echo $$? > $(SIDE_LOG).rc ) & \
+	  $(MAKE) --no-print-directory asan-ctest; asan=$$?; wait; \
+	  echo "== beside the asan ctest: the release build, its \`release\` cases and the fuzz lane"; \
+	  cat $(SIDE_LOG); side=$$(cat $(SIDE_LOG).rc); \
+	  [ "$$asan" = 0 ] && [ "$$side" = 0 ]
+	@$(MAKE) --no-print-directory timing-ctest
 
 CTEST_ARGS ?=
-test-release test-asan: test-%: deps
-	@$(call STAGE,$* build) (cmake --preset $* >/dev/null && cmake --build --preset $*)
-	@$(call STAGE,$* ctest) ctest --preset $* $(CTEST_ARGS)
+test-release: deps
+	@$(call STAGE,release build) (cmake --preset release >/dev/null && cmake --build --preset release)
+	@$(call STAGE,release ctest) ctest --preset release $(CTEST_ARGS)
+
+test-asan: deps
+	@$(MAKE) --no-print-directory asan-build
+	@$(MAKE) --no-print-directory asan-ctest
 
 test-timing: deps
+	@$(MAKE) --no-print-directory timing-build release-ctest timing-ctest
+
+asan-build:
+	@$(call STAGE,asan build) (cmake --preset asan >/dev/null && cmake --build --preset asan)
+asan-ctest:
+	@$(call STAGE,asan ctest) ctest --preset asan $(CTEST_ARGS)
+timing-build:
 	@$(call STAGE,timing build) (cmake --preset release >/dev/null && \
 	  cmake --build --preset release --target llmcapd llmcap_timing_tests)
+release-ctest:
+	@$(call STAGE,release-labelled ctest) ctest --preset release -L '^release$$' $(CTEST_ARGS)
+timing-ctest:
 	@$(call STAGE,timing ctest) ctest --preset release -L '^timing$$' $(CTEST_ARGS)
 	@build/release/server/llmcapd --version
 

@@ -84,21 +84,46 @@ function(llmcap_library name)
   llmcap_unity(llmcap_${name})
 endfunction()
 
-# llmcap_test(<name> SOURCES ... LIBS ... LABELS ... [TIMING <gtest filter>]): a GoogleTest
-# executable registered with CTest, one CTest test per test case.
+# llmcap_test(<name> SOURCES ... LIBS ... LABELS ... [TIMING <gtest filter>]
+#             [RELEASE <gtest filter>]): a GoogleTest executable registered with CTest, one CTest
+# test per test case.
 # TIMING names (gtest filter syntax, e.g. "*AgentTiming.*:AgentOpenLoop.*") the cases that
 # assert wall-clock accuracy (e.g. "within 1 ms of the truth"), which ASan's 2-5x slowdown makes
 # meaningless: they get the extra label `timing`, which the asan test preset excludes; they
 # run in the timing lane (docs/ci.md), which builds the target `llmcap_timing_tests`: every
-# executable with TIMING cases. Everything else must pass under ASan.
+# executable with TIMING or RELEASE cases.
+# RELEASE names the cases that are CPU-bound but not timing-dependent (e.g. hundreds of plans in
+# virtual time), which ASan would slow 3-5x: they get the label `release` instead, which the
+# asan preset excludes too; `make test` runs them in the release build beside the asan lane's
+# tests (not alone: the host's load cannot change what they assert). Everything else must pass
+# under ASan.
 function(llmcap_test name)
-  cmake_parse_arguments(ARG "" "TIMING" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMING;RELEASE" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   llmcap_settings(${name})
   llmcap_unity(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} llmcap_test_paths GTest::gmock
                                         GTest::gtest_main)
-  if(ARG_TIMING)
+  if(ARG_RELEASE)
+    if(ARG_TIMING)
+      message(FATAL_ERROR "llmcap_test(${name}): TIMING and RELEASE in one executable")
+    endif()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_RELEASE}"
+                         TEST_LIST ${name}_RELEASE_TESTS PROPERTIES LABELS "${ARG_LABELS}")
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_RELEASE}"
+                         PROPERTIES LABELS "${ARG_LABELS}")
+    # As for TIMING (below): the label list is set by a file CTest reads after discovery.
+    set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_release_labels.cmake")
+    file(WRITE "${labels_file}"
+         "foreach(t IN LISTS ${name}_RELEASE_TESTS)\n"
+         "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};release\")\n"
+         "endforeach()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
+    if(NOT TARGET llmcap_timing_tests)
+      add_custom_target(llmcap_timing_tests)
+    endif()
+    add_dependencies(llmcap_timing_tests ${name})
+  elseif(ARG_TIMING)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_TIMING}"
                          TEST_LIST ${name}_TIMING_TESTS PROPERTIES LABELS "${ARG_LABELS}")
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_TIMING}"
@@ -106,7 +131,7 @@ function(llmcap_test name)
     # gtest_discover_tests cannot pass a list-valued LABELS through to CTest; this file, read
     # by CTest after the discovered tests, adds `timing` to the TIMING cases, and runs each of
     # them alone (RUN_SERIAL): a wall-clock accuracy case must not share the cores with another
-    # test, and the CPU-bound search property test uses every core.
+    # test.
     set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_timing_labels.cmake")
     file(WRITE "${labels_file}"
          "foreach(t IN LISTS ${name}_TIMING_TESTS)\n"
