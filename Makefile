@@ -19,7 +19,7 @@ deps:
 	@deploy/install-deps.sh --with-test-tools
 
 build: deps
-	@cmake --preset $(PRESET) >/dev/null
+	@$(call CONFIGURE,$(PRESET))
 	@cmake --build --preset $(PRESET)
 
 # The main job: llmcapd with embedded simulated targets runs the example plan and prints the
@@ -27,7 +27,7 @@ build: deps
 # target of the release preset, not the tests and benchmarks `make build` compiles.
 demo:
 	@deploy/install-deps.sh
-	@cmake --preset release >/dev/null
+	@$(call CONFIGURE,release)
 	@cmake --build --preset release --target llmcapd
 	build/release/server/llmcapd demo
 
@@ -48,8 +48,9 @@ bench: deps
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
 # `make test` overlaps them: once the asan build is done, its tests (72 % of 2 cores: most of
-# them wait on real-time steps) run beside the release build, the `release` cases and the fuzz
-# lane (their output follows the asan lane's); the `timing` cases run last, alone. None of the
+# them wait on real-time steps) run beside two other branches, the release build then the
+# `release` cases, and the fuzz lane (their output follows the asan lane's); the `timing` cases
+# run last, alone. None of the
 # overlapped tests asserts a speed (docs/ci.md). `make test-release` builds the whole release
 # preset and runs the whole suite there (the quickest full run on a developer machine).
 # `make test-asan`, `make test-timing`, `make test-fuzz` run one lane on its own; CTEST_ARGS is
@@ -61,21 +62,30 @@ FUZZ_SECONDS ?= 30
 SHELL := /bin/bash
 STAGE = TIMEFORMAT="== stage $(1): %0R s wall, %0U s user, %0S s sys"; time
 SIDE_LOG = build/side-lanes.log
+FUZZ_LOG = build/fuzz-lane.log
+# $(call CONFIGURE,preset): `cmake --preset <preset>`. The presets use Ninja; a build folder
+# that an older checkout configured with another generator (Unix Makefiles, before 2026-12-07)
+# is removed first, as CMake refuses to switch (the compiler cache keeps its objects).
+CONFIGURE = { c=build/$(1)/CMakeCache.txt; if [ -f $$c ] && \
+  ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' $$c; then \
+  echo "build/$(1) was made with another CMake generator; removing it"; rm -rf build/$(1); fi; \
+  cmake --preset $(1) >/dev/null; }
 
 test: deps lint
 	@$(MAKE) --no-print-directory asan-build
-	@mkdir -p build; rm -f $(SIDE_LOG) $(SIDE_LOG).rc; \
-	  ( $(MAKE) --no-print-directory timing-build release-ctest test-fuzz > $(SIDE_LOG) 2>&1; \
+	@mkdir -p build; rm -f $(SIDE_LOG)* $(FUZZ_LOG)*; \
+	  ( $(MAKE) --no-print-directory timing-build release-ctest > $(SIDE_LOG) 2>&1; \
 	    echo $$? > $(SIDE_LOG).rc ) & \
+	  ( $(MAKE) --no-print-directory test-fuzz > $(FUZZ_LOG) 2>&1; echo $$? > $(FUZZ_LOG).rc ) & \
 	  $(MAKE) --no-print-directory asan-ctest; asan=$$?; wait; \
-	  echo "== beside the asan ctest: the release build, its \`release\` cases and the fuzz lane"; \
-	  cat $(SIDE_LOG); side=$$(cat $(SIDE_LOG).rc); \
-	  [ "$$asan" = 0 ] && [ "$$side" = 0 ]
+	  echo "== beside the asan ctest: the release build and its \`release\` cases"; \
+	  cat $(SIDE_LOG); echo "== beside the asan ctest: the fuzz lane"; cat $(FUZZ_LOG); \
+	  [ "$$asan" = 0 ] && [ "$$(cat $(SIDE_LOG).rc)" = 0 ] && [ "$$(cat $(FUZZ_LOG).rc)" = 0 ]
 	@$(MAKE) --no-print-directory timing-ctest
 
 CTEST_ARGS ?=
 test-release: deps
-	@$(call STAGE,release build) (cmake --preset release >/dev/null && cmake --build --preset release)
+	@$(call STAGE,release build) ($(call CONFIGURE,release) && cmake --build --preset release)
 	@$(call STAGE,release ctest) ctest --preset release $(CTEST_ARGS)
 
 test-asan: deps
@@ -86,11 +96,11 @@ test-timing: deps
 	@$(MAKE) --no-print-directory timing-build release-ctest timing-ctest
 
 asan-build:
-	@$(call STAGE,asan build) (cmake --preset asan >/dev/null && cmake --build --preset asan)
+	@$(call STAGE,asan build) ($(call CONFIGURE,asan) && cmake --build --preset asan)
 asan-ctest:
 	@$(call STAGE,asan ctest) ctest --preset asan $(CTEST_ARGS)
 timing-build:
-	@$(call STAGE,timing build) (cmake --preset release >/dev/null && \
+	@$(call STAGE,timing build) ($(call CONFIGURE,release) && \
 	  cmake --build --preset release --target llmcapd llmcap_timing_tests)
 release-ctest:
 	@$(call STAGE,release-labelled ctest) ctest --preset release -L '^release$$' $(CTEST_ARGS)
@@ -110,7 +120,7 @@ test-real:
 # Formatting drift fails; clang-tidy runs on request (slow on 2 cores): make lint TIDY=1
 lint: deps
 	@clang-format --dry-run -Werror $(SOURCES)
-	@if [ -n "$(TIDY)" ]; then cmake --preset $(PRESET) >/dev/null && \
+	@if [ -n "$(TIDY)" ]; then $(call CONFIGURE,$(PRESET)) && \
 	  clang-tidy -p $(BUILD_DIR) --quiet $(filter %.cc,$(SOURCES)); fi
 
 format:

@@ -30,7 +30,7 @@ endif()
 #                  what it uses). Sources in one library or test executable therefore must not
 #                  define the same name at file scope (anonymous namespaces, static functions).
 option(LLMCAP_UNITY "Unity builds of our libraries and test executables" ON)
-set(LLMCAP_UNITY_BATCH "8" CACHE STRING "Sources per unity translation unit")
+set(LLMCAP_UNITY_BATCH "16" CACHE STRING "Sources per unity translation unit")
 if(NOT LLMCAP_DEBUG_INFO STREQUAL "" AND NOT LLMCAP_DEBUG_INFO MATCHES "^-g[0-3]?$")
   message(FATAL_ERROR "LLMCAP_DEBUG_INFO must be empty or -g, -g0 ... -g3, not '${LLMCAP_DEBUG_INFO}'")
 endif()

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake make pkg-config git
+  build-essential cmake make ninja-build pkg-config git
   libboost1.81-dev libboost-url1.81-dev
   nlohmann-json3-dev libsqlite3-dev sqlite3
   prometheus-cpp-dev libcivetweb-dev zlib1g-dev libcurl4-openssl-dev
