@@ -50,9 +50,9 @@ bench: deps
 # `make test` overlaps them: once the asan build is done, its tests (72 % of 2 cores: most of
 # them wait on real-time steps) run beside two other branches, the release build then the
 # `release` cases, and the fuzz lane (their output follows the asan lane's); the `timing` cases
-# run last, alone. None of the
-# overlapped tests asserts a speed (docs/ci.md). `make test-release` builds the whole release
-# preset and runs the whole suite there (the quickest full run on a developer machine).
+# run last, alone. None of the overlapped tests asserts a speed (docs/ci.md). `make
+# test-release` builds the whole release preset and runs the whole suite there (the quickest
+# full run on a developer machine).
 # `make test-asan`, `make test-timing`, `make test-fuzz` run one lane on its own; CTEST_ARGS is
 # passed to ctest (e.g. CTEST_ARGS='-R Sim').
 FUZZ_SECONDS ?= 30
