@@ -29,6 +29,18 @@ endif()
 #                  OFF compiles every source on its own (e.g. to check that each .cc includes
 #                  what it uses). Sources in one library or test executable therefore must not
 #                  define the same name at file scope (anonymous namespaces, static functions).
+# LLMCAP_LIBRARY_OPT  "" (default: what the build type says), or an -O level such as -O1 for the
+#                  libraries named in LLMCAP_LIBRARY_OPT_FOR (folder names as in llmcap::<name>;
+#                  empty: every library), never the test executables. The asan preset compiles
+#                  the twin's libraries (analysis, sim, server_engine) at -O1: the tests that
+#                  predict in virtual time spend their CPU there, 3.6x more of it at -O0 under
+#                  ASan, while -O1 everywhere would cost the cold build more (-O1 compiles 1.7x
+#                  slower) than it saves in the tests (docs/ci.md).
+set(LLMCAP_LIBRARY_OPT "" CACHE STRING "Override the optimisation level of our libraries, e.g. -O1")
+set(LLMCAP_LIBRARY_OPT_FOR "" CACHE STRING "Libraries LLMCAP_LIBRARY_OPT applies to (empty: all)")
+if(NOT LLMCAP_LIBRARY_OPT STREQUAL "" AND NOT LLMCAP_LIBRARY_OPT MATCHES "^-O[0-3gs]$")
+  message(FATAL_ERROR "LLMCAP_LIBRARY_OPT must be empty or -O0 ... -O3, -Og, -Os, not '${LLMCAP_LIBRARY_OPT}'")
+endif()
 option(LLMCAP_UNITY "Unity builds of our libraries and test executables" ON)
 set(LLMCAP_UNITY_BATCH "16" CACHE STRING "Sources per unity translation unit")
 if(NOT LLMCAP_DEBUG_INFO STREQUAL "" AND NOT LLMCAP_DEBUG_INFO MATCHES "^-g[0-3]?$")
@@ -55,8 +67,10 @@ function(llmcap_settings target)
     target_link_options(${target} PRIVATE ${LLMCAP_LINK_FLAG})
   endif()
   if(LLMCAP_SANITIZE)
-    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
-                                            -fno-sanitize-recover=undefined)
+    # PRIVATE: every target of ours calls this, and a test executable narrows the checks of its
+    # own sources (llmcap_test), which flags inherited from the libraries would undo.
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
   endif()
 endfunction()
@@ -82,6 +96,36 @@ function(llmcap_library name)
   target_include_directories(llmcap_${name} PUBLIC "${PROJECT_SOURCE_DIR}")
   llmcap_settings(llmcap_${name})
   llmcap_unity(llmcap_${name})
+  if(LLMCAP_LIBRARY_OPT AND (NOT LLMCAP_LIBRARY_OPT_FOR OR name IN_LIST LLMCAP_LIBRARY_OPT_FOR))
+    # After the build type's -O on the command line: the last -O level wins.
+    target_compile_options(llmcap_${name} PRIVATE ${LLMCAP_LIBRARY_OPT})
+  endif()
+endfunction()
+
+# llmcap_discover_labelled(<name> <labels> <extra label> <gtest filter> <run serial>): the cases
+# of <name> the filter selects are discovered with <labels> plus <extra label> (RUN_SERIAL when
+# <run serial>), the others with <labels>; <name> joins the target llmcap_timing_tests.
+function(llmcap_discover_labelled name labels extra filter run_serial)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${filter}"
+                       TEST_LIST ${name}_${extra}_TESTS PROPERTIES LABELS "${labels}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${filter}"
+                       PROPERTIES LABELS "${labels}")
+  # gtest_discover_tests cannot pass a list-valued LABELS through to CTest; this file, read by
+  # CTest after the discovered tests, adds the extra label to the selected cases.
+  set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_${extra}_labels.cmake")
+  set(serial "")
+  if(run_serial)
+    set(serial " RUN_SERIAL TRUE")
+  endif()
+  file(WRITE "${labels_file}"
+       "foreach(t IN LISTS ${name}_${extra}_TESTS)\n"
+       "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${labels};${extra}\"${serial})\n"
+       "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
+  if(NOT TARGET llmcap_timing_tests)
+    add_custom_target(llmcap_timing_tests)
+  endif()
+  add_dependencies(llmcap_timing_tests ${name})
 endfunction()
 
 # llmcap_test(<name> SOURCES ... LIBS ... LABELS ... [TIMING <gtest filter>]
@@ -102,47 +146,24 @@ function(llmcap_test name)
   add_executable(${name} ${ARG_SOURCES})
   llmcap_settings(${name})
   llmcap_unity(${name})
+  if(LLMCAP_SANITIZE)
+    # The test sources skip UBSan's null and alignment checks, which instrument every pointer
+    # use at -O0 and were 35 % of a test executable's compile work; everything else of ASan and
+    # UBSan stays, and our libraries (all the product's code, llmcapd) keep every check. A null
+    # dereference in a test still stops it (ASan's SEGV report), and x86 runs misaligned loads.
+    target_compile_options(${name} PRIVATE -fno-sanitize=null,alignment)
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} llmcap_test_paths GTest::gmock
                                         GTest::gtest_main)
+  if(ARG_RELEASE AND ARG_TIMING)
+    message(FATAL_ERROR "llmcap_test(${name}): TIMING and RELEASE in one executable")
+  endif()
   if(ARG_RELEASE)
-    if(ARG_TIMING)
-      message(FATAL_ERROR "llmcap_test(${name}): TIMING and RELEASE in one executable")
-    endif()
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_RELEASE}"
-                         TEST_LIST ${name}_RELEASE_TESTS PROPERTIES LABELS "${ARG_LABELS}")
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_RELEASE}"
-                         PROPERTIES LABELS "${ARG_LABELS}")
-    # As for TIMING (below): the label list is set by a file CTest reads after discovery.
-    set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_release_labels.cmake")
-    file(WRITE "${labels_file}"
-         "foreach(t IN LISTS ${name}_RELEASE_TESTS)\n"
-         "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};release\")\n"
-         "endforeach()\n")
-    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
-    if(NOT TARGET llmcap_timing_tests)
-      add_custom_target(llmcap_timing_tests)
-    endif()
-    add_dependencies(llmcap_timing_tests ${name})
+    llmcap_discover_labelled(${name} "${ARG_LABELS}" release "${ARG_RELEASE}" FALSE)
   elseif(ARG_TIMING)
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_TIMING}"
-                         TEST_LIST ${name}_TIMING_TESTS PROPERTIES LABELS "${ARG_LABELS}")
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_TIMING}"
-                         PROPERTIES LABELS "${ARG_LABELS}")
-    # gtest_discover_tests cannot pass a list-valued LABELS through to CTest; this file, read
-    # by CTest after the discovered tests, adds `timing` to the TIMING cases, and runs each of
-    # them alone (RUN_SERIAL): a wall-clock accuracy case must not share the cores with another
-    # test.
-    set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_timing_labels.cmake")
-    file(WRITE "${labels_file}"
-         "foreach(t IN LISTS ${name}_TIMING_TESTS)\n"
-         "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS};timing\"\n"
-         "                      RUN_SERIAL TRUE)\n"
-         "endforeach()\n")
-    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
-    if(NOT TARGET llmcap_timing_tests)
-      add_custom_target(llmcap_timing_tests)
-    endif()
-    add_dependencies(llmcap_timing_tests ${name})
+    # Each timing case runs alone (RUN_SERIAL): a wall-clock accuracy case must not share the
+    # cores with another test.
+    llmcap_discover_labelled(${name} "${ARG_LABELS}" timing "${ARG_TIMING}" TRUE)
   else()
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
   endif()

