@@ -33,7 +33,7 @@ endif()
 #                  libraries named in LLMCAP_LIBRARY_OPT_FOR (folder names as in llmcap::<name>;
 #                  empty: every library), never the test executables. The asan preset compiles
 #                  the twin's libraries (analysis, sim, server_engine) at -O1: the tests that
-#                  predict in virtual time spend their CPU there, 3.6x more of it at -O0 under
+#                  predict in virtual time spend their CPU there, 3.2x more of it at -O0 under
 #                  ASan, while -O1 everywhere would cost the cold build more (-O1 compiles 1.7x
 #                  slower) than it saves in the tests (docs/ci.md).
 set(LLMCAP_LIBRARY_OPT "" CACHE STRING "Override the optimisation level of our libraries, e.g. -O1")
