@@ -47,10 +47,12 @@ bench: deps
 #            runs the `release` cases, then the `timing` cases alone;
 #   fuzz     the libFuzzer targets (clang-14): the regression inputs replayed, then each fuzzer
 #            for FUZZ_SECONDS on the checked-in seeds.
-# `make test` overlaps them: once the asan build is done, its tests (72 % of 2 cores: most of
-# them wait on real-time steps) run beside two other branches, the release build then the
-# `release` cases, and the fuzz lane (their output follows the asan lane's); the `timing` cases
-# run last, alone. None of the overlapped tests asserts a speed (docs/ci.md). `make
+# `make test` overlaps them: once the asan build is done, its tests (about half of 2 cores:
+# most of them wait on real-time steps) run beside two other branches, the release build then
+# the `release` cases, and the fuzz lane (their output follows the asan lane's); the `timing`
+# cases run last, alone. None of the overlapped tests asserts a speed (docs/ci.md); still, the
+# asan tests get the CPU first (the other branches run at nice 5, the fuzz lane at nice 10,
+# whose fuzzers run for a fixed wall time), so the real-time steps they judge are least disturbed. `make
 # test-release` builds the whole release preset and runs the whole suite there (the quickest
 # full run on a developer machine).
 # `make test-asan`, `make test-timing`, `make test-fuzz` run one lane on its own; CTEST_ARGS is
@@ -74,9 +76,10 @@ CONFIGURE = { c=build/$(1)/CMakeCache.txt; if [ -f $$c ] && \
 test: deps lint
 	@$(MAKE) --no-print-directory asan-build
 	@mkdir -p build; rm -f $(SIDE_LOG)* $(FUZZ_LOG)*; \
-	  ( $(MAKE) --no-print-directory timing-build release-ctest > $(SIDE_LOG) 2>&1; \
+	  ( nice -n 5 $(MAKE) --no-print-directory timing-build release-ctest > $(SIDE_LOG) 2>&1; \
 	    echo $$? > $(SIDE_LOG).rc ) & \
-	  ( $(MAKE) --no-print-directory test-fuzz > $(FUZZ_LOG) 2>&1; echo $$? > $(FUZZ_LOG).rc ) & \
+	  ( nice -n 10 $(MAKE) --no-print-directory test-fuzz > $(FUZZ_LOG) 2>&1; \
+	    echo $$? > $(FUZZ_LOG).rc ) & \
 	  $(MAKE) --no-print-directory asan-ctest; asan=$$?; wait; \
 	  echo "== beside the asan ctest: the release build and its \`release\` cases"; \
 	  cat $(SIDE_LOG); echo "== beside the asan ctest: the fuzz lane"; cat $(FUZZ_LOG); \
