@@ -52,9 +52,9 @@ bench: deps
 # the `release` cases, and the fuzz lane (their output follows the asan lane's); the `timing`
 # cases run last, alone. None of the overlapped tests asserts a speed (docs/ci.md); still, the
 # asan tests get the CPU first (the other branches run at nice 5, the fuzz lane at nice 10,
-# whose fuzzers run for a fixed wall time), so the real-time steps they judge are least disturbed. `make
-# test-release` builds the whole release preset and runs the whole suite there (the quickest
-# full run on a developer machine).
+# whose fuzzers run for a fixed wall time), so the real-time steps they judge are least
+# disturbed. `make test-release` builds the whole release preset and runs the whole suite there
+# (the quickest full run on a developer machine).
 # `make test-asan`, `make test-timing`, `make test-fuzz` run one lane on its own; CTEST_ARGS is
 # passed to ctest (e.g. CTEST_ARGS='-R Sim').
 FUZZ_SECONDS ?= 30
