@@ -102,6 +102,18 @@ function(llmcap_library name)
   endif()
 endfunction()
 
+# llmcap_check_library_opt_for(): after every library is defined, a name in
+# LLMCAP_LIBRARY_OPT_FOR that is none of them is an error (a misspelling would otherwise leave
+# that library at the build type's level without a word).
+function(llmcap_check_library_opt_for)
+  foreach(name IN LISTS LLMCAP_LIBRARY_OPT_FOR)
+    if(NOT TARGET llmcap_${name})
+      message(FATAL_ERROR "LLMCAP_LIBRARY_OPT_FOR names '${name}', which is not one of our "
+                          "libraries (llmcap_<name>: analysis, sim, server_engine, ...)")
+    endif()
+  endforeach()
+endfunction()
+
 # llmcap_discover_labelled(<name> <labels> <extra label> <gtest filter> <run serial>): the cases
 # of <name> the filter selects are discovered with <labels> plus <extra label> (RUN_SERIAL when
 # <run serial>), the others with <labels>; <name> joins the target llmcap_timing_tests.

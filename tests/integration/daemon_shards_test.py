@@ -4,7 +4,8 @@ Starts the real `llmcapd serve` (embedded A100 simulator) and real `llmcapd agen
   - 4 agents vs one in-process agent, same total load and seed: counts exactly equal, the
     merged percentiles exactly those of the union of the shards' samples, every request
     intended when the single agent intended it and sent neither early nor an epoch late, each
-    shard's clock estimate within half its round trip of 0; one agent uploads twice (idempotency: stored once);
+    shard's clock estimate within half its round trip of 0; one agent uploads twice
+    (idempotency: stored once);
     per-region latency and per-shard figures in the results;
   - an agent with a faked clock offset is refused, and the job fails naming the shard;
   - a missing agent: the job fails naming the missing shard;
